@@ -1,0 +1,4 @@
+#ifndef WEBIMAGE_CPNG_SHIM_H
+#define WEBIMAGE_CPNG_SHIM_H
+#include <png.h>
+#endif

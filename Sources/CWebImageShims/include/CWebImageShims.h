@@ -1,0 +1,102 @@
+#ifndef CWEBIMAGESHIMS_H
+#define CWEBIMAGESHIMS_H
+
+// Every setjmp/longjmp of swift-web-image lives behind these functions: libjpeg and libpng
+// report fatal errors by longjmp, which Swift frames must never be unwound by. Each wrapper
+// sets its own jump point, calls into the library, and turns a longjmp into a return code.
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WI_MESSAGE_CAPACITY 200
+
+typedef enum {
+    WI_OK = 0,
+    WI_ERROR = -1,           // The library rejected the data; `message` says why.
+    WI_LIMIT_EXCEEDED = -2,  // The image is larger than the caller's pixel limit.
+    WI_OUT_OF_MEMORY = -3,
+} wi_status;
+
+// MARK: JPEG decoding
+
+typedef struct wi_jpeg_decoder wi_jpeg_decoder;
+
+/// Creates a decompressor reading `size` bytes at `data` (not copied: keep them alive).
+wi_jpeg_decoder *wi_jpeg_decoder_create(const uint8_t *data, size_t size);
+void wi_jpeg_decoder_destroy(wi_jpeg_decoder *decoder);
+const char *wi_jpeg_decoder_message(const wi_jpeg_decoder *decoder);
+/// 1 when the data ended before the image did (libjpeg then fills in the rest).
+int wi_jpeg_decoder_hit_end_of_data(const wi_jpeg_decoder *decoder);
+/// The libjpeg state, for reading the header fields and setting decompression parameters
+/// between `read_header` and `start`.
+struct jpeg_decompress_struct *wi_jpeg_decoder_info(wi_jpeg_decoder *decoder);
+
+/// Reads the header, keeping APP1 (EXIF) markers for orientation.
+wi_status wi_jpeg_read_header(wi_jpeg_decoder *decoder);
+/// Sets the output colour space: 0 = RGBA (from YCbCr, RGB or gray), 1 = CMYK as stored.
+wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output);
+/// Reads rows into `dst` (output_width × 4 bytes each, `stride` apart) until `max_rows`
+/// or the end of the image; `rows_read` gets the count.
+wi_status wi_jpeg_read_rows(wi_jpeg_decoder *decoder, uint8_t *dst, size_t stride, uint32_t max_rows,
+                            uint32_t *rows_read);
+wi_status wi_jpeg_finish(wi_jpeg_decoder *decoder);
+/// The first saved APP1 marker whose payload starts with "Exif\0\0", or NULL.
+const uint8_t *wi_jpeg_exif(wi_jpeg_decoder *decoder, size_t *length);
+/// 1 when an Adobe APP14 marker was seen (CMYK data is then stored inverted).
+int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder);
+
+// MARK: JPEG encoding
+
+/// Encodes an RGBA8 image. On success `*out` is a malloc'ed buffer the caller frees.
+wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
+                         int progressive, uint8_t **out, size_t *out_size, char *message);
+
+// MARK: PNG decoding (push/progressive reader)
+
+typedef struct wi_png_decoder wi_png_decoder;
+
+/// A push decoder producing RGBA8 (straight alpha; palette, gray and tRNS expanded, 16-bit
+/// scaled to 8). `max_pixels` guards the allocation; 0 means no limit.
+wi_png_decoder *wi_png_decoder_create(uint64_t max_pixels);
+void wi_png_decoder_destroy(wi_png_decoder *decoder);
+/// Makes the decoder write pixels into `pixels` (`capacity` bytes, rows width × 4 apart) instead
+/// of allocating its own buffer; the header's size must fit or decoding fails.
+void wi_png_decoder_use_buffer(wi_png_decoder *decoder, uint8_t *pixels, size_t capacity);
+/// Feeds the next bytes of the file. May be called with any chunking.
+wi_status wi_png_decoder_feed(wi_png_decoder *decoder, const uint8_t *data, size_t size);
+const char *wi_png_decoder_message(const wi_png_decoder *decoder);
+
+typedef struct {
+    uint32_t width;
+    uint32_t height;
+    int header_ready;   // IHDR read and the pixel buffer allocated.
+    int finished;       // IEND reached.
+    int interlaced;     // Adam7.
+    int has_alpha;      // Alpha channel or tRNS in the source.
+    int bit_depth;
+    int color_type;
+    int pass;           // Current Adam7 pass (0...6), 0 when not interlaced.
+    uint32_t rows_done; // Rows completed in the current pass (all rows when not interlaced).
+    uint8_t *pixels;    // width × 4 × height bytes, owned by the decoder.
+    size_t stride;
+} wi_png_state;
+
+wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder);
+/// Hands the pixel buffer to the caller (who frees it) and forgets it.
+uint8_t *wi_png_decoder_take_pixels(wi_png_decoder *decoder);
+
+// MARK: PNG encoding
+
+/// Encodes RGBA8 as 8-bit RGBA, or RGB when `keep_alpha` is 0. `*out` is malloc'ed.
+wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
+                        int compression_level, uint8_t **out, size_t *out_size, char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

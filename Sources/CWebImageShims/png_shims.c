@@ -1,0 +1,212 @@
+#include "CWebImageShims.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <png.h>
+
+struct wi_png_decoder {
+    png_structp png;
+    png_infop info;
+    char message[WI_MESSAGE_CAPACITY];
+    uint64_t max_pixels;
+    int limit_exceeded;
+    int out_of_memory;
+    uint8_t *external_pixels;
+    size_t external_capacity;
+    wi_png_state state;
+};
+
+static void wi_png_error(png_structp png, png_const_charp text) {
+    char *message = png_get_error_ptr(png);
+    if (message != NULL) snprintf(message, WI_MESSAGE_CAPACITY, "%s", text);
+    png_longjmp(png, 1);
+}
+
+static void wi_png_warning(png_structp png, png_const_charp text) {
+    (void)png;
+    (void)text;
+}
+
+static void wi_png_info_callback(png_structp png, png_infop info) {
+    wi_png_decoder *decoder = png_get_progressive_ptr(png);
+    png_uint_32 width = 0, height = 0;
+    int bit_depth = 0, color_type = 0, interlace = 0;
+    png_get_IHDR(png, info, &width, &height, &bit_depth, &color_type, &interlace, NULL, NULL);
+    decoder->state.width = width;
+    decoder->state.height = height;
+    decoder->state.bit_depth = bit_depth;
+    decoder->state.color_type = color_type;
+    decoder->state.interlaced = interlace != PNG_INTERLACE_NONE;
+    decoder->state.has_alpha =
+        (color_type & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+
+    uint64_t pixels = (uint64_t)width * (uint64_t)height;
+    if (decoder->max_pixels != 0 && pixels > decoder->max_pixels) {
+        decoder->limit_exceeded = 1;
+        png_error(png, "image dimensions exceed the pixel limit");
+    }
+
+    // Everything becomes 8-bit RGBA with straight alpha.
+    png_set_expand(png);
+    png_set_scale_16(png);
+    png_set_gray_to_rgb(png);
+    png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);
+    png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+
+    size_t stride = (size_t)width * 4;
+    if (png_get_rowbytes(png, info) != stride) png_error(png, "unexpected row size after transforms");
+    uint8_t *pixels_buffer;
+    if (decoder->external_pixels != NULL) {
+        if (decoder->external_capacity / stride < height) png_error(png, "the output buffer is too small");
+        pixels_buffer = decoder->external_pixels;
+    } else {
+        pixels_buffer = calloc(height, stride);
+    }
+    if (pixels_buffer == NULL) {
+        decoder->out_of_memory = 1;
+        png_error(png, "out of memory for the pixel buffer");
+    }
+    decoder->state.pixels = pixels_buffer;
+    decoder->state.stride = stride;
+    decoder->state.header_ready = 1;
+}
+
+static void wi_png_row_callback(png_structp png, png_bytep new_row, png_uint_32 row, int pass) {
+    wi_png_decoder *decoder = png_get_progressive_ptr(png);
+    if (decoder->state.pixels == NULL || row >= decoder->state.height) return;
+    // For interlaced images this merges the pass's pixels into the row; otherwise it copies.
+    png_progressive_combine_row(png, decoder->state.pixels + (size_t)row * decoder->state.stride, new_row);
+    if (pass != decoder->state.pass) {
+        decoder->state.pass = pass;
+        decoder->state.rows_done = 0;
+    }
+    decoder->state.rows_done = row + 1;
+}
+
+static void wi_png_end_callback(png_structp png, png_infop info) {
+    (void)info;
+    wi_png_decoder *decoder = png_get_progressive_ptr(png);
+    decoder->state.finished = 1;
+}
+
+wi_png_decoder *wi_png_decoder_create(uint64_t max_pixels) {
+    wi_png_decoder *decoder = calloc(1, sizeof(wi_png_decoder));
+    if (decoder == NULL) return NULL;
+    decoder->max_pixels = max_pixels;
+    decoder->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, decoder->message, wi_png_error, wi_png_warning);
+    if (decoder->png == NULL) {
+        free(decoder);
+        return NULL;
+    }
+    decoder->info = png_create_info_struct(decoder->png);
+    if (decoder->info == NULL) {
+        png_destroy_read_struct(&decoder->png, NULL, NULL);
+        free(decoder);
+        return NULL;
+    }
+    // Our own pixel limit guards allocation; libpng's 1,000,000-per-side default would reject
+    // valid tall images. Ancillary chunk memory stays bounded by libpng's defaults.
+    png_set_user_limits(decoder->png, 0x7fffffff, 0x7fffffff);
+    png_set_progressive_read_fn(decoder->png, decoder, wi_png_info_callback, wi_png_row_callback,
+                                wi_png_end_callback);
+    return decoder;
+}
+
+void wi_png_decoder_use_buffer(wi_png_decoder *decoder, uint8_t *pixels, size_t capacity) {
+    decoder->external_pixels = pixels;
+    decoder->external_capacity = capacity;
+}
+
+void wi_png_decoder_destroy(wi_png_decoder *decoder) {
+    if (decoder == NULL) return;
+    png_destroy_read_struct(&decoder->png, &decoder->info, NULL);
+    if (decoder->state.pixels != decoder->external_pixels) free(decoder->state.pixels);
+    free(decoder);
+}
+
+wi_status wi_png_decoder_feed(wi_png_decoder *decoder, const uint8_t *data, size_t size) {
+    if (setjmp(png_jmpbuf(decoder->png))) {
+        if (decoder->limit_exceeded) return WI_LIMIT_EXCEEDED;
+        if (decoder->out_of_memory) return WI_OUT_OF_MEMORY;
+        return WI_ERROR;
+    }
+    png_process_data(decoder->png, decoder->info, (png_bytep)data, size);
+    return WI_OK;
+}
+
+const char *wi_png_decoder_message(const wi_png_decoder *decoder) { return decoder->message; }
+
+wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder) { return decoder->state; }
+
+uint8_t *wi_png_decoder_take_pixels(wi_png_decoder *decoder) {
+    if (decoder->state.pixels == decoder->external_pixels) return NULL;
+    uint8_t *pixels = decoder->state.pixels;
+    decoder->state.pixels = NULL;
+    return pixels;
+}
+
+// MARK: Encoding
+
+struct wi_png_buffer {
+    uint8_t *bytes;
+    size_t size;
+    size_t capacity;
+    int failed;
+};
+
+static void wi_png_write(png_structp png, png_bytep data, png_size_t length) {
+    struct wi_png_buffer *buffer = png_get_io_ptr(png);
+    if (buffer->size + length > buffer->capacity) {
+        size_t capacity = buffer->capacity ? buffer->capacity * 2 : 64 * 1024;
+        while (capacity < buffer->size + length) capacity *= 2;
+        uint8_t *grown = realloc(buffer->bytes, capacity);
+        if (grown == NULL) {
+            buffer->failed = 1;
+            png_error(png, "out of memory for the encoded PNG");
+        }
+        buffer->bytes = grown;
+        buffer->capacity = capacity;
+    }
+    memcpy(buffer->bytes + buffer->size, data, length);
+    buffer->size += length;
+}
+
+static void wi_png_flush(png_structp png) { (void)png; }
+
+wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
+                        int compression_level, uint8_t **out, size_t *out_size, char *message) {
+    *out = NULL;
+    *out_size = 0;
+    message[0] = 0;
+    struct wi_png_buffer buffer = {0};
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, message, wi_png_error, wi_png_warning);
+    if (png == NULL) return WI_OUT_OF_MEMORY;
+    png_infop info = png_create_info_struct(png);
+    if (info == NULL) {
+        png_destroy_write_struct(&png, NULL);
+        return WI_OUT_OF_MEMORY;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        free(buffer.bytes);
+        return buffer.failed ? WI_OUT_OF_MEMORY : WI_ERROR;
+    }
+    png_set_write_fn(png, &buffer, wi_png_write, wi_png_flush);
+    png_set_compression_level(png, compression_level);
+    png_set_IHDR(png, info, width, height, 8, keep_alpha ? PNG_COLOR_TYPE_RGBA : PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    if (!keep_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);
+    for (uint32_t y = 0; y < height; y++) {
+        png_write_row(png, (png_const_bytep)(rgba + (size_t)y * stride));
+    }
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    *out = buffer.bytes;
+    *out_size = buffer.size;
+    return WI_OK;
+}

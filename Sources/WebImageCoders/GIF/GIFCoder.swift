@@ -1,0 +1,268 @@
+import CGIF
+import Foundation
+
+/// GIF through giflib: frames composed with every disposal method and transparency, loop count
+/// from the NETSCAPE extension, delays as browsers play them (under 20 ms shows for 100 ms), and
+/// the first frame as a preview once it has arrived. Encodes still or animated GIF (colours
+/// quantised to 256). Stateless and thread-safe.
+public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
+    public init() {}
+
+    public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .gif }
+
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .gif }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
+        guard !data.isEmpty else { throw .emptyData }
+        var reader = GIFReader(data: data, options: options, stopAfterFirstFrame: false)
+        return try reader.decode().finished(with: options)
+    }
+
+    public func makeIncrementalDecoder(options: ImageDecodingOptions) -> any IncrementalImageDecoding {
+        GIFIncrementalDecoder(options: options)
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+        throws(CoderError) -> Data
+    {
+        guard format == .gif else { throw .encodingFailed(format, "the GIF coder writes only GIF") }
+        return try GIFWriter(image: image, options: options).encode()
+    }
+}
+
+/// Shows the first frame of a GIF once all of it has arrived; the final result is a one-shot decode.
+final class GIFIncrementalDecoder: IncrementalImageDecoding {
+    private let options: ImageDecodingOptions
+    private var shownFirstFrame = false
+
+    init(options: ImageDecodingOptions) {
+        self.options = options
+    }
+
+    func update(_ data: Data, isComplete: Bool) throws(CoderError) -> DecodedImage? {
+        if isComplete { return try GIFCoder().decode(data, options: options) }
+        guard !shownFirstFrame else { return nil }
+        var reader = GIFReader(data: data, options: options, stopAfterFirstFrame: true)
+        guard var image = try? reader.decode() else { return nil }
+        shownFirstFrame = true
+        image.isPartial = true
+        return image.finished(with: options)
+    }
+}
+
+/// One pass over a GIF with giflib's record API.
+struct GIFReader {
+    let data: Data
+    let options: ImageDecodingOptions
+    let stopAfterFirstFrame: Bool
+
+    private var offset = 0
+
+    init(data: Data, options: ImageDecodingOptions, stopAfterFirstFrame: Bool) {
+        self.data = data
+        self.options = options
+        self.stopAfterFirstFrame = stopAfterFirstFrame
+    }
+
+    /// Graphic control extension state for the next image.
+    private struct FrameControl {
+        var disposal = 0
+        var delayCentiseconds = 0
+        var transparentIndex: Int?
+    }
+
+    mutating func decode() throws(CoderError) -> DecodedImage {
+        var errorCode: Int32 = 0
+        var source = GIFSource(data: data)
+        return try withUnsafeMutablePointer(to: &source) { (sourcePointer) throws(CoderError) -> DecodedImage in
+            guard let gif = DGifOpen(sourcePointer, gifRead, &errorCode) else {
+                throw Self.error(code: errorCode, source: sourcePointer.pointee)
+            }
+            defer { DGifCloseFile(gif, &errorCode) }
+            return try decode(gif, source: sourcePointer)
+        }
+    }
+
+    private static func error(code: Int32, source: GIFSource) -> CoderError {
+        let message = GifErrorString(code).map { String(cString: $0) } ?? "giflib error \(code)"
+        if source.hitEnd || code == D_GIF_ERR_READ_FAILED || code == D_GIF_ERR_EOF_TOO_SOON {
+            return .truncatedData(.gif, message)
+        }
+        return .corruptData(.gif, message)
+    }
+
+    private func decode(_ gif: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFSource>)
+        throws(CoderError) -> DecodedImage
+    {
+        let canvasSize = PixelSize(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
+        try options.checkPixelLimit(canvasSize, format: .gif)
+        let globalColors = Self.palette(gif.pointee.SColorMap)
+
+        var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
+        var frames: [DecodedImage.Frame] = []
+        var frameCount = 0
+        var loopCount = 1
+        var sawLoopExtension = false
+        var control = FrameControl()
+        var declaresTransparency = false
+        var line = [UInt8]()
+
+        func fail() -> CoderError { Self.error(code: gif.pointee.Error, source: source.pointee) }
+
+        recordLoop: while true {
+            var record = UNDEFINED_RECORD_TYPE
+            guard DGifGetRecordType(gif, &record) == GIF_OK else {
+                // A file cut off after a complete frame (no trailer) still shows what it has.
+                if source.pointee.hitEnd && !frames.isEmpty { break recordLoop }
+                throw fail()
+            }
+            switch record {
+            case EXTENSION_RECORD_TYPE:
+                var code: Int32 = 0
+                var block: UnsafeMutablePointer<GifByteType>?
+                guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw fail() }
+                if code == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
+                    let packed = Int(block[1])
+                    control.disposal = (packed >> 2) & 7
+                    control.delayCentiseconds = Int(block[2]) | Int(block[3]) << 8
+                    control.transparentIndex = packed & 1 != 0 ? Int(block[4]) : nil
+                }
+                var isNetscape = false
+                if code == APPLICATION_EXT_FUNC_CODE, let block, block[0] == 11 {
+                    let name = String(decoding: UnsafeBufferPointer(start: block + 1, count: 11), as: UTF8.self)
+                    isNetscape = name == "NETSCAPE2.0" || name == "ANIMEXTS1.0"
+                }
+                while block != nil {
+                    guard DGifGetExtensionNext(gif, &block) == GIF_OK else { throw fail() }
+                    if isNetscape, !sawLoopExtension, let sub = block, sub[0] >= 3, sub[1] == 1 {
+                        let repeats = Int(sub[2]) | Int(sub[3]) << 8
+                        loopCount = repeats == 0 ? 0 : repeats + 1  // plays = repeats after the first
+                        sawLoopExtension = true
+                    }
+                }
+            case IMAGE_DESC_RECORD_TYPE:
+                guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
+                let desc = gif.pointee.Image
+                let rect = PixelRect(x: Int(desc.Left), y: Int(desc.Top), width: Int(desc.Width), height: Int(desc.Height))
+                frameCount += 1
+                if options.firstFrameOnly && !frames.isEmpty {
+                    // Count the remaining frames without decoding them.
+                    try Self.skipImageData(gif, fail: fail)
+                    control = FrameControl()
+                    continue recordLoop
+                }
+                guard rect.width > 0, rect.height > 0 else {
+                    throw .corruptData(.gif, "frame \(frameCount) has an empty size \(rect.width)×\(rect.height)")
+                }
+                try options.checkPixelLimit(PixelSize(width: rect.width, height: rect.height), format: .gif)
+                if !options.firstFrameOnly {
+                    try options.checkAnimationLimits(frameCount: frameCount, canvas: canvasSize, format: .gif)
+                }
+                let colors = Self.palette(desc.ColorMap) ?? globalColors ?? Self.grayscalePalette
+                declaresTransparency = declaresTransparency || control.transparentIndex != nil
+                let previous = control.disposal == 3 ? canvas : nil
+                if line.count < rect.width { line = [UInt8](repeating: 0, count: rect.width) }
+                try Self.drawImage(
+                    gif, rect: rect, interlaced: desc.Interlace, colors: colors,
+                    transparentIndex: control.transparentIndex, line: &line, on: &canvas, fail: fail)
+                let delay = control.delayCentiseconds * 10
+                frames.append(.init(bitmap: canvas, duration: delay < 20 ? 0.1 : Double(delay) / 1000))
+                switch control.disposal {
+                case 2: canvas.clear(rect)
+                case 3: canvas = previous ?? canvas
+                default: break
+                }
+                control = FrameControl()
+                if stopAfterFirstFrame { break recordLoop }
+            case TERMINATE_RECORD_TYPE:
+                break recordLoop
+            default:
+                throw .corruptData(.gif, "unknown record type")
+            }
+        }
+        guard !frames.isEmpty else { throw .corruptData(.gif, "the GIF has no image") }
+        let hasAlpha = declaresTransparency || frames.contains { $0.bitmap.containsTransparency }
+        for index in frames.indices { frames[index].bitmap.hasAlpha = hasAlpha }
+        if frames.count == 1 && frameCount == 1 { frames[0].duration = 0 }
+        return DecodedImage(
+            frames: frames, loopCount: frameCount > 1 ? loopCount : 1, format: .gif, sourceSize: canvasSize,
+            sourceFrameCount: frameCount)
+    }
+
+    /// Decodes one image's LZW lines and paints its opaque pixels onto the canvas (clipped).
+    private static func drawImage(
+        _ gif: UnsafeMutablePointer<GifFileType>, rect: PixelRect, interlaced: Bool, colors: [RGBA],
+        transparentIndex: Int?, line: inout [UInt8], on canvas: inout Bitmap, fail: () -> CoderError
+    ) throws(CoderError) {
+        // Interlaced rows arrive in four passes: every 8th from 0, every 8th from 4, every 4th
+        // from 2, every 2nd from 1.
+        var rowOrder: [Int] = []
+        if interlaced {
+            for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] { rowOrder += Swift.stride(from: start, to: rect.height, by: step) }
+        }
+        let canvasWidth = canvas.width
+        let canvasHeight = canvas.height
+        let stride = canvas.bytesPerRow
+        for index in 0..<rect.height {
+            let status = line.withUnsafeMutableBufferPointer { DGifGetLine(gif, $0.baseAddress, Int32(rect.width)) }
+            guard status == GIF_OK else { throw fail() }
+            let y = rect.y + (interlaced ? rowOrder[index] : index)
+            guard y >= 0, y < canvasHeight else { continue }
+            canvas.pixels.withUnsafeMutableBufferPointer { pixels in
+                for column in 0..<rect.width {
+                    let x = rect.x + column
+                    guard x < canvasWidth else { break }
+                    let colorIndex = Int(line[column])
+                    if colorIndex == transparentIndex { continue }
+                    let color = colorIndex < colors.count ? colors[colorIndex] : RGBA(r: 0, g: 0, b: 0)
+                    let offset = y * stride + x * 4
+                    pixels[offset] = color.r
+                    pixels[offset + 1] = color.g
+                    pixels[offset + 2] = color.b
+                    pixels[offset + 3] = 255
+                }
+            }
+        }
+    }
+
+    /// Reads past an image's compressed data without decoding it.
+    private static func skipImageData(_ gif: UnsafeMutablePointer<GifFileType>, fail: () -> CoderError) throws(CoderError) {
+        var codeSize: Int32 = 0
+        var block: UnsafeMutablePointer<GifByteType>?
+        guard DGifGetCode(gif, &codeSize, &block) == GIF_OK else { throw fail() }
+        while block != nil {
+            guard DGifGetCodeNext(gif, &block) == GIF_OK else { throw fail() }
+        }
+    }
+
+    private static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?) -> [RGBA]? {
+        guard let map, let colors = map.pointee.Colors, map.pointee.ColorCount > 0 else { return nil }
+        return (0..<Int(map.pointee.ColorCount)).map { RGBA(r: colors[$0].Red, g: colors[$0].Green, b: colors[$0].Blue) }
+    }
+
+    /// Used when a GIF has no colour table at all.
+    private static let grayscalePalette = (0..<256).map { RGBA(r: UInt8($0), g: UInt8($0), b: UInt8($0)) }
+}
+
+/// The bytes giflib reads, through `UserData`.
+struct GIFSource {
+    let data: Data
+    var offset = 0
+    var hitEnd = false
+}
+
+/// giflib's input callback: copies up to `count` bytes from the `GIFSource` in `UserData`.
+private func gifRead(_ gif: UnsafeMutablePointer<GifFileType>?, _ buffer: UnsafeMutablePointer<GifByteType>?, _ count: Int32) -> Int32 {
+    guard let gif, let buffer, count > 0, let user = gif.pointee.UserData else { return 0 }
+    let source = user.assumingMemoryBound(to: GIFSource.self)
+    let available = source.pointee.data.count - source.pointee.offset
+    let length = min(Int(count), available)
+    if length < Int(count) { source.pointee.hitEnd = true }
+    guard length > 0 else { return 0 }
+    source.pointee.data.withUnsafeBytes { bytes in
+        let start = source.pointee.offset
+        UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + start, byteCount: length)
+    }
+    source.pointee.offset += length
+    return Int32(length)
+}

@@ -1,0 +1,58 @@
+/// How to decode: size limits, thumbnails, frames and orientation.
+///
+/// The defaults decode every frame at full size, leave orientation as stored, and reject images
+/// over 100 megapixels before allocating anything.
+public struct ImageDecodingOptions: Sendable, Hashable {
+    /// Decode to fit inside this box, keeping the aspect ratio; never upscales. JPEG uses libjpeg's
+    /// DCT scaling so the full-size bitmap is never allocated. `nil` (default): full size.
+    public var thumbnailPixelSize: PixelSize?
+    /// Scale down so one frame's pixels take at most this many bytes (SDWebImage's
+    /// `scaleDownLargeImages` limit). `nil` (default): no limit.
+    public var scaleDownLimitBytes: Int?
+    /// Decode only the first frame of an animation. Default `false`.
+    public var firstFrameOnly: Bool
+    /// Reject images whose declared canvas (or any frame) has more pixels than this, before
+    /// allocating. Default 100,000,000.
+    public var maxPixelCount: Int
+    /// Reject animations with more frames than this. Default 10,000.
+    public var maxFrameCount: Int
+    /// Reject animations whose composed frames together would take more bytes than this.
+    /// Default 1 GiB.
+    public var maxAnimationBytes: Int
+    /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
+    /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.
+    public var applyOrientation: Bool
+
+    public init(
+        thumbnailPixelSize: PixelSize? = nil, scaleDownLimitBytes: Int? = nil, firstFrameOnly: Bool = false,
+        maxPixelCount: Int = 100_000_000, maxFrameCount: Int = 10_000, maxAnimationBytes: Int = 1 << 30,
+        applyOrientation: Bool = false
+    ) {
+        self.thumbnailPixelSize = thumbnailPixelSize
+        self.scaleDownLimitBytes = scaleDownLimitBytes
+        self.firstFrameOnly = firstFrameOnly
+        self.maxPixelCount = maxPixelCount
+        self.maxFrameCount = maxFrameCount
+        self.maxAnimationBytes = maxAnimationBytes
+        self.applyOrientation = applyOrientation
+    }
+
+    /// The size a `width` × `height` source should be delivered at (stored orientation), given
+    /// the thumbnail box and the scale-down limit. Equal to the source when neither applies.
+    public func targetSize(forSource source: PixelSize, orientation: ImageOrientation = .up) -> PixelSize {
+        var scale = 1.0
+        if var box = thumbnailPixelSize, box.width > 0, box.height > 0 {
+            // The box applies to the image as displayed.
+            if orientation.swapsDimensions { box = PixelSize(width: box.height, height: box.width) }
+            scale = min(scale, Double(box.width) / Double(source.width), Double(box.height) / Double(source.height))
+        }
+        if let limit = scaleDownLimitBytes, limit > 0, source.pixelCount * 4 > limit {
+            scale = min(scale, (Double(limit / 4) / Double(source.pixelCount)).squareRoot())
+        }
+        guard scale < 1 else { return source }
+        return PixelSize(
+            width: max(1, Int((Double(source.width) * scale).rounded())),
+            height: max(1, Int((Double(source.height) * scale).rounded()))
+        )
+    }
+}

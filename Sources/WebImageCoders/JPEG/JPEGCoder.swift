@@ -1,0 +1,169 @@
+import CJPEG
+import CWebImageShims
+import Foundation
+
+/// JPEG through libjpeg-turbo: baseline, progressive, arithmetic, grayscale, CMYK/YCCK (Adobe
+/// inverted CMYK handled), EXIF orientation, DCT-scaled thumbnails, and progressive previews.
+/// Encodes baseline or progressive JPEG at a given quality. Stateless and thread-safe.
+public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
+    public init() {}
+
+    public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .jpeg }
+
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .jpeg }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
+        try decode(data, options: options, allowTruncation: false)
+    }
+
+    public func makeIncrementalDecoder(options: ImageDecodingOptions) -> any IncrementalImageDecoding {
+        JPEGIncrementalDecoder(options: options)
+    }
+
+    /// Decodes; with `allowTruncation` data that ends early gives a partial image instead of an
+    /// error (libjpeg fills the missing part).
+    func decode(_ data: Data, options: ImageDecodingOptions, allowTruncation: Bool) throws(CoderError)
+        -> DecodedImage
+    {
+        guard !data.isEmpty else { throw .emptyData }
+        return try data.withBytes { (raw) throws(CoderError) in
+            guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                let decoder = wi_jpeg_decoder_create(base, raw.count)
+            else { throw .outOfMemory(.jpeg, "cannot create a JPEG decompressor") }
+            defer { wi_jpeg_decoder_destroy(decoder) }
+            return try decode(with: decoder, options: options, allowTruncation: allowTruncation)
+        }
+    }
+
+    private func decode(with decoder: OpaquePointer, options: ImageDecodingOptions, allowTruncation: Bool)
+        throws(CoderError) -> DecodedImage
+    {
+        func failure() -> CoderError {
+            let message = String(cString: wi_jpeg_decoder_message(decoder))
+            if wi_jpeg_decoder_hit_end_of_data(decoder) != 0 {
+                return .truncatedData(.jpeg, message.isEmpty ? "the data ends before the image" : message)
+            }
+            return .corruptData(.jpeg, message)
+        }
+        guard wi_jpeg_read_header(decoder) == WI_OK else { throw failure() }
+        let info = wi_jpeg_decoder_info(decoder)!
+        let source = PixelSize(width: Int(info.pointee.image_width), height: Int(info.pointee.image_height))
+        try options.checkPixelLimit(source, format: .jpeg)
+
+        var exifLength = 0
+        let orientation = wi_jpeg_exif(decoder, &exifLength).flatMap { exif in
+            EXIFReader.orientation(in: UnsafeRawBufferPointer(start: exif, count: exifLength))
+        } ?? .up
+
+        // DCT scaling: the smallest 1/1, 1/2, 1/4 or 1/8 that still covers the target size.
+        let target = options.targetSize(forSource: source, orientation: orientation)
+        var denominator: UInt32 = 1
+        for candidate: UInt32 in [8, 4, 2] {
+            let scaledWidth = (source.width + Int(candidate) - 1) / Int(candidate)
+            let scaledHeight = (source.height + Int(candidate) - 1) / Int(candidate)
+            if scaledWidth >= target.width && scaledHeight >= target.height {
+                denominator = candidate
+                break
+            }
+        }
+        info.pointee.scale_num = 1
+        info.pointee.scale_denom = denominator
+
+        let colorSpace = info.pointee.jpeg_color_space
+        let isCMYK = colorSpace == JCS_CMYK || colorSpace == JCS_YCCK
+        guard wi_jpeg_start(decoder, isCMYK ? 1 : 0) == WI_OK else { throw failure() }
+        let width = Int(info.pointee.output_width)
+        let height = Int(info.pointee.output_height)
+        let invertedCMYK = wi_jpeg_saw_adobe_marker(decoder) != 0
+
+        let bitmap = try Bitmap(width: width, height: height, hasAlpha: false) { (buffer) throws(CoderError) in
+            var rowsRead: UInt32 = 0
+            guard wi_jpeg_read_rows(decoder, buffer.baseAddress, width * 4, UInt32(height), &rowsRead) == WI_OK
+            else { throw failure() }
+            if Int(rowsRead) < height {
+                // Only reachable when libjpeg stops early; keep the rest defined.
+                let start = Int(rowsRead) * width * 4
+                buffer.baseAddress!.advanced(by: start).initialize(repeating: 0x80, count: buffer.count - start)
+            }
+            if isCMYK { Self.convertCMYKToRGBA(buffer, inverted: invertedCMYK) }
+        }
+        let truncated = wi_jpeg_decoder_hit_end_of_data(decoder) != 0
+        guard wi_jpeg_finish(decoder) == WI_OK || truncated else { throw failure() }
+        if truncated && !allowTruncation {
+            throw .truncatedData(.jpeg, "the data ends before the image (\(source) expected)")
+        }
+        let image = DecodedImage(
+            frames: [.init(bitmap: bitmap)], format: .jpeg, orientation: orientation, isPartial: truncated,
+            sourceSize: source)
+        return image.finished(with: options)
+    }
+
+    /// Converts CMYK (as stored; Adobe files store it inverted) to opaque RGBA in place.
+    static func convertCMYKToRGBA(_ buffer: UnsafeMutableBufferPointer<UInt8>, inverted: Bool) {
+        var offset = 0
+        while offset + 3 < buffer.count {
+            var c = UInt32(buffer[offset])
+            var m = UInt32(buffer[offset + 1])
+            var y = UInt32(buffer[offset + 2])
+            var k = UInt32(buffer[offset + 3])
+            if !inverted {
+                c = 255 - c
+                m = 255 - m
+                y = 255 - y
+                k = 255 - k
+            }
+            buffer[offset] = UInt8((c * k + 127) / 255)
+            buffer[offset + 1] = UInt8((m * k + 127) / 255)
+            buffer[offset + 2] = UInt8((y * k + 127) / 255)
+            buffer[offset + 3] = 255
+            offset += 4
+        }
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+        throws(CoderError) -> Data
+    {
+        guard format == .jpeg else { throw .encodingFailed(format, "the JPEG coder writes only JPEG") }
+        var bitmap = image.bitmap
+        if bitmap.hasAlpha { bitmap = bitmap.flattened(onto: RGBA(r: 255, g: 255, b: 255)) }
+        let quality = Int32(max(1, min(100, (options.quality * 100).rounded())))
+        var output: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
+        let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
+            wi_jpeg_encode(
+                pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow, quality,
+                options.progressive ? 1 : 0, &output, &size, &message)
+        }
+        guard status == WI_OK, let output else {
+            throw .encodingFailed(.jpeg, String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self))
+        }
+        defer { free(output) }
+        return Data(bytes: output, count: size)
+    }
+}
+
+extension Bitmap {
+    /// The image composited over an opaque `background` (for formats without alpha).
+    public func flattened(onto background: RGBA) -> Bitmap {
+        var copy = self
+        copy.pixels.withUnsafeMutableBufferPointer { buffer in
+            var offset = 0
+            while offset + 3 < buffer.count {
+                let alpha = UInt32(buffer[offset + 3])
+                if alpha != 255 {
+                    let inverse = 255 - alpha
+                    buffer[offset] = UInt8((UInt32(buffer[offset]) * alpha + UInt32(background.r) * inverse + 127) / 255)
+                    buffer[offset + 1] = UInt8(
+                        (UInt32(buffer[offset + 1]) * alpha + UInt32(background.g) * inverse + 127) / 255)
+                    buffer[offset + 2] = UInt8(
+                        (UInt32(buffer[offset + 2]) * alpha + UInt32(background.b) * inverse + 127) / 255)
+                    buffer[offset + 3] = 255
+                }
+                offset += 4
+            }
+        }
+        copy.hasAlpha = false
+        return copy
+    }
+}

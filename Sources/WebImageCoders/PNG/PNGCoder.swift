@@ -1,0 +1,102 @@
+import CWebImageShims
+import Foundation
+
+/// PNG through libpng: every colour type and bit depth, Adam7 interlacing, tRNS, palettes, 16-bit
+/// scaled to 8-bit (gamma left as stored); APNG animations composed frame by frame; interlaced
+/// passes or rows as progressive previews. Encodes 8-bit RGBA or RGB PNG. Stateless, thread-safe.
+public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
+    /// zlib compression level for encoding, 0–9. Default 6.
+    public var compressionLevel: Int
+
+    public init(compressionLevel: Int = 6) {
+        self.compressionLevel = compressionLevel
+    }
+
+    public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .png }
+
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .png }
+
+    public func makeIncrementalDecoder(options: ImageDecodingOptions) -> any IncrementalImageDecoding {
+        PNGIncrementalDecoder(options: options)
+    }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
+        guard !data.isEmpty else { throw .emptyData }
+        let animation: APNGAnimation? = try data.withBytes { (bytes) throws(CoderError) in
+            guard bytes.count >= 8, bytes.prefix(8).elementsEqual(PNGSignature.bytes) else {
+                throw .corruptData(.png, "the PNG signature is wrong")
+            }
+            return try APNGAnimation(parsing: bytes)
+        }
+        if let animation {
+            return try APNGDecoder(animation: animation, data: data, options: options).decode()
+        }
+        let bitmap = try Self.decodeStill(data, options: options)
+        return DecodedImage(frames: [.init(bitmap: bitmap)], format: .png).finished(with: options)
+    }
+
+    /// Decodes a complete, non-animated PNG stream into a new bitmap.
+    static func decodeStill(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> Bitmap {
+        // The header tells the size, so the bitmap is allocated once and libpng writes into it.
+        let size = try data.withBytes { (bytes) throws(CoderError) -> PixelSize in
+            guard bytes.count >= 24, PNGChunkReader.bigEndianUInt32(bytes, at: 12) == 0x4948_4452 else {
+                throw .corruptData(.png, "the PNG does not start with an IHDR chunk")
+            }
+            return PixelSize(
+                width: Int(PNGChunkReader.bigEndianUInt32(bytes, at: 16)),
+                height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: 20)))
+        }
+        try options.checkPixelLimit(size, format: .png)
+        guard let decoder = wi_png_decoder_create(UInt64(options.maxPixelCount)) else {
+            throw .outOfMemory(.png, "cannot create a PNG decoder")
+        }
+        defer { wi_png_decoder_destroy(decoder) }
+        var hasAlpha = true
+        let bitmap = try Bitmap(width: size.width, height: size.height, hasAlpha: true) {
+            (buffer) throws(CoderError) in
+            wi_png_decoder_use_buffer(decoder, buffer.baseAddress, buffer.count)
+            let status = data.withUnsafeBytes { bytes in
+                wi_png_decoder_feed(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+            }
+            try Self.check(status, decoder)
+            let state = wi_png_decoder_state(decoder)
+            guard state.finished != 0 else {
+                throw .truncatedData(.png, state.header_ready != 0 ? "the image data ends early" : "no image data")
+            }
+            hasAlpha = state.has_alpha != 0
+        }
+        var result = bitmap
+        result.hasAlpha = hasAlpha
+        return result
+    }
+
+    static func check(_ status: wi_status, _ decoder: OpaquePointer) throws(CoderError) {
+        let message = String(cString: wi_png_decoder_message(decoder))
+        switch status {
+        case WI_OK: return
+        case WI_LIMIT_EXCEEDED: throw .limitExceeded(.png, message)
+        case WI_OUT_OF_MEMORY: throw .outOfMemory(.png, message)
+        default: throw .corruptData(.png, message)
+        }
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+        throws(CoderError) -> Data
+    {
+        guard format == .png else { throw .encodingFailed(format, "the PNG coder writes only PNG") }
+        let bitmap = image.bitmap
+        var output: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
+        let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
+            wi_png_encode(
+                pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
+                bitmap.hasAlpha ? 1 : 0, Int32(max(0, min(9, compressionLevel))), &output, &size, &message)
+        }
+        guard status == WI_OK, let output else {
+            throw .encodingFailed(.png, String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self))
+        }
+        defer { free(output) }
+        return Data(bytes: output, count: size)
+    }
+}

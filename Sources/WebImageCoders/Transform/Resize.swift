@@ -1,0 +1,222 @@
+/// The filter ``Bitmap/resized(to:filter:)`` samples with.
+public enum ResizeFilter: Sendable, Hashable {
+    /// Area averaging: each output pixel is the exact average of the source area it covers.
+    case area
+    /// Linear interpolation (a tent filter widened when shrinking).
+    case triangle
+    /// Lanczos with three lobes: the sharpest; the default.
+    case lanczos3
+
+    var support: Double {
+        switch self {
+        case .area: 0.5
+        case .triangle: 1
+        case .lanczos3: 3
+        }
+    }
+
+    func weight(_ x: Double) -> Double {
+        switch self {
+        case .area:
+            return x >= -0.5 && x < 0.5 ? 1 : 0
+        case .triangle:
+            let x = abs(x)
+            return x < 1 ? 1 - x : 0
+        case .lanczos3:
+            let x = abs(x)
+            guard x < 3 else { return 0 }
+            guard x > 1e-8 else { return 1 }
+            let pix = Double.pi * x
+            return 3 * Foundation.sin(pix) * Foundation.sin(pix / 3) / (pix * pix)
+        }
+    }
+}
+
+import Foundation
+
+extension Bitmap {
+    /// A copy scaled to `size` (any aspect ratio), resampled in premultiplied alpha so transparent
+    /// pixels do not bleed their colour into opaque neighbours.
+    ///
+    /// Large reductions first average integer blocks (exact area averaging), then filter the rest
+    /// of the way, which keeps the cost near-linear in the source size.
+    public func resized(to size: PixelSize, filter: ResizeFilter = .lanczos3) -> Bitmap {
+        precondition(size.width > 0 && size.height > 0, "cannot resize to \(size)")
+        if size.width == width && size.height == height { return self }
+        // Box-reduce by an integer factor while the filter would still have more than 2× to go.
+        let factor = min(width / size.width, height / size.height) / 2
+        if factor >= 2, filter != .area {
+            return boxReduced(by: factor).resized(to: size, filter: filter)
+        }
+        return Resampler(filter: filter).resample(self, to: size)
+    }
+
+    /// Averages `factor` × `factor` blocks (edge blocks are partial), premultiplied.
+    func boxReduced(by factor: Int) -> Bitmap {
+        let outWidth = (width + factor - 1) / factor
+        let outHeight = (height + factor - 1) / factor
+        var sums = [UInt32](repeating: 0, count: outWidth * 4)
+        var out = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
+        pixels.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                for outY in 0..<outHeight {
+                    for i in 0..<sums.count { sums[i] = 0 }
+                    let y0 = outY * factor
+                    let y1 = min(y0 + factor, height)
+                    for y in y0..<y1 {
+                        var offset = y * bytesPerRow
+                        for x in 0..<width {
+                            let a = UInt32(src[offset + 3])
+                            let base = (x / factor) * 4
+                            sums[base] &+= UInt32(src[offset]) * a
+                            sums[base + 1] &+= UInt32(src[offset + 1]) * a
+                            sums[base + 2] &+= UInt32(src[offset + 2]) * a
+                            sums[base + 3] &+= a
+                            offset += 4
+                        }
+                    }
+                    let rowsCovered = UInt32(y1 - y0)
+                    for outX in 0..<outWidth {
+                        let columns = UInt32(min((outX + 1) * factor, width) - outX * factor)
+                        let base = outX * 4
+                        let alphaSum = sums[base + 3]
+                        let target = (outY * outWidth + outX) * 4
+                        let count = columns * rowsCovered
+                        dst[target + 3] = UInt8((alphaSum + count / 2) / count)
+                        if alphaSum > 0 {
+                            for c in 0..<3 {
+                                dst[target + c] = UInt8(min(255, (sums[base + c] + alphaSum / 2) / alphaSum))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return Bitmap(width: outWidth, height: outHeight, hasAlpha: hasAlpha, pixels: out)
+    }
+}
+
+/// Separable two-pass resampling with precomputed weights.
+private struct Resampler {
+    let filter: ResizeFilter
+
+    /// For each output coordinate: the first source index and the normalised weights.
+    struct Kernel {
+        var starts: [Int]
+        var counts: [Int]
+        var weights: [Float]
+        var stride: Int
+    }
+
+    func kernel(from inSize: Int, to outSize: Int) -> Kernel {
+        let scale = Double(inSize) / Double(outSize)
+        let filterScale = max(scale, 1)
+        let support = filter.support * filterScale
+        let stride = Int(Foundation.ceil(support)) * 2 + 1
+        var kernel = Kernel(
+            starts: .init(repeating: 0, count: outSize), counts: .init(repeating: 0, count: outSize),
+            weights: .init(repeating: 0, count: outSize * stride), stride: stride)
+        for out in 0..<outSize {
+            let center = (Double(out) + 0.5) * scale
+            let first = max(0, Int(Foundation.floor(center - support)))
+            let last = min(inSize, Int(Foundation.ceil(center + support)))
+            var total = 0.0
+            var values: [Double] = []
+            for source in first..<last {
+                let value = filter.weight((Double(source) + 0.5 - center) / filterScale)
+                values.append(value)
+                total += value
+            }
+            // Trim zero weights at both ends so loops stay tight.
+            var lower = 0
+            var upper = values.count
+            while lower < upper, values[lower] == 0 { lower += 1 }
+            while upper > lower, values[upper - 1] == 0 { upper -= 1 }
+            if lower == upper {  // a sample between taps of a narrow filter: take the nearest
+                let nearest = min(inSize - 1, max(0, Int(center)))
+                kernel.starts[out] = nearest
+                kernel.counts[out] = 1
+                kernel.weights[out * stride] = 1
+                continue
+            }
+            kernel.starts[out] = first + lower
+            kernel.counts[out] = min(stride, upper - lower)
+            for index in 0..<kernel.counts[out] {
+                kernel.weights[out * stride + index] = Float(values[lower + index] / total)
+            }
+        }
+        return kernel
+    }
+
+    func resample(_ source: Bitmap, to size: PixelSize) -> Bitmap {
+        let horizontal = kernel(from: source.width, to: size.width)
+        let vertical = kernel(from: source.height, to: size.height)
+        let inHeight = source.height
+        let outWidth = size.width
+        // Pass 1: rows, into premultiplied floats (outWidth × inHeight).
+        var intermediate = [Float](repeating: 0, count: outWidth * inHeight * 4)
+        source.pixels.withUnsafeBufferPointer { src in
+            intermediate.withUnsafeMutableBufferPointer { mid in
+                horizontal.weights.withUnsafeBufferPointer { weights in
+                    for y in 0..<inHeight {
+                        let rowStart = y * source.bytesPerRow
+                        for x in 0..<outWidth {
+                            var r: Float = 0
+                            var g: Float = 0
+                            var b: Float = 0
+                            var a: Float = 0
+                            let start = horizontal.starts[x]
+                            let weightBase = x * horizontal.stride
+                            for k in 0..<horizontal.counts[x] {
+                                let offset = rowStart + (start + k) * 4
+                                let alpha = Float(src[offset + 3])
+                                let w = weights[weightBase + k] * alpha
+                                r += w * Float(src[offset])
+                                g += w * Float(src[offset + 1])
+                                b += w * Float(src[offset + 2])
+                                a += weights[weightBase + k] * alpha
+                            }
+                            let target = (y * outWidth + x) * 4
+                            mid[target] = r
+                            mid[target + 1] = g
+                            mid[target + 2] = b
+                            mid[target + 3] = a
+                        }
+                    }
+                }
+            }
+        }
+        // Pass 2: columns, accumulating whole rows, then un-premultiply.
+        let rowFloats = outWidth * 4
+        var output = [UInt8](repeating: 0, count: outWidth * size.height * 4)
+        var accumulator = [Float](repeating: 0, count: rowFloats)
+        intermediate.withUnsafeBufferPointer { mid in
+            output.withUnsafeMutableBufferPointer { dst in
+                accumulator.withUnsafeMutableBufferPointer { acc in
+                    for y in 0..<size.height {
+                        for i in 0..<rowFloats { acc[i] = 0 }
+                        let start = vertical.starts[y]
+                        for k in 0..<vertical.counts[y] {
+                            let w = vertical.weights[y * vertical.stride + k]
+                            let rowBase = (start + k) * rowFloats
+                            for i in 0..<rowFloats { acc[i] += w * mid[rowBase + i] }
+                        }
+                        let outBase = y * rowFloats
+                        for x in 0..<outWidth {
+                            let i = x * 4
+                            let alpha = acc[i + 3]
+                            let clampedAlpha = min(255, max(0, alpha))
+                            dst[outBase + i + 3] = UInt8(clampedAlpha.rounded())
+                            guard alpha > 0.5 else { continue }
+                            let inverse = 1 / alpha
+                            dst[outBase + i] = UInt8(min(255, max(0, acc[i] * inverse)).rounded())
+                            dst[outBase + i + 1] = UInt8(min(255, max(0, acc[i + 1] * inverse)).rounded())
+                            dst[outBase + i + 2] = UInt8(min(255, max(0, acc[i + 2] * inverse)).rounded())
+                        }
+                    }
+                }
+            }
+        }
+        return Bitmap(width: size.width, height: size.height, hasAlpha: source.hasAlpha, pixels: output)
+    }
+}

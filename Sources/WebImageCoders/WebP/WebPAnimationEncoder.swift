@@ -1,0 +1,54 @@
+import CWebP
+import Foundation
+
+/// Writes an animated WebP with libwebp's `WebPAnimEncoder` (which finds each frame's changed
+/// rectangle and picks blending itself).
+struct WebPAnimationEncoder {
+    let image: DecodedImage
+    let options: ImageEncodingOptions
+
+    func encode() throws(CoderError) -> Data {
+        var encoderOptions = WebPAnimEncoderOptions()
+        guard WebPAnimEncoderOptionsInit(&encoderOptions) != 0 else {
+            throw .encodingFailed(.webp, "libwebp version mismatch")
+        }
+        encoderOptions.anim_params.loop_count = Int32(max(0, min(0xFFFF, image.loopCount)))
+        guard let encoder = WebPAnimEncoderNew(Int32(image.width), Int32(image.height), &encoderOptions) else {
+            throw .encodingFailed(.webp, "cannot create an animation encoder for \(image.width)×\(image.height)")
+        }
+        defer { WebPAnimEncoderDelete(encoder) }
+        var config = WebPConfig()
+        guard WebPConfigInit(&config) != 0 else { throw .encodingFailed(.webp, "libwebp version mismatch") }
+        config.lossless = options.lossless ? 1 : 0
+        config.quality = Float(max(0, min(1, options.quality)) * 100)
+        var timestamp: Int32 = 0
+        for (index, frame) in image.frames.enumerated() {
+            var picture = WebPPicture()
+            guard WebPPictureInit(&picture) != 0 else { throw .encodingFailed(.webp, "libwebp version mismatch") }
+            picture.width = Int32(frame.bitmap.width)
+            picture.height = Int32(frame.bitmap.height)
+            picture.use_argb = 1
+            defer { WebPPictureFree(&picture) }
+            let imported = frame.bitmap.pixels.withUnsafeBufferPointer {
+                WebPPictureImportRGBA(&picture, $0.baseAddress, Int32(frame.bitmap.bytesPerRow))
+            }
+            guard imported != 0, WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
+                throw .encodingFailed(.webp, "cannot add frame \(index + 1): \(Self.message(encoder))")
+            }
+            timestamp += Int32((frame.duration * 1000).rounded())
+        }
+        guard WebPAnimEncoderAdd(encoder, nil, timestamp, nil) != 0 else {
+            throw .encodingFailed(.webp, Self.message(encoder))
+        }
+        var output = WebPData()
+        guard WebPAnimEncoderAssemble(encoder, &output) != 0, let bytes = output.bytes else {
+            throw .encodingFailed(.webp, Self.message(encoder))
+        }
+        defer { WebPDataClear(&output) }
+        return Data(bytes: bytes, count: output.size)
+    }
+
+    private static func message(_ encoder: OpaquePointer) -> String {
+        WebPAnimEncoderGetError(encoder).map { String(cString: $0) } ?? "unknown error"
+    }
+}

@@ -1,0 +1,174 @@
+import CWebP
+import Foundation
+
+/// WebP through libwebp: lossy, lossless, alpha, animated (frames composed by libwebp's
+/// animation decoder, durations, loop count), EXIF orientation, scaled decoding for thumbnails,
+/// and row-by-row previews. Encodes lossy (quality) or lossless, still or animated.
+/// Stateless and thread-safe.
+public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
+    public init() {}
+
+    public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .webp }
+
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .webp }
+
+    public func makeIncrementalDecoder(options: ImageDecodingOptions) -> any IncrementalImageDecoding {
+        WebPIncrementalDecoder(options: options)
+    }
+
+    public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
+        guard !data.isEmpty else { throw .emptyData }
+        var features = WebPBitstreamFeatures()
+        let status = data.withUnsafeBytes { bytes in
+            WebPGetFeatures(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &features)
+        }
+        guard status == VP8_STATUS_OK else { throw Self.error(status, "cannot read the WebP header") }
+        let source = PixelSize(width: Int(features.width), height: Int(features.height))
+        try options.checkPixelLimit(source, format: .webp)
+        let orientation = Self.orientation(in: data)
+        if features.has_animation != 0 {
+            return try WebPAnimationDecoder(
+                data: data, options: options, orientation: orientation, declaresAlpha: features.has_alpha != 0
+            ).decode()
+        }
+        let target = options.targetSize(forSource: source, orientation: orientation)
+        let hasAlpha = features.has_alpha != 0
+        let bitmap = try Self.decodeStill(data, size: target, hasAlpha: hasAlpha)
+        return DecodedImage(
+            frames: [.init(bitmap: bitmap)], format: .webp, orientation: orientation, sourceSize: source
+        ).finished(with: options)
+    }
+
+    /// Decodes a still WebP into a new bitmap at `size` (libwebp scales while decoding).
+    static func decodeStill(_ data: Data, size: PixelSize, hasAlpha: Bool) throws(CoderError) -> Bitmap {
+        try Bitmap(width: size.width, height: size.height, hasAlpha: hasAlpha) { (buffer) throws(CoderError) in
+            var config = WebPDecoderConfig()
+            guard WebPInitDecoderConfig(&config) != 0 else { throw .outOfMemory(.webp, "libwebp version mismatch") }
+            config.output.colorspace = MODE_RGBA
+            config.output.is_external_memory = 1
+            config.output.u.RGBA.rgba = buffer.baseAddress
+            config.output.u.RGBA.stride = Int32(size.width * 4)
+            config.output.u.RGBA.size = buffer.count
+            config.options.use_scaling = 1
+            config.options.scaled_width = Int32(size.width)
+            config.options.scaled_height = Int32(size.height)
+            let status = data.withUnsafeBytes { bytes in
+                WebPDecode(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &config)
+            }
+            WebPFreeDecBuffer(&config.output)
+            guard status == VP8_STATUS_OK else { throw error(status, "cannot decode the WebP image") }
+        }
+    }
+
+    static func error(_ status: VP8StatusCode, _ context: String) -> CoderError {
+        switch status {
+        case VP8_STATUS_NOT_ENOUGH_DATA: .truncatedData(.webp, "\(context): not enough data")
+        case VP8_STATUS_OUT_OF_MEMORY: .outOfMemory(.webp, context)
+        case VP8_STATUS_UNSUPPORTED_FEATURE: .corruptData(.webp, "\(context): unsupported feature")
+        default: .corruptData(.webp, "\(context): bitstream error (\(status.rawValue))")
+        }
+    }
+
+    /// The orientation from the file's EXIF chunk, if the extended header says there is one.
+    static func orientation(in data: Data) -> ImageOrientation {
+        guard ImageFormatDetails(sniffing: data).webpEncoding == .extended else { return .up }
+        return data.withUnsafeBytes { bytes -> ImageOrientation in
+            var webpData = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+            guard let demux = WebPDemux(&webpData) else { return .up }
+            defer { WebPDemuxDelete(demux) }
+            guard WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS) & UInt32(EXIF_FLAG.rawValue) != 0 else { return .up }
+            var iterator = WebPChunkIterator()
+            guard WebPDemuxGetChunk(demux, "EXIF", 1, &iterator) != 0 else { return .up }
+            defer { WebPDemuxReleaseChunkIterator(&iterator) }
+            let chunk = UnsafeRawBufferPointer(start: iterator.chunk.bytes, count: iterator.chunk.size)
+            return EXIFReader.orientation(in: chunk) ?? .up
+        }
+    }
+
+    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+        throws(CoderError) -> Data
+    {
+        guard format == .webp else { throw .encodingFailed(format, "the WebP coder writes only WebP") }
+        if image.frames.count > 1 && !options.firstFrameOnly {
+            return try WebPAnimationEncoder(image: image, options: options).encode()
+        }
+        let bitmap = image.bitmap
+        var output: UnsafeMutablePointer<UInt8>?
+        let quality = Float(max(0, min(1, options.quality)) * 100)
+        let size = bitmap.pixels.withUnsafeBufferPointer { pixels in
+            options.lossless
+                ? WebPEncodeLosslessRGBA(
+                    pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), &output)
+                : WebPEncodeRGBA(
+                    pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), quality,
+                    &output)
+        }
+        guard size > 0, let output else {
+            throw .encodingFailed(.webp, "libwebp could not encode a \(bitmap.width)×\(bitmap.height) image")
+        }
+        defer { WebPFree(output) }
+        return Data(bytes: output, count: size)
+    }
+}
+
+/// Decodes an animated WebP with libwebp's `WebPAnimDecoder`, which composes each frame on the
+/// canvas (blending and disposal included).
+struct WebPAnimationDecoder {
+    let data: Data
+    let options: ImageDecodingOptions
+    let orientation: ImageOrientation
+    let declaresAlpha: Bool
+
+    func decode() throws(CoderError) -> DecodedImage {
+        let image = try data.withBytes { (bytes) throws(CoderError) in
+            var webpData = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+            var decoderOptions = WebPAnimDecoderOptions()
+            guard WebPAnimDecoderOptionsInit(&decoderOptions) != 0 else {
+                throw .outOfMemory(.webp, "libwebp version mismatch")
+            }
+            decoderOptions.color_mode = MODE_RGBA
+            decoderOptions.use_threads = 0
+            guard let decoder = WebPAnimDecoderNew(&webpData, &decoderOptions) else {
+                throw .corruptData(.webp, "cannot parse the WebP animation")
+            }
+            defer { WebPAnimDecoderDelete(decoder) }
+            return try decodeFrames(decoder)
+        }
+        return image.finished(with: options)
+    }
+
+    private func decodeFrames(_ decoder: OpaquePointer) throws(CoderError) -> DecodedImage {
+        var info = WebPAnimInfo()
+        guard WebPAnimDecoderGetInfo(decoder, &info) != 0 else {
+            throw .corruptData(.webp, "cannot read the WebP animation header")
+        }
+        let canvas = PixelSize(width: Int(info.canvas_width), height: Int(info.canvas_height))
+        try options.checkPixelLimit(canvas, format: .webp)
+        let frameCount = Int(info.frame_count)
+        let wanted = options.firstFrameOnly ? 1 : frameCount
+        try options.checkAnimationLimits(frameCount: wanted, canvas: canvas, format: .webp)
+        var frames: [DecodedImage.Frame] = []
+        var previousTimestamp: Int32 = 0
+        var hasAlpha = declaresAlpha
+        while frames.count < wanted, WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            var buffer: UnsafeMutablePointer<UInt8>?
+            var timestamp: Int32 = 0
+            guard WebPAnimDecoderGetNext(decoder, &buffer, &timestamp) != 0, let buffer else {
+                throw .corruptData(.webp, "cannot decode frame \(frames.count + 1) of \(frameCount)")
+            }
+            var bitmap = Bitmap(
+                width: canvas.width, height: canvas.height, hasAlpha: true,
+                pixels: Array(UnsafeBufferPointer(start: buffer, count: canvas.pixelCount * 4)))
+            bitmap.hasAlpha = bitmap.containsTransparency
+            hasAlpha = hasAlpha || bitmap.hasAlpha
+            let milliseconds = Int(timestamp - previousTimestamp)
+            previousTimestamp = timestamp
+            frames.append(.init(bitmap: bitmap, duration: milliseconds <= 10 ? 0.1 : Double(milliseconds) / 1000))
+        }
+        guard !frames.isEmpty else { throw .corruptData(.webp, "the WebP animation has no frames") }
+        if hasAlpha { for index in frames.indices { frames[index].bitmap.hasAlpha = true } }
+        return DecodedImage(
+            frames: frames, loopCount: Int(info.loop_count), format: .webp, orientation: orientation,
+            sourceSize: canvas, sourceFrameCount: frameCount)
+    }
+}

@@ -1,0 +1,73 @@
+import CWebP
+import Foundation
+
+/// Feeds WebP data to libwebp's incremental decoder and previews the rows decoded so far (rows
+/// not yet decoded are transparent). Animated WebP shows nothing until complete; the final
+/// result is a one-shot decode.
+final class WebPIncrementalDecoder: IncrementalImageDecoding {
+    private let options: ImageDecodingOptions
+    private var decoder: OpaquePointer?
+    private var fed = 0
+    private var lastRows = 0
+    private var stopped = false
+
+    init(options: ImageDecodingOptions) {
+        self.options = options
+    }
+
+    deinit {
+        if let decoder { WebPIDelete(decoder) }
+    }
+
+    func update(_ data: Data, isComplete: Bool) throws(CoderError) -> DecodedImage? {
+        if isComplete { return try WebPCoder().decode(data, options: options) }
+        guard !stopped, data.count > fed else { return nil }
+        if decoder == nil {
+            // Wait for the header: the size must pass the pixel limit, and animations are skipped.
+            var features = WebPBitstreamFeatures()
+            let status = data.withUnsafeBytes {
+                WebPGetFeatures($0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count, &features)
+            }
+            guard status == VP8_STATUS_OK else {
+                stopped = status != VP8_STATUS_NOT_ENOUGH_DATA
+                return nil
+            }
+            let size = PixelSize(width: Int(features.width), height: Int(features.height))
+            guard features.has_animation == 0, (try? options.checkPixelLimit(size, format: .webp)) != nil else {
+                stopped = true
+                return nil
+            }
+            decoder = WebPINewRGB(MODE_RGBA, nil, 0, 0)
+            guard decoder != nil else {
+                stopped = true
+                return nil
+            }
+        }
+        let status = data.withUnsafeBytes { bytes in
+            WebPIAppend(decoder, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self) + fed, bytes.count - fed)
+        }
+        fed = data.count
+        guard status == VP8_STATUS_OK || status == VP8_STATUS_SUSPENDED else {
+            stopped = true
+            return nil
+        }
+        var lastRow: Int32 = 0
+        var width: Int32 = 0
+        var height: Int32 = 0
+        var stride: Int32 = 0
+        guard let rgba = WebPIDecGetRGB(decoder, &lastRow, &width, &height, &stride), lastRow > lastRows,
+            width > 0, height > 0
+        else { return nil }
+        lastRows = Int(lastRow)
+        var pixels = [UInt8](repeating: 0, count: Int(width) * Int(height) * 4)
+        for row in 0..<Int(lastRow) {
+            let start = row * Int(width) * 4
+            pixels.withUnsafeMutableBufferPointer {
+                ($0.baseAddress! + start).update(from: rgba + row * Int(stride), count: Int(width) * 4)
+            }
+        }
+        let bitmap = Bitmap(width: Int(width), height: Int(height), hasAlpha: true, pixels: pixels)
+        let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .webp, isPartial: true)
+        return image.finished(with: options)
+    }
+}

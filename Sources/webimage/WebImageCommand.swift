@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+
+/// The `webimage` root command. `main` is ours so exit codes follow the contract:
+/// 0 every item succeeded, 1 some item failed, 2 usage error.
+@main
+struct WebImageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webimage",
+        abstract: "Load, decode and inspect images with swift-web-image.",
+        version: WebImageVersion.current,
+        subcommands: [InfoCommand.self]
+    )
+
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as ItemsFailed {
+            _ = failure
+            Foundation.exit(ExitStatus.itemFailed)
+        } catch {
+            let code = exitCode(for: error)
+            if code == ExitCode.success {
+                print(fullMessage(for: error))  // --help, --version
+                Foundation.exit(ExitStatus.success)
+            }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Foundation.exit(code == ExitCode.validationFailure ? ExitStatus.usage : ExitStatus.itemFailed)
+        }
+    }
+}
+
+enum ExitStatus {
+    static let success: Int32 = 0
+    static let itemFailed: Int32 = 1
+    static let usage: Int32 = 2
+}
+
+/// Thrown by a subcommand after it has reported its items, when at least one failed.
+struct ItemsFailed: Error {}
+
+enum WebImageVersion {
+    static let current = "0.1.0"
+}
