@@ -55,14 +55,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Test-only helpers: generated images, PNG/GIF builders, the WEBIMAGE_CORPUS loader.
+        .target(
+            name: "WebImageTestSupport",
+            dependencies: ["WebImageCoders", "CGIF"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "WebImageCodersTests",
-            dependencies: ["WebImageCoders"],
+            dependencies: ["WebImageCoders", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "WebImageCLITests",
-            dependencies: ["webimage", "WebImageCoders"],
+            dependencies: ["webimage", "WebImageCoders", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

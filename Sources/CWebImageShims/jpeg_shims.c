@@ -142,11 +142,13 @@ const uint8_t *wi_jpeg_exif(wi_jpeg_decoder *decoder, size_t *length) {
 int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder) { return decoder->info.saw_Adobe_marker ? 1 : 0; }
 
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
-                         int progressive, uint8_t **out, size_t *out_size, char *message) {
+                         int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
+                         uint8_t **out, size_t *out_size, char *message) {
     struct jpeg_compress_struct info;
     struct wi_jpeg_error error;
     unsigned char *buffer = NULL;
     unsigned long size = 0;
+    uint8_t *volatile cmyk_row = NULL;
     *out = NULL;
     *out_size = 0;
     memset(&info, 0, sizeof info);
@@ -155,6 +157,7 @@ wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, s
         snprintf(message, WI_MESSAGE_CAPACITY, "%s", error.message);
         jpeg_destroy_compress(&info);
         free(buffer);
+        free(cmyk_row);
         return WI_ERROR;
     }
     jpeg_create_compress(&info);
@@ -162,17 +165,54 @@ wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, s
     info.image_width = width;
     info.image_height = height;
     info.input_components = 4;
-    info.in_color_space = JCS_EXT_RGBA;
+    info.in_color_space = color_model == WI_JPEG_CMYK ? JCS_CMYK : JCS_EXT_RGBA;
     jpeg_set_defaults(&info);
+    if (color_model == WI_JPEG_GRAYSCALE) jpeg_set_colorspace(&info, JCS_GRAYSCALE);
     jpeg_set_quality(&info, quality, TRUE);
     if (progressive) jpeg_simple_progression(&info);
+    if (color_model == WI_JPEG_CMYK) {
+        cmyk_row = malloc((size_t)width * 4);
+        if (cmyk_row == NULL) {
+            snprintf(error.message, sizeof error.message, "out of memory");
+            longjmp(error.jump, 1);
+        }
+    }
     jpeg_start_compress(&info, TRUE);
+    if (exif != NULL && exif_length > 0 && exif_length <= 65533 - 6) {
+        uint8_t *payload = malloc(exif_length + 6);
+        if (payload != NULL) {
+            memcpy(payload, "Exif\0\0", 6);
+            memcpy(payload + 6, exif, exif_length);
+            jpeg_write_marker(&info, JPEG_APP0 + 1, payload, (unsigned int)(exif_length + 6));
+            free(payload);
+        }
+    }
     while (info.next_scanline < info.image_height) {
-        JSAMPROW row = (JSAMPROW)(rgba + (size_t)info.next_scanline * stride);
+        const uint8_t *source = rgba + (size_t)info.next_scanline * stride;
+        JSAMPROW row = (JSAMPROW)source;
+        if (color_model == WI_JPEG_CMYK) {
+            // Naive RGB -> CMYK with full black generation, stored inverted (Adobe convention).
+            for (uint32_t x = 0; x < width; x++) {
+                int r = source[x * 4], g = source[x * 4 + 1], b = source[x * 4 + 2];
+                int max = r > g ? (r > b ? r : b) : (g > b ? g : b);
+                int k = 255 - max;
+                uint8_t *target = cmyk_row + (size_t)x * 4;
+                if (max == 0) {
+                    target[0] = target[1] = target[2] = 255;
+                } else {
+                    target[0] = (uint8_t)(255 - (max - r) * 255 / max);
+                    target[1] = (uint8_t)(255 - (max - g) * 255 / max);
+                    target[2] = (uint8_t)(255 - (max - b) * 255 / max);
+                }
+                target[3] = (uint8_t)(255 - k);
+            }
+            row = cmyk_row;
+        }
         jpeg_write_scanlines(&info, &row, 1);
     }
     jpeg_finish_compress(&info);
     jpeg_destroy_compress(&info);
+    free(cmyk_row);
     *out = buffer;
     *out_size = size;
     return WI_OK;

@@ -51,9 +51,17 @@ int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder);
 
 // MARK: JPEG encoding
 
-/// Encodes an RGBA8 image. On success `*out` is a malloc'ed buffer the caller frees.
+typedef enum {
+    WI_JPEG_RGB = 0,        // YCbCr JPEG (the usual kind).
+    WI_JPEG_GRAYSCALE = 1,  // One luminance channel.
+    WI_JPEG_CMYK = 2,       // Adobe CMYK, stored inverted as Photoshop writes it.
+} wi_jpeg_color_model;
+
+/// Encodes an RGBA8 image (alpha ignored). `exif` (TIFF bytes without the "Exif\0\0" prefix)
+/// becomes an APP1 marker when not NULL. On success `*out` is a malloc'ed buffer the caller frees.
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
-                         int progressive, uint8_t **out, size_t *out_size, char *message);
+                         int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
+                         uint8_t **out, size_t *out_size, char *message);
 
 // MARK: PNG decoding (push/progressive reader)
 

@@ -6,7 +6,22 @@ import Foundation
 /// inverted CMYK handled), EXIF orientation, DCT-scaled thumbnails, and progressive previews.
 /// Encodes baseline or progressive JPEG at a given quality. Stateless and thread-safe.
 public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
-    public init() {}
+    /// The colour model JPEG encoding writes.
+    public enum ColorModel: Sendable, Hashable {
+        /// YCbCr colour (the default).
+        case rgb
+        /// One gray channel.
+        case grayscale
+        /// Adobe CMYK, stored inverted as Photoshop does (for print workflows and tests).
+        case cmyk
+    }
+
+    /// The colour model `encode` writes. Default `.rgb`.
+    public var colorModel: ColorModel
+
+    public init(colorModel: ColorModel = .rgb) {
+        self.colorModel = colorModel
+    }
 
     public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .jpeg }
 
@@ -127,13 +142,23 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         var bitmap = image.bitmap
         if bitmap.hasAlpha { bitmap = bitmap.flattened(onto: RGBA(r: 255, g: 255, b: 255)) }
         let quality = Int32(max(1, min(100, (options.quality * 100).rounded())))
+        let model: wi_jpeg_color_model =
+            switch colorModel {
+            case .rgb: WI_JPEG_RGB
+            case .grayscale: WI_JPEG_GRAYSCALE
+            case .cmyk: WI_JPEG_CMYK
+            }
+        // Keep the orientation: pixels stay as stored, so viewers need the tag.
+        let exif = image.orientation == .up ? [] : EXIFWriter.orientationBlock(image.orientation)
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
-            wi_jpeg_encode(
-                pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow, quality,
-                options.progressive ? 1 : 0, &output, &size, &message)
+            exif.withUnsafeBufferPointer { exif in
+                wi_jpeg_encode(
+                    pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow, quality,
+                    options.progressive ? 1 : 0, model, exif.baseAddress, exif.count, &output, &size, &message)
+            }
         }
         guard status == WI_OK, let output else {
             throw .encodingFailed(.jpeg, String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self))

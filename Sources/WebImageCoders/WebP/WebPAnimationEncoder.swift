@@ -17,23 +17,13 @@ struct WebPAnimationEncoder {
             throw .encodingFailed(.webp, "cannot create an animation encoder for \(image.width)×\(image.height)")
         }
         defer { WebPAnimEncoderDelete(encoder) }
-        var config = WebPConfig()
-        guard WebPConfigInit(&config) != 0 else { throw .encodingFailed(.webp, "libwebp version mismatch") }
-        config.lossless = options.lossless ? 1 : 0
-        config.quality = Float(max(0, min(1, options.quality)) * 100)
+        var config = try WebPEncoding.config(for: options)
         var timestamp: Int32 = 0
         for (index, frame) in image.frames.enumerated() {
-            var picture = WebPPicture()
-            guard WebPPictureInit(&picture) != 0 else { throw .encodingFailed(.webp, "libwebp version mismatch") }
-            picture.width = Int32(frame.bitmap.width)
-            picture.height = Int32(frame.bitmap.height)
-            picture.use_argb = 1
-            defer { WebPPictureFree(&picture) }
-            let imported = frame.bitmap.pixels.withUnsafeBufferPointer {
-                WebPPictureImportRGBA(&picture, $0.baseAddress, Int32(frame.bitmap.bytesPerRow))
-            }
-            guard imported != 0, WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
-                throw .encodingFailed(.webp, "cannot add frame \(index + 1): \(Self.message(encoder))")
+            try WebPEncoding.withPicture(of: frame.bitmap) { (picture) throws(CoderError) in
+                guard WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
+                    throw .encodingFailed(.webp, "cannot add frame \(index + 1): \(Self.message(encoder))")
+                }
             }
             timestamp += Int32((frame.duration * 1000).rounded())
         }

@@ -33,14 +33,15 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         }
         let target = options.targetSize(forSource: source, orientation: orientation)
         let hasAlpha = features.has_alpha != 0
-        let bitmap = try Self.decodeStill(data, size: target, hasAlpha: hasAlpha)
+        let bitmap = try Self.decodeStill(data, size: target, scaled: target != source, hasAlpha: hasAlpha)
         return DecodedImage(
             frames: [.init(bitmap: bitmap)], format: .webp, orientation: orientation, sourceSize: source
         ).finished(with: options)
     }
 
-    /// Decodes a still WebP into a new bitmap at `size` (libwebp scales while decoding).
-    static func decodeStill(_ data: Data, size: PixelSize, hasAlpha: Bool) throws(CoderError) -> Bitmap {
+    /// Decodes a still WebP into a new bitmap at `size`; with `scaled` libwebp resamples while
+    /// decoding (its rescaler premultiplies alpha, so it is used only when the size changes).
+    static func decodeStill(_ data: Data, size: PixelSize, scaled: Bool, hasAlpha: Bool) throws(CoderError) -> Bitmap {
         try Bitmap(width: size.width, height: size.height, hasAlpha: hasAlpha) { (buffer) throws(CoderError) in
             var config = WebPDecoderConfig()
             guard WebPInitDecoderConfig(&config) != 0 else { throw .outOfMemory(.webp, "libwebp version mismatch") }
@@ -49,9 +50,11 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
             config.output.u.RGBA.rgba = buffer.baseAddress
             config.output.u.RGBA.stride = Int32(size.width * 4)
             config.output.u.RGBA.size = buffer.count
-            config.options.use_scaling = 1
-            config.options.scaled_width = Int32(size.width)
-            config.options.scaled_height = Int32(size.height)
+            if scaled {
+                config.options.use_scaling = 1
+                config.options.scaled_width = Int32(size.width)
+                config.options.scaled_height = Int32(size.height)
+            }
             let status = data.withUnsafeBytes { bytes in
                 WebPDecode(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &config)
             }
@@ -92,22 +95,7 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         if image.frames.count > 1 && !options.firstFrameOnly {
             return try WebPAnimationEncoder(image: image, options: options).encode()
         }
-        let bitmap = image.bitmap
-        var output: UnsafeMutablePointer<UInt8>?
-        let quality = Float(max(0, min(1, options.quality)) * 100)
-        let size = bitmap.pixels.withUnsafeBufferPointer { pixels in
-            options.lossless
-                ? WebPEncodeLosslessRGBA(
-                    pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), &output)
-                : WebPEncodeRGBA(
-                    pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), Int32(bitmap.bytesPerRow), quality,
-                    &output)
-        }
-        guard size > 0, let output else {
-            throw .encodingFailed(.webp, "libwebp could not encode a \(bitmap.width)×\(bitmap.height) image")
-        }
-        defer { WebPFree(output) }
-        return Data(bytes: output, count: size)
+        return try WebPEncoding.encodeStill(image.bitmap, options: options)
     }
 }
 
