@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageTestSupport
+
+@Suite("Malformed input")
+struct MalformedInputTests {
+    @Test("Empty data and unknown formats")
+    func emptyAndUnknown() {
+        #expect(throws: CoderError.emptyData) { try ImageCodersManager.shared.decode(Data()) }
+        #expect(throws: CoderError.unsupportedFormat(.unknown)) { try ImageCodersManager.shared.decode(Data("hello".utf8)) }
+        #expect(throws: CoderError.unsupportedFormat(.tiff)) { try ImageCodersManager.shared.decode(Data([0x49, 0x49, 0x2A, 0, 8, 0, 0, 0])) }
+        for coder in ImageCodersManager.builtInCoders {
+            #expect(throws: CoderError.emptyData) { try coder.decode(Data(), options: .init()) }
+        }
+    }
+
+    @Test("Every prefix and thousands of byte flips give a result or a CoderError, never a crash", arguments: [ImageFormat.jpeg, .png, .gif, .webp])
+    func mutations(format: ImageFormat) throws {
+        let animation = GeneratedImages.animation(width: 24, height: 16, colors: [RGBA(r: 250, g: 10, b: 10), RGBA(r: 10, g: 10, b: 250, a: 128)], format: format)
+        let data: Data
+        if format == .jpeg || format == .png {
+            data = try ImageCodersManager.shared.encode(DecodedImage(bitmap: GeneratedImages.noise(width: 24, height: 16), format: format), as: format)
+        } else {
+            data = try ImageCodersManager.shared.encode(animation, as: format)
+        }
+        var outcomes = (decoded: 0, failed: 0)
+        func attempt(_ bytes: Data) {
+            do {
+                let image = try ImageCodersManager.shared.decode(bytes, options: .init(maxPixelCount: 1 << 22))
+                #expect(image.width > 0 && image.height > 0)
+                outcomes.decoded += 1
+            } catch {
+                #expect(!error.description.isEmpty)
+                outcomes.failed += 1
+            }
+        }
+        for length in stride(from: 0, to: data.count, by: max(1, data.count / 200)) { attempt(data.prefix(length)) }
+        var generator = SplitMix(seed: UInt64(format.rawValue.hashValue & 0xFFFF))
+        for _ in 0..<2000 {
+            var bytes = [UInt8](data)
+            for _ in 0..<1 + Int(generator.next() % 4) {
+                bytes[Int(generator.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: generator.next())
+            }
+            attempt(Data(bytes))
+        }
+        #expect(outcomes.failed > 0 && outcomes.decoded > 0)
+    }
+
+    @Test("Truncated, corrupt and over-limit inputs give distinct error codes")
+    func distinctErrors() throws {
+        let png = try PNGCoder().encode(DecodedImage(bitmap: GeneratedImages.noise(width: 32, height: 32), format: .png), as: .png, options: .init())
+        var corrupt = [UInt8](png)
+        corrupt[12] = UInt8(ascii: "X")  // IHDR renamed
+        let codes = [
+            Self.code { try ImageCodersManager.shared.decode(Data()) },
+            Self.code { try ImageCodersManager.shared.decode(Data("nope".utf8)) },
+            Self.code { try ImageCodersManager.shared.decode(png.prefix(png.count - 40)) },
+            Self.code { try ImageCodersManager.shared.decode(Data(corrupt)) },
+            Self.code { try ImageCodersManager.shared.decode(png, options: .init(maxPixelCount: 100)) },
+        ]
+        #expect(codes == ["emptyData", "unsupportedFormat", "truncatedData", "corruptData", "limitExceeded"])
+    }
+
+    static func code(_ body: () throws -> DecodedImage) -> String? {
+        do {
+            _ = try body()
+            return nil
+        } catch let error as CoderError {
+            return error.code
+        } catch {
+            return "unexpected"
+        }
+    }
+}
+
+/// A small deterministic random generator for reproducible mutations.
+struct SplitMix {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
