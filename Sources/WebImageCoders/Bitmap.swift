@@ -50,7 +50,9 @@ public struct Bitmap: Sendable, Hashable {
     /// Makes a bitmap whose bytes `fill` writes, without zeroing them first. `fill` receives a
     /// buffer of `width * 4 * height` bytes and must initialise all of them.
     init(
-        width: Int, height: Int, hasAlpha: Bool,
+        width: Int,
+        height: Int,
+        hasAlpha: Bool,
         uninitializedFill fill: (UnsafeMutableBufferPointer<UInt8>) throws(CoderError) -> Void
     ) throws(CoderError) {
         let count = width * height * 4

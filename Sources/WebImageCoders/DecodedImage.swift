@@ -36,8 +36,13 @@ public struct DecodedImage: Sendable {
     public var sourceFrameCount: Int
 
     public init(
-        frames: [Frame], loopCount: Int = 1, format: ImageFormat, orientation: ImageOrientation = .up,
-        isPartial: Bool = false, sourceSize: PixelSize? = nil, sourceFrameCount: Int? = nil
+        frames: [Frame],
+        loopCount: Int = 1,
+        format: ImageFormat,
+        orientation: ImageOrientation = .up,
+        isPartial: Bool = false,
+        sourceSize: PixelSize? = nil,
+        sourceFrameCount: Int? = nil
     ) {
         precondition(!frames.isEmpty, "a decoded image has at least one frame")
         self.frames = frames

@@ -47,7 +47,10 @@ public final class ImageCodersManager: Sendable {
 
     /// Sniffs and decodes `data` with the first coder that claims it.
     /// - Throws: ``CoderError/emptyData``, ``CoderError/unsupportedFormat(_:)``, or the coder's error.
-    public func decode(_ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(CoderError)
+    public func decode(
+        _ data: Data,
+        options: ImageDecodingOptions = ImageDecodingOptions()
+    ) throws(CoderError)
         -> DecodedImage
     {
         guard !data.isEmpty else { throw .emptyData }
@@ -58,7 +61,10 @@ public final class ImageCodersManager: Sendable {
 
     /// An incremental decoder for data whose first bytes are `prefix`, or `nil` when no progressive
     /// coder claims it (yet: a few more bytes may be needed to sniff the format).
-    public func makeIncrementalDecoder(forPrefix prefix: Data, options: ImageDecodingOptions = ImageDecodingOptions())
+    public func makeIncrementalDecoder(
+        forPrefix prefix: Data,
+        options: ImageDecodingOptions = ImageDecodingOptions()
+    )
         -> (any IncrementalImageDecoding)?
     {
         let details = ImageFormatDetails(sniffing: prefix)
@@ -68,7 +74,9 @@ public final class ImageCodersManager: Sendable {
 
     /// Encodes `image` as `format` with the first coder that writes it.
     public func encode(
-        _ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions = ImageEncodingOptions()
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions = ImageEncodingOptions()
     ) throws(CoderError) -> Data {
         guard let encoder = encoder(for: format) else {
             throw .encodingFailed(format, "no encoder for \(format.rawValue)")

@@ -39,7 +39,8 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     /// Encode only the first frame of an animation. Default `false`.
     public var firstFrameOnly: Bool
 
-    public init(quality: Double = 0.9, lossless: Bool = false, progressive: Bool = false, firstFrameOnly: Bool = false) {
+    public init(quality: Double = 0.9, lossless: Bool = false, progressive: Bool = false, firstFrameOnly: Bool = false)
+    {
         self.quality = quality
         self.lossless = lossless
         self.progressive = progressive
@@ -52,7 +53,11 @@ public protocol ImageEncoding: Sendable {
     /// Whether this encoder writes `format`.
     func canEncode(_ format: ImageFormat) -> Bool
     /// Encodes `image` as `format`. Animated images keep their frames where the format can.
-    func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(CoderError)
+    func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    ) throws(CoderError)
         -> Data
 }
 

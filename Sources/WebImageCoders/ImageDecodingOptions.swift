@@ -24,8 +24,12 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var applyOrientation: Bool
 
     public init(
-        thumbnailPixelSize: PixelSize? = nil, scaleDownLimitBytes: Int? = nil, firstFrameOnly: Bool = false,
-        maxPixelCount: Int = 100_000_000, maxFrameCount: Int = 10_000, maxAnimationBytes: Int = 1 << 30,
+        thumbnailPixelSize: PixelSize? = nil,
+        scaleDownLimitBytes: Int? = nil,
+        firstFrameOnly: Bool = false,
+        maxPixelCount: Int = 100_000_000,
+        maxFrameCount: Int = 10_000,
+        maxAnimationBytes: Int = 1 << 30,
         applyOrientation: Bool = false
     ) {
         self.thumbnailPixelSize = thumbnailPixelSize

@@ -64,9 +64,15 @@ public struct Corpus: Sendable {
         )
         entries = lines.filter { $0.count == header.count }.map { row in
             Entry(
-                file: row[file], url: directory.appendingPathComponent(row[file]), format: row[format],
-                width: Int(row[width]), height: Int(row[height]), frames: Int(row[frames]),
-                traits: Set(row[traits].split(separator: ",").map(String.init)), expected: row[expected])
+                file: row[file],
+                url: directory.appendingPathComponent(row[file]),
+                format: row[format],
+                width: Int(row[width]),
+                height: Int(row[height]),
+                frames: Int(row[frames]),
+                traits: Set(row[traits].split(separator: ",").map(String.init)),
+                expected: row[expected]
+            )
         }
     }
 }

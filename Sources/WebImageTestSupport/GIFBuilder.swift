@@ -20,8 +20,16 @@ public struct GIFBuilder {
         public var indices: [UInt8]
 
         public init(
-            x: Int = 0, y: Int = 0, width: Int, height: Int, palette: [(UInt8, UInt8, UInt8)]? = nil, disposal: Int = 1,
-            transparentIndex: Int? = nil, delayCentiseconds: Int = 10, interlaced: Bool = false, indices: [UInt8]
+            x: Int = 0,
+            y: Int = 0,
+            width: Int,
+            height: Int,
+            palette: [(UInt8, UInt8, UInt8)]? = nil,
+            disposal: Int = 1,
+            transparentIndex: Int? = nil,
+            delayCentiseconds: Int = 10,
+            interlaced: Bool = false,
+            indices: [UInt8]
         ) {
             self.x = x
             self.y = y
@@ -62,7 +70,7 @@ public struct GIFBuilder {
         EGifPutScreenDesc(gif, Int32(width), Int32(height), 8, 0, global)
         if let global { GifFreeMapObject(global) }
         if let loop = netscapeLoop {
-            _ = "NETSCAPE2.0".utf8CString.withUnsafeBufferPointer { name in
+            "NETSCAPE2.0".utf8CString.withUnsafeBufferPointer { name in
                 EGifPutExtensionLeader(gif, APPLICATION_EXT_FUNC_CODE)
                 EGifPutExtensionBlock(gif, 11, name.baseAddress)
             }
@@ -78,17 +86,29 @@ public struct GIFBuilder {
             ]
             EGifPutExtension(gif, GRAPHICS_EXT_FUNC_CODE, 4, &control)
             let local = frame.palette.map(Self.colorMap)
-            EGifPutImageDesc(gif, Int32(frame.x), Int32(frame.y), Int32(frame.width), Int32(frame.height), frame.interlaced, local)
+            EGifPutImageDesc(
+                gif,
+                Int32(frame.x),
+                Int32(frame.y),
+                Int32(frame.width),
+                Int32(frame.height),
+                frame.interlaced,
+                local
+            )
             if let local { GifFreeMapObject(local) }
             // giflib expects interlaced rows in pass order.
             var order = Array(0..<frame.height)
             if frame.interlaced {
                 order = []
-                for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] { order += stride(from: start, to: frame.height, by: step) }
+                for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] {
+                    order += stride(from: start, to: frame.height, by: step)
+                }
             }
             var indices = frame.indices
             for row in order {
-                _ = indices.withUnsafeMutableBufferPointer { EGifPutLine(gif, $0.baseAddress! + row * frame.width, Int32(frame.width)) }
+                _ = indices.withUnsafeMutableBufferPointer {
+                    EGifPutLine(gif, $0.baseAddress! + row * frame.width, Int32(frame.width))
+                }
             }
         }
         EGifCloseFile(gif, &error)
@@ -104,7 +124,11 @@ public struct GIFBuilder {
     }
 }
 
-private func builderWrite(_ gif: UnsafeMutablePointer<GifFileType>?, _ bytes: UnsafePointer<GifByteType>?, _ count: Int32) -> Int32 {
+private func builderWrite(
+    _ gif: UnsafeMutablePointer<GifFileType>?,
+    _ bytes: UnsafePointer<GifByteType>?,
+    _ count: Int32
+) -> Int32 {
     guard let gif, let bytes, let user = gif.pointee.UserData else { return 0 }
     Unmanaged<GIFBuilder.Sink>.fromOpaque(user).takeUnretainedValue().data.append(bytes, count: Int(count))
     return count

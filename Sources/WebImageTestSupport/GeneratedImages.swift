@@ -58,24 +58,38 @@ public enum GeneratedImages {
 
     /// An animation of `count` solid frames, one colour each, `duration` seconds apiece.
     public static func animation(
-        width: Int, height: Int, colors: [RGBA], duration: Double = 0.1, loopCount: Int = 0, format: ImageFormat
+        width: Int,
+        height: Int,
+        colors: [RGBA],
+        duration: Double = 0.1,
+        loopCount: Int = 0,
+        format: ImageFormat
     ) -> DecodedImage {
         DecodedImage(
             frames: colors.map { .init(bitmap: solid(width: width, height: height, color: $0), duration: duration) },
-            loopCount: loopCount, format: format)
+            loopCount: loopCount,
+            format: format
+        )
     }
 
     /// The largest per-channel difference between two same-size bitmaps.
     public static func maxDifference(_ a: Bitmap, _ b: Bitmap) -> Int {
-        precondition(a.width == b.width && a.height == b.height, "sizes differ: \(a.width)×\(a.height) vs \(b.width)×\(b.height)")
+        precondition(
+            a.width == b.width && a.height == b.height,
+            "sizes differ: \(a.width)×\(a.height) vs \(b.width)×\(b.height)"
+        )
         var worst = 0
         for y in 0..<a.height {
             for x in 0..<a.width {
                 let p = a[x, y]
                 let q = b[x, y]
                 worst = max(
-                    worst, abs(Int(p.r) - Int(q.r)), abs(Int(p.g) - Int(q.g)), abs(Int(p.b) - Int(q.b)),
-                    abs(Int(p.a) - Int(q.a)))
+                    worst,
+                    abs(Int(p.r) - Int(q.r)),
+                    abs(Int(p.g) - Int(q.g)),
+                    abs(Int(p.b) - Int(q.b)),
+                    abs(Int(p.a) - Int(q.a))
+                )
             }
         }
         return worst

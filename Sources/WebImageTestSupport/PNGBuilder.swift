@@ -5,7 +5,11 @@ import Foundation
 /// uncompressed (zlib "stored" blocks), which every decoder must accept.
 public struct PNGBuilder {
     public enum ColorType: UInt8, Sendable, CaseIterable {
-        case gray = 0, rgb = 2, palette = 3, grayAlpha = 4, rgba = 6
+        case gray = 0
+        case rgb = 2
+        case palette = 3
+        case grayAlpha = 4
+        case rgba = 6
 
         public var channels: Int {
             switch self {
@@ -32,8 +36,15 @@ public struct PNGBuilder {
         public var samples: (Int, Int) -> [UInt16]
 
         public init(
-            x: Int = 0, y: Int = 0, width: Int, height: Int, delayNumerator: UInt16 = 1, delayDenominator: UInt16 = 10,
-            dispose: UInt8 = 0, blend: UInt8 = 0, samples: @escaping (Int, Int) -> [UInt16]
+            x: Int = 0,
+            y: Int = 0,
+            width: Int,
+            height: Int,
+            delayNumerator: UInt16 = 1,
+            delayDenominator: UInt16 = 10,
+            dispose: UInt8 = 0,
+            blend: UInt8 = 0,
+            samples: @escaping (Int, Int) -> [UInt16]
         ) {
             self.x = x
             self.y = y
@@ -58,8 +69,13 @@ public struct PNGBuilder {
     public var transparentKey: [UInt16]?
 
     public init(
-        width: Int, height: Int, colorType: ColorType, bitDepth: Int = 8, interlaced: Bool = false,
-        palette: [(UInt8, UInt8, UInt8, UInt8)] = [], transparentKey: [UInt16]? = nil
+        width: Int,
+        height: Int,
+        colorType: ColorType,
+        bitDepth: Int = 8,
+        interlaced: Bool = false,
+        palette: [(UInt8, UInt8, UInt8, UInt8)] = [],
+        transparentKey: [UInt16]? = nil
     ) {
         self.width = width
         self.height = height
@@ -73,7 +89,9 @@ public struct PNGBuilder {
     /// A still PNG; `samples(x, y)` gives each pixel's channel values at `bitDepth`.
     public func build(samples: (Int, Int) -> [UInt16]) -> Data {
         var chunks = header()
-        chunks.append(chunk("IDAT", zlibStored(imageData(width: width, height: height, interlaced: interlaced, samples: samples))))
+        chunks.append(
+            chunk("IDAT", zlibStored(imageData(width: width, height: height, interlaced: interlaced, samples: samples)))
+        )
         chunks.append(chunk("IEND", []))
         return Data(Self.signature + chunks.joined())
     }
@@ -81,7 +99,9 @@ public struct PNGBuilder {
     /// An APNG. With `defaultImageIsFirstFrame` the IDAT image is frame 0 (and `frames[0]`
     /// supplies it); otherwise `defaultImage` is shown by non-APNG decoders only.
     public func buildAnimated(
-        frames: [Frame], plays: UInt32 = 0, defaultImageIsFirstFrame: Bool = true,
+        frames: [Frame],
+        plays: UInt32 = 0,
+        defaultImageIsFirstFrame: Bool = true,
         defaultImage: ((Int, Int) -> [UInt16])? = nil
     ) -> Data {
         var chunks = header(animation: (UInt32(frames.count), plays))
@@ -96,14 +116,25 @@ public struct PNGBuilder {
         var remaining = frames[...]
         if defaultImageIsFirstFrame, let first = remaining.popFirst() {
             chunks.append(chunk("fcTL", frameControl(first)))
-            chunks.append(chunk("IDAT", zlibStored(imageData(width: first.width, height: first.height, interlaced: false, samples: first.samples))))
+            chunks.append(
+                chunk(
+                    "IDAT",
+                    zlibStored(
+                        imageData(width: first.width, height: first.height, interlaced: false, samples: first.samples)
+                    )
+                )
+            )
         } else {
             let samples = defaultImage ?? { _, _ in Array(repeating: 0, count: colorType.channels) }
-            chunks.append(chunk("IDAT", zlibStored(imageData(width: width, height: height, interlaced: false, samples: samples))))
+            chunks.append(
+                chunk("IDAT", zlibStored(imageData(width: width, height: height, interlaced: false, samples: samples)))
+            )
         }
         for frame in remaining {
             chunks.append(chunk("fcTL", frameControl(frame)))
-            let data = zlibStored(imageData(width: frame.width, height: frame.height, interlaced: false, samples: frame.samples))
+            let data = zlibStored(
+                imageData(width: frame.width, height: frame.height, interlaced: false, samples: frame.samples)
+            )
             chunks.append(chunk("fdAT", be32(sequence) + data))
             sequence += 1
         }

@@ -60,21 +60,27 @@ struct APNGDecoderTests {
     @Test("Blend over composites; blend source replaces")
     func blendOperations() throws {
         let over = try PNGCoder().decode(
-            builder.buildAnimated(frames: [full(Self.red), patch(Self.halfGreen, blend: 1)]), options: .init())
+            builder.buildAnimated(frames: [full(Self.red), patch(Self.halfGreen, blend: 1)]),
+            options: .init()
+        )
         let blended = over.frames[1].bitmap[1, 1]
         #expect(blended.a == 255)
         #expect(abs(Int(blended.r) - 127) <= 1 && abs(Int(blended.g) - 128) <= 1 && blended.b == 0)
 
         let source = try PNGCoder().decode(
-            builder.buildAnimated(frames: [full(Self.red), patch(Self.halfGreen, blend: 0)]), options: .init())
+            builder.buildAnimated(frames: [full(Self.red), patch(Self.halfGreen, blend: 0)]),
+            options: .init()
+        )
         #expect(source.frames[1].bitmap[1, 1] == rgba(Self.halfGreen))
     }
 
     @Test("A default image that is not a frame is skipped")
     func defaultImageNotAFrame() throws {
         let data = builder.buildAnimated(
-            frames: [full(Self.red), full(Self.blue)], defaultImageIsFirstFrame: false,
-            defaultImage: { _, _ in [9, 9, 9, 255] })
+            frames: [full(Self.red), full(Self.blue)],
+            defaultImageIsFirstFrame: false,
+            defaultImage: { _, _ in [9, 9, 9, 255] }
+        )
         let image = try PNGCoder().decode(data, options: .init())
         #expect(image.frames.count == 2)
         #expect(image.frames[0].bitmap[0, 0] == rgba(Self.red))

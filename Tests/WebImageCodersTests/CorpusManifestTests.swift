@@ -26,7 +26,9 @@ struct CorpusManifestTests {
             #expect(image.width == entry.width && image.height == entry.height)
             #expect(image.sourceFrameCount == entry.frames)
             #expect(image.frames.count == entry.frames)
-            if let orientation = entry.trait("exif-orientation") { #expect(image.orientation.rawValue == Int(orientation)) }
+            if let orientation = entry.trait("exif-orientation") {
+                #expect(image.orientation.rawValue == Int(orientation))
+            }
             if entry.traits.contains("loop=forever") { #expect(image.loopCount == 0) }
             if let plays = entry.trait("num-plays") { #expect(image.loopCount == Int(plays)) }
             if let repeats = entry.trait("netscape-loop") { #expect(image.loopCount == Int(repeats)! + 1) }

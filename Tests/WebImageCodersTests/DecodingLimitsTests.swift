@@ -7,7 +7,10 @@ import WebImageTestSupport
 struct DecodingLimitsTests {
     let box = PixelSize(width: 100, height: 100)
 
-    @Test("Every format's thumbnail fits the box and keeps the aspect ratio", arguments: [ImageFormat.jpeg, .png, .gif, .webp])
+    @Test(
+        "Every format's thumbnail fits the box and keeps the aspect ratio",
+        arguments: [ImageFormat.jpeg, .png, .gif, .webp]
+    )
     func thumbnails(format: ImageFormat) throws {
         let image = DecodedImage(bitmap: GeneratedImages.gradient(width: 400, height: 300), format: format)
         let data = try ImageCodersManager.shared.encode(image, as: format)
@@ -18,14 +21,23 @@ struct DecodingLimitsTests {
 
     @Test("A thumbnail box never upscales")
     func noUpscale() throws {
-        let data = try PNGCoder().encode(DecodedImage(bitmap: GeneratedImages.gradient(width: 40, height: 20), format: .png), as: .png, options: .init())
+        let data = try PNGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 40, height: 20), format: .png),
+            as: .png,
+            options: .init()
+        )
         let image = try PNGCoder().decode(data, options: .init(thumbnailPixelSize: box))
         #expect(image.width == 40 && image.height == 20)
     }
 
     @Test("Animated thumbnails scale every frame")
     func animatedThumbnail() throws {
-        let animation = GeneratedImages.animation(width: 200, height: 100, colors: [RGBA(r: 1, g: 2, b: 3), RGBA(r: 200, g: 100, b: 0)], format: .gif)
+        let animation = GeneratedImages.animation(
+            width: 200,
+            height: 100,
+            colors: [RGBA(r: 1, g: 2, b: 3), RGBA(r: 200, g: 100, b: 0)],
+            format: .gif
+        )
         let data = try GIFCoder().encode(animation, as: .gif, options: .init())
         let image = try GIFCoder().decode(data, options: .init(thumbnailPixelSize: box))
         #expect(image.frames.count == 2)
@@ -34,7 +46,11 @@ struct DecodingLimitsTests {
 
     @Test("The scale-down limit bounds the bytes of a frame")
     func scaleDownLimit() throws {
-        let data = try JPEGCoder().encode(DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg), as: .jpeg, options: .init())
+        let data = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg),
+            as: .jpeg,
+            options: .init()
+        )
         let limit = 200 * 150 * 4
         let image = try JPEGCoder().decode(data, options: .init(scaleDownLimitBytes: limit))
         #expect(image.bitmap.byteCount <= limit + 800 * 4)
@@ -43,7 +59,10 @@ struct DecodingLimitsTests {
 
     @Test("The pixel limit rejects oversized images from the header", arguments: [ImageFormat.jpeg, .png, .gif, .webp])
     func pixelLimit(format: ImageFormat) throws {
-        let data = try ImageCodersManager.shared.encode(DecodedImage(bitmap: GeneratedImages.gradient(width: 300, height: 200), format: format), as: format)
+        let data = try ImageCodersManager.shared.encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 300, height: 200), format: format),
+            as: format
+        )
         #expect {
             try ImageCodersManager.shared.decode(data, options: .init(maxPixelCount: 300 * 200 - 1))
         } throws: { ($0 as? CoderError)?.code == "limitExceeded" }
@@ -63,7 +82,10 @@ struct DecodingLimitsTests {
             for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
         }
         crc ^= 0xFFFF_FFFF
-        bytes.replaceSubrange(29..<33, with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
+        bytes.replaceSubrange(
+            29..<33,
+            with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]
+        )
         #expect {
             try PNGCoder().decode(Data(bytes), options: .init())
         } throws: { ($0 as? CoderError)?.code == "limitExceeded" }
@@ -71,18 +93,32 @@ struct DecodingLimitsTests {
 
     @Test("Frame-count and animation-memory limits")
     func animationLimits() throws {
-        let animation = GeneratedImages.animation(width: 10, height: 10, colors: (0..<5).map { RGBA(r: UInt8($0 * 50), g: 9, b: 9) }, format: .gif)
+        let animation = GeneratedImages.animation(
+            width: 10,
+            height: 10,
+            colors: (0..<5).map { RGBA(r: UInt8($0 * 50), g: 9, b: 9) },
+            format: .gif
+        )
         for format in [ImageFormat.gif, .webp] {
             let data = try ImageCodersManager.shared.encode(animation, as: format)
-            #expect(throws: CoderError.self) { try ImageCodersManager.shared.decode(data, options: .init(maxFrameCount: 4)) }
-            #expect(throws: CoderError.self) { try ImageCodersManager.shared.decode(data, options: .init(maxAnimationBytes: 10 * 10 * 4 * 4)) }
+            #expect(throws: CoderError.self) {
+                try ImageCodersManager.shared.decode(data, options: .init(maxFrameCount: 4))
+            }
+            #expect(throws: CoderError.self) {
+                try ImageCodersManager.shared.decode(data, options: .init(maxAnimationBytes: 10 * 10 * 4 * 4))
+            }
             #expect(try ImageCodersManager.shared.decode(data, options: .init(maxFrameCount: 5)).frames.count == 5)
         }
     }
 
     @Test("Memory cost counts every frame")
     func cost() {
-        let animation = GeneratedImages.animation(width: 10, height: 20, colors: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 1, g: 1, b: 1), RGBA(r: 2, g: 2, b: 2)], format: .gif)
+        let animation = GeneratedImages.animation(
+            width: 10,
+            height: 20,
+            colors: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 1, g: 1, b: 1), RGBA(r: 2, g: 2, b: 2)],
+            format: .gif
+        )
         #expect(animation.cost == 3 * 10 * 20 * 4)
     }
 }

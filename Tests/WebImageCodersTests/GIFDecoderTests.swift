@@ -12,11 +12,25 @@ struct GIFDecoderTests {
     static let clear = RGBA(r: 0, g: 0, b: 0, a: 0)
 
     func fullFrame(_ index: UInt8, disposal: Int = 1, delay: Int = 10) -> GIFBuilder.Frame {
-        GIFBuilder.Frame(width: 4, height: 4, disposal: disposal, delayCentiseconds: delay, indices: Array(repeating: index, count: 16))
+        GIFBuilder.Frame(
+            width: 4,
+            height: 4,
+            disposal: disposal,
+            delayCentiseconds: delay,
+            indices: Array(repeating: index, count: 16)
+        )
     }
 
     func patch(_ index: UInt8, disposal: Int = 1, transparentIndex: Int? = nil) -> GIFBuilder.Frame {
-        GIFBuilder.Frame(x: 1, y: 1, width: 2, height: 2, disposal: disposal, transparentIndex: transparentIndex, indices: Array(repeating: index, count: 4))
+        GIFBuilder.Frame(
+            x: 1,
+            y: 1,
+            width: 2,
+            height: 2,
+            disposal: disposal,
+            transparentIndex: transparentIndex,
+            indices: Array(repeating: index, count: 4)
+        )
     }
 
     @Test("Disposal: keep, restore background (transparent), restore previous")
@@ -62,7 +76,13 @@ struct GIFDecoderTests {
     @Test("Interlaced frames and local palettes")
     func interlacedAndLocalPalette() throws {
         let indices = (0..<64).map { UInt8($0 / 8 % 4) }  // row y has index y % 4
-        let frame = GIFBuilder.Frame(width: 8, height: 8, palette: Self.palette.reversed(), interlaced: true, indices: indices)
+        let frame = GIFBuilder.Frame(
+            width: 8,
+            height: 8,
+            palette: Self.palette.reversed(),
+            interlaced: true,
+            indices: indices
+        )
         let data = GIFBuilder(width: 8, height: 8, globalPalette: nil, netscapeLoop: nil).build(frames: [frame])
         let image = try GIFCoder().decode(data, options: .init())
         let reversed = Array(Self.palette.reversed())
@@ -85,11 +105,20 @@ struct GIFDecoderTests {
     @Test("Animated GIF round trip through the encoder keeps frames, colours, timing and loops")
     func roundTrip() throws {
         let colors = [Self.red, Self.green, Self.blue]
-        let animation = GeneratedImages.animation(width: 10, height: 6, colors: colors, duration: 0.2, loopCount: 3, format: .gif)
+        let animation = GeneratedImages.animation(
+            width: 10,
+            height: 6,
+            colors: colors,
+            duration: 0.2,
+            loopCount: 3,
+            format: .gif
+        )
         let data = try GIFCoder().encode(animation, as: .gif, options: .init())
         let image = try GIFCoder().decode(data, options: .init())
         #expect(image.frames.count == 3 && image.loopCount == 3)
-        #expect(zip(image.frames, animation.frames).allSatisfy { GeneratedImages.maxDifference($0.bitmap, $1.bitmap) == 0 })
+        #expect(
+            zip(image.frames, animation.frames).allSatisfy { GeneratedImages.maxDifference($0.bitmap, $1.bitmap) == 0 }
+        )
         #expect(image.frames.allSatisfy { abs($0.duration - 0.2) < 1e-9 })
     }
 

@@ -10,7 +10,8 @@ struct FixedPNGCoder: ImageCoding {
     func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         DecodedImage(bitmap: Bitmap(width: 1, height: 1, fill: RGBA(r: 1, g: 2, b: 3)), format: .png)
     }
-    func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(CoderError) -> Data {
+    func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions) throws(CoderError) -> Data
+    {
         throw .encodingFailed(format, "not supported")
     }
 }
@@ -27,7 +28,10 @@ struct ImageCodersManagerTests {
         #expect(try manager.decode(png).width == 1)
         #expect(manager.coders.first is FixedPNGCoder)
         // Formats it does not claim still go to the built-in coders.
-        let gif = try manager.encode(DecodedImage(bitmap: GeneratedImages.gradient(width: 3, height: 3), format: .gif), as: .gif)
+        let gif = try manager.encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 3, height: 3), format: .gif),
+            as: .gif
+        )
         #expect(try manager.decode(gif).width == 3)
         manager.removeCoder(ofType: FixedPNGCoder.self)
         #expect(try manager.decode(png).width == 5)
@@ -36,7 +40,10 @@ struct ImageCodersManagerTests {
     @Test("No encoder for a format is a clear error")
     func missingEncoder() {
         #expect(throws: CoderError.encodingFailed(.heic, "no encoder for heic")) {
-            try ImageCodersManager.shared.encode(DecodedImage(bitmap: Bitmap(width: 1, height: 1), format: .png), as: .heic)
+            try ImageCodersManager.shared.encode(
+                DecodedImage(bitmap: Bitmap(width: 1, height: 1), format: .png),
+                as: .heic
+            )
         }
     }
 

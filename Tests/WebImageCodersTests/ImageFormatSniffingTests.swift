@@ -65,7 +65,11 @@ struct ImageFormatSniffingTests {
         let lossy = try WebPCoder().encode(image, as: .webp, options: .init(quality: 0.8))
         let lossless = try WebPCoder().encode(image, as: .webp, options: .init(lossless: true))
         let animation = GeneratedImages.animation(
-            width: 8, height: 8, colors: [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 0, b: 255)], format: .webp)
+            width: 8,
+            height: 8,
+            colors: [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 0, b: 255)],
+            format: .webp
+        )
         let animated = try WebPCoder().encode(animation, as: .webp, options: .init())
         #expect(ImageFormatDetails(sniffing: lossy).webpEncoding == .lossy)
         #expect(ImageFormatDetails(sniffing: lossless).webpEncoding == .lossless)

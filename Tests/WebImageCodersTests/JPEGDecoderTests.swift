@@ -8,12 +8,16 @@ struct JPEGDecoderTests {
     let source = GeneratedImages.gradient(width: 120, height: 80)
 
     func encode(
-        _ bitmap: Bitmap, progressive: Bool = false, model: JPEGCoder.ColorModel = .rgb,
+        _ bitmap: Bitmap,
+        progressive: Bool = false,
+        model: JPEGCoder.ColorModel = .rgb,
         orientation: ImageOrientation = .up
     ) throws -> Data {
         try JPEGCoder(colorModel: model).encode(
-            DecodedImage(bitmap: bitmap, format: .jpeg, orientation: orientation), as: .jpeg,
-            options: .init(quality: 0.95, progressive: progressive))
+            DecodedImage(bitmap: bitmap, format: .jpeg, orientation: orientation),
+            as: .jpeg,
+            options: .init(quality: 0.95, progressive: progressive)
+        )
     }
 
     @Test("Baseline and progressive decode to the encoded picture", arguments: [false, true])
@@ -47,8 +51,11 @@ struct JPEGDecoderTests {
         for (x, y) in [(8, 8), (24, 8), (40, 8)] {
             let expected = blocks[x, y]
             let got = image.bitmap[x, y]
-            #expect(abs(Int(got.r) - Int(expected.r)) < 8 && abs(Int(got.g) - Int(expected.g)) < 8
-                && abs(Int(got.b) - Int(expected.b)) < 8, "\(got) vs \(expected)")
+            #expect(
+                abs(Int(got.r) - Int(expected.r)) < 8 && abs(Int(got.g) - Int(expected.g)) < 8
+                    && abs(Int(got.b) - Int(expected.b)) < 8,
+                "\(got) vs \(expected)"
+            )
         }
     }
 
@@ -69,10 +76,15 @@ struct JPEGDecoderTests {
     func thumbnail() throws {
         let big = GeneratedImages.gradient(width: 1600, height: 1200)
         let data = try encode(big)
-        let thumbnail = try JPEGCoder().decode(data, options: .init(thumbnailPixelSize: PixelSize(width: 256, height: 256)))
+        let thumbnail = try JPEGCoder().decode(
+            data,
+            options: .init(thumbnailPixelSize: PixelSize(width: 256, height: 256))
+        )
         #expect(thumbnail.width == 256 && thumbnail.height == 192)
         #expect(thumbnail.sourceSize == PixelSize(width: 1600, height: 1200))
-        let reference = try JPEGCoder().decode(data, options: .init()).bitmap.resized(to: PixelSize(width: 256, height: 192))
+        let reference = try JPEGCoder().decode(data, options: .init()).bitmap.resized(
+            to: PixelSize(width: 256, height: 192)
+        )
         #expect(GeneratedImages.meanDifference(thumbnail.bitmap, reference) < 3)
     }
 

@@ -8,19 +8,34 @@ struct MalformedInputTests {
     @Test("Empty data and unknown formats")
     func emptyAndUnknown() {
         #expect(throws: CoderError.emptyData) { try ImageCodersManager.shared.decode(Data()) }
-        #expect(throws: CoderError.unsupportedFormat(.unknown)) { try ImageCodersManager.shared.decode(Data("hello".utf8)) }
-        #expect(throws: CoderError.unsupportedFormat(.tiff)) { try ImageCodersManager.shared.decode(Data([0x49, 0x49, 0x2A, 0, 8, 0, 0, 0])) }
+        #expect(throws: CoderError.unsupportedFormat(.unknown)) {
+            try ImageCodersManager.shared.decode(Data("hello".utf8))
+        }
+        #expect(throws: CoderError.unsupportedFormat(.tiff)) {
+            try ImageCodersManager.shared.decode(Data([0x49, 0x49, 0x2A, 0, 8, 0, 0, 0]))
+        }
         for coder in ImageCodersManager.builtInCoders {
             #expect(throws: CoderError.emptyData) { try coder.decode(Data(), options: .init()) }
         }
     }
 
-    @Test("Every prefix and thousands of byte flips give a result or a CoderError, never a crash", arguments: [ImageFormat.jpeg, .png, .gif, .webp])
+    @Test(
+        "Every prefix and thousands of byte flips give a result or a CoderError, never a crash",
+        arguments: [ImageFormat.jpeg, .png, .gif, .webp]
+    )
     func mutations(format: ImageFormat) throws {
-        let animation = GeneratedImages.animation(width: 24, height: 16, colors: [RGBA(r: 250, g: 10, b: 10), RGBA(r: 10, g: 10, b: 250, a: 128)], format: format)
+        let animation = GeneratedImages.animation(
+            width: 24,
+            height: 16,
+            colors: [RGBA(r: 250, g: 10, b: 10), RGBA(r: 10, g: 10, b: 250, a: 128)],
+            format: format
+        )
         let data: Data
         if format == .jpeg || format == .png {
-            data = try ImageCodersManager.shared.encode(DecodedImage(bitmap: GeneratedImages.noise(width: 24, height: 16), format: format), as: format)
+            data = try ImageCodersManager.shared.encode(
+                DecodedImage(bitmap: GeneratedImages.noise(width: 24, height: 16), format: format),
+                as: format
+            )
         } else {
             data = try ImageCodersManager.shared.encode(animation, as: format)
         }
@@ -49,7 +64,11 @@ struct MalformedInputTests {
 
     @Test("Truncated, corrupt and over-limit inputs give distinct error codes")
     func distinctErrors() throws {
-        let png = try PNGCoder().encode(DecodedImage(bitmap: GeneratedImages.noise(width: 32, height: 32), format: .png), as: .png, options: .init())
+        let png = try PNGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 32, height: 32), format: .png),
+            as: .png,
+            options: .init()
+        )
         var corrupt = [UInt8](png)
         corrupt[12] = UInt8(ascii: "X")  // IHDR renamed
         let codes = [

@@ -14,7 +14,9 @@ struct PNGDecoderTests {
             (PNGBuilder.ColorType.gray, 1), (.gray, 2), (.gray, 4), (.gray, 8), (.gray, 16),
             (.rgb, 8), (.rgb, 16), (.grayAlpha, 8), (.grayAlpha, 16), (.rgba, 8), (.rgba, 16),
             (.palette, 1), (.palette, 2), (.palette, 4), (.palette, 8),
-        ], [false, true])
+        ],
+        [false, true]
+    )
     func colorTypesAndDepths(layout: (type: PNGBuilder.ColorType, depth: Int), interlaced: Bool) throws {
         let (type, depth) = layout
         let width = 13
@@ -22,10 +24,17 @@ struct PNGDecoderTests {
         let maxSample = (1 << depth) - 1
         // Palette: gray ramp with a few colours; samples are palette indices.
         let paletteSize = min(256, 1 << depth)
-        let palette = (0..<paletteSize).map { i in (UInt8(i * 255 / max(1, paletteSize - 1)), UInt8(255 - i % 256), UInt8(i * 7 % 256), UInt8(255)) }
+        let palette = (0..<paletteSize).map { i in
+            (UInt8(i * 255 / max(1, paletteSize - 1)), UInt8(255 - i % 256), UInt8(i * 7 % 256), UInt8(255))
+        }
         let builder = PNGBuilder(
-            width: width, height: height, colorType: type, bitDepth: depth, interlaced: interlaced,
-            palette: type == .palette ? palette : [])
+            width: width,
+            height: height,
+            colorType: type,
+            bitDepth: depth,
+            interlaced: interlaced,
+            palette: type == .palette ? palette : []
+        )
         func sample(_ x: Int, _ y: Int, _ c: Int) -> Int {
             depth >= 8 ? Self.value(x, y, c) : (x + y * 3 + c) % (maxSample + 1)
         }
@@ -47,11 +56,21 @@ struct PNGDecoderTests {
                     let v = UInt8(sample(x, y, 0) * scale)
                     expected = RGBA(r: v, g: v, b: v)
                 case .grayAlpha:
-                    expected = RGBA(r: UInt8(sample(x, y, 0)), g: UInt8(sample(x, y, 0)), b: UInt8(sample(x, y, 0)), a: UInt8(sample(x, y, 1)))
+                    expected = RGBA(
+                        r: UInt8(sample(x, y, 0)),
+                        g: UInt8(sample(x, y, 0)),
+                        b: UInt8(sample(x, y, 0)),
+                        a: UInt8(sample(x, y, 1))
+                    )
                 case .rgb:
                     expected = RGBA(r: UInt8(sample(x, y, 0)), g: UInt8(sample(x, y, 1)), b: UInt8(sample(x, y, 2)))
                 case .rgba:
-                    expected = RGBA(r: UInt8(sample(x, y, 0)), g: UInt8(sample(x, y, 1)), b: UInt8(sample(x, y, 2)), a: UInt8(sample(x, y, 3)))
+                    expected = RGBA(
+                        r: UInt8(sample(x, y, 0)),
+                        g: UInt8(sample(x, y, 1)),
+                        b: UInt8(sample(x, y, 2)),
+                        a: UInt8(sample(x, y, 3))
+                    )
                 case .palette:
                     let entry = palette[sample(x, y, 0)]
                     expected = RGBA(r: entry.0, g: entry.1, b: entry.2)
@@ -69,26 +88,34 @@ struct PNGDecoderTests {
         let palette: [(UInt8, UInt8, UInt8, UInt8)] = [(255, 0, 0, 255), (0, 255, 0, 128), (0, 0, 255, 0)]
         let indexed = try PNGCoder().decode(
             PNGBuilder(width: 3, height: 1, colorType: .palette, palette: palette).build { x, _ in [UInt16(x)] },
-            options: .init())
+            options: .init()
+        )
         #expect(indexed.bitmap[0, 0] == RGBA(r: 255, g: 0, b: 0, a: 255))
         #expect(indexed.bitmap[1, 0] == RGBA(r: 0, g: 255, b: 0, a: 128))
         #expect(indexed.bitmap[2, 0].a == 0)
         #expect(indexed.hasAlpha)
 
         let gray = try PNGCoder().decode(
-            PNGBuilder(width: 2, height: 1, colorType: .gray, transparentKey: [40]).build { x, _ in [x == 0 ? 40 : 41] },
-            options: .init())
+            PNGBuilder(width: 2, height: 1, colorType: .gray, transparentKey: [40]).build { x, _ in [x == 0 ? 40 : 41]
+            },
+            options: .init()
+        )
         #expect(gray.bitmap[0, 0].a == 0 && gray.bitmap[1, 0] == RGBA(r: 41, g: 41, b: 41, a: 255))
 
         let rgb = try PNGCoder().decode(
-            PNGBuilder(width: 2, height: 1, colorType: .rgb, transparentKey: [1, 2, 3]).build { x, _ in x == 0 ? [1, 2, 3] : [1, 2, 4] },
-            options: .init())
+            PNGBuilder(width: 2, height: 1, colorType: .rgb, transparentKey: [1, 2, 3]).build { x, _ in
+                x == 0 ? [1, 2, 3] : [1, 2, 4]
+            },
+            options: .init()
+        )
         #expect(rgb.bitmap[0, 0].a == 0 && rgb.bitmap[1, 0].a == 255)
     }
 
     @Test("Encode then decode is lossless, with and without alpha")
     func roundTrip() throws {
-        for bitmap in [GeneratedImages.gradient(width: 50, height: 30), GeneratedImages.translucentGradient(width: 50, height: 30)] {
+        for bitmap in [
+            GeneratedImages.gradient(width: 50, height: 30), GeneratedImages.translucentGradient(width: 50, height: 30),
+        ] {
             let data = try PNGCoder().encode(DecodedImage(bitmap: bitmap, format: .png), as: .png, options: .init())
             let image = try PNGCoder().decode(data, options: .init())
             #expect(GeneratedImages.maxDifference(image.bitmap, bitmap) == 0)

@@ -34,7 +34,11 @@ struct ProgressiveDecodingTests {
     @Test("Progressive JPEG: a preview per scan, then the one-shot result")
     func progressiveJPEG() throws {
         let bitmap = GeneratedImages.noise(width: 160, height: 120)
-        let data = try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(progressive: true))
+        let data = try JPEGCoder().encode(
+            DecodedImage(bitmap: bitmap, format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
         let (partials, final) = try feed(data, chunk: 512)
         #expect(partials.count >= 3, "several scans should each give a preview")
         #expect(partials.allSatisfy { $0.isPartial && $0.width == 160 && $0.height == 120 })
@@ -76,7 +80,11 @@ struct ProgressiveDecodingTests {
     @Test("WebP: rows as they decode, then the one-shot result")
     func webp() throws {
         let bitmap = GeneratedImages.noise(width: 128, height: 128)
-        let data = try WebPCoder().encode(DecodedImage(bitmap: bitmap, format: .webp), as: .webp, options: .init(quality: 0.9))
+        let data = try WebPCoder().encode(
+            DecodedImage(bitmap: bitmap, format: .webp),
+            as: .webp,
+            options: .init(quality: 0.9)
+        )
         let (partials, final) = try feed(data, chunk: 2048)
         #expect(partials.count >= 2)
         #expect(partials.allSatisfy { $0.isPartial })
@@ -86,13 +94,20 @@ struct ProgressiveDecodingTests {
     @Test("GIF: the first frame once it has arrived, then every frame")
     func gif() throws {
         let animation = GeneratedImages.animation(
-            width: 64, height: 64, colors: [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 255, b: 0), RGBA(r: 0, g: 0, b: 255)],
-            format: .gif)
+            width: 64,
+            height: 64,
+            colors: [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 255, b: 0), RGBA(r: 0, g: 0, b: 255)],
+            format: .gif
+        )
         var frames = animation.frames
         // Frames big enough to arrive in pieces, so the first is complete well before the end.
         frames[0].bitmap = GeneratedImages.noise(width: 64, height: 64)
         frames[1].bitmap = GeneratedImages.noise(width: 64, height: 64, seed: 7)
-        let data = try GIFCoder().encode(DecodedImage(frames: frames, loopCount: 0, format: .gif), as: .gif, options: .init())
+        let data = try GIFCoder().encode(
+            DecodedImage(frames: frames, loopCount: 0, format: .gif),
+            as: .gif,
+            options: .init()
+        )
         let (partials, final) = try feed(data, chunk: 256)
         #expect(partials.count == 1)
         #expect(partials.first?.frames.count == 1 && partials.first?.isPartial == true)
@@ -103,7 +118,9 @@ struct ProgressiveDecodingTests {
     @Test("Truncated data at the end is still an error for the final decode")
     func truncatedFinal() throws {
         let data = PNGBuilder(width: 32, height: 32, colorType: .gray).build { x, _ in [UInt16(x)] }
-        let decoder = try #require(PNGCoder().makeIncrementalDecoder(options: .init()) as (any IncrementalImageDecoding)?)
+        let decoder = try #require(
+            PNGCoder().makeIncrementalDecoder(options: .init()) as (any IncrementalImageDecoding)?
+        )
         _ = try decoder.update(data.prefix(100), isComplete: false)
         #expect(throws: CoderError.self) { try decoder.update(data.prefix(200), isComplete: true) }
     }

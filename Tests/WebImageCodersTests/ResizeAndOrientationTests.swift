@@ -4,10 +4,16 @@ import WebImageTestSupport
 
 @Suite("Resize and orientation")
 struct ResizeAndOrientationTests {
-    @Test("Downscaling a solid colour keeps it exactly, for every filter", arguments: [ResizeFilter.area, .triangle, .lanczos3])
+    @Test(
+        "Downscaling a solid colour keeps it exactly, for every filter",
+        arguments: [ResizeFilter.area, .triangle, .lanczos3]
+    )
     func solid(filter: ResizeFilter) {
         let color = RGBA(r: 12, g: 200, b: 77, a: 255)
-        let resized = GeneratedImages.solid(width: 97, height: 61, color: color).resized(to: PixelSize(width: 13, height: 9), filter: filter)
+        let resized = GeneratedImages.solid(width: 97, height: 61, color: color).resized(
+            to: PixelSize(width: 13, height: 9),
+            filter: filter
+        )
         #expect(resized.width == 13 && resized.height == 9)
         for y in 0..<9 { for x in 0..<13 { #expect(resized[x, y] == color) } }
     }
@@ -26,7 +32,12 @@ struct ResizeAndOrientationTests {
 
     @Test("Area averaging of a 2×2 checkerboard is its mean")
     func areaMean() {
-        let checker = GeneratedImages.blocks(width: 64, height: 64, colors: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 200, g: 100, b: 50)], blockSize: 1)
+        let checker = GeneratedImages.blocks(
+            width: 64,
+            height: 64,
+            colors: [RGBA(r: 0, g: 0, b: 0), RGBA(r: 200, g: 100, b: 50)],
+            blockSize: 1
+        )
         let resized = checker.resized(to: PixelSize(width: 8, height: 8), filter: .area)
         #expect(resized[3, 3] == RGBA(r: 100, g: 50, b: 25))
     }

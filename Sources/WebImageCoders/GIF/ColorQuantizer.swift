@@ -104,10 +104,11 @@ struct ColorQuantizer {
             return best
         }
         while boxes.count < colors {
-            guard let (index, split) = boxes.enumerated()
-                .filter({ $0.element.count > 1 })
-                .map({ ($0.offset, widest($0.element)) })
-                .max(by: { $0.1.range < $1.1.range }), split.range > 0
+            guard
+                let (index, split) = boxes.enumerated()
+                    .filter({ $0.element.count > 1 })
+                    .map({ ($0.offset, widest($0.element)) })
+                    .max(by: { $0.1.range < $1.1.range }), split.range > 0
             else { break }
             let sorted = boxes[index].sorted { channel($0.color, split.channel) < channel($1.color, split.channel) }
             let total = sorted.reduce(0) { $0 + $1.count }

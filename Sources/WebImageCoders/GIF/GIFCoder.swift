@@ -22,7 +22,11 @@ public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
         GIFIncrementalDecoder(options: options)
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+    public func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    )
         throws(CoderError) -> Data
     {
         guard format == .gif else { throw .encodingFailed(format, "the GIF coder writes only GIF") }
@@ -91,7 +95,10 @@ struct GIFReader {
         return .corruptData(.gif, message)
     }
 
-    private func decode(_ gif: UnsafeMutablePointer<GifFileType>, source: UnsafeMutablePointer<GIFSource>)
+    private func decode(
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        source: UnsafeMutablePointer<GIFSource>
+    )
         throws(CoderError) -> DecodedImage
     {
         let canvasSize = PixelSize(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
@@ -105,6 +112,7 @@ struct GIFReader {
         var sawLoopExtension = false
         var control = FrameControl()
         var declaresTransparency = false
+        var mayHaveClearedPixels = false
         var line = [UInt8]()
 
         func fail() -> CoderError { Self.error(code: gif.pointee.Error, source: source.pointee) }
@@ -143,7 +151,12 @@ struct GIFReader {
             case IMAGE_DESC_RECORD_TYPE:
                 guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
                 let desc = gif.pointee.Image
-                let rect = PixelRect(x: Int(desc.Left), y: Int(desc.Top), width: Int(desc.Width), height: Int(desc.Height))
+                let rect = PixelRect(
+                    x: Int(desc.Left),
+                    y: Int(desc.Top),
+                    width: Int(desc.Width),
+                    height: Int(desc.Height)
+                )
                 frameCount += 1
                 if options.firstFrameOnly && !frames.isEmpty {
                     // Count the remaining frames without decoding them.
@@ -163,12 +176,21 @@ struct GIFReader {
                 let previous = control.disposal == 3 ? canvas : nil
                 if line.count < rect.width { line = [UInt8](repeating: 0, count: rect.width) }
                 try Self.drawImage(
-                    gif, rect: rect, interlaced: desc.Interlace, colors: colors,
-                    transparentIndex: control.transparentIndex, line: &line, on: &canvas, fail: fail)
+                    gif,
+                    rect: rect,
+                    interlaced: desc.Interlace,
+                    colors: colors,
+                    transparentIndex: control.transparentIndex,
+                    line: &line,
+                    on: &canvas,
+                    fail: fail
+                )
                 let delay = control.delayCentiseconds * 10
                 frames.append(.init(bitmap: canvas, duration: delay < 20 ? 0.1 : Double(delay) / 1000))
                 switch control.disposal {
-                case 2: canvas.clear(rect)
+                case 2:
+                    canvas.clear(rect)
+                    mayHaveClearedPixels = true
                 case 3: canvas = previous ?? canvas
                 default: break
                 }
@@ -181,52 +203,76 @@ struct GIFReader {
             }
         }
         guard !frames.isEmpty else { throw .corruptData(.gif, "the GIF has no image") }
-        let hasAlpha = declaresTransparency || frames.contains { $0.bitmap.containsTransparency }
+        // Transparency can only come from a transparent index, an uncovered canvas, or a clear.
+        let hasAlpha =
+            declaresTransparency || mayHaveClearedPixels || frames[0].bitmap.containsTransparency
         for index in frames.indices { frames[index].bitmap.hasAlpha = hasAlpha }
         if frames.count == 1 && frameCount == 1 { frames[0].duration = 0 }
         return DecodedImage(
-            frames: frames, loopCount: frameCount > 1 ? loopCount : 1, format: .gif, sourceSize: canvasSize,
-            sourceFrameCount: frameCount)
+            frames: frames,
+            loopCount: frameCount > 1 ? loopCount : 1,
+            format: .gif,
+            sourceSize: canvasSize,
+            sourceFrameCount: frameCount
+        )
     }
 
     /// Decodes one image's LZW lines and paints its opaque pixels onto the canvas (clipped).
     private static func drawImage(
-        _ gif: UnsafeMutablePointer<GifFileType>, rect: PixelRect, interlaced: Bool, colors: [RGBA],
-        transparentIndex: Int?, line: inout [UInt8], on canvas: inout Bitmap, fail: () -> CoderError
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        rect: PixelRect,
+        interlaced: Bool,
+        colors: [RGBA],
+        transparentIndex: Int?,
+        line: inout [UInt8],
+        on canvas: inout Bitmap,
+        fail: () -> CoderError
     ) throws(CoderError) {
+        // All 256 indices map to a packed RGBA pixel; transparent (and only it) has alpha 0.
+        var table = [UInt32](repeating: 0xFF00_0000, count: 256)
+        for (index, color) in colors.prefix(256).enumerated() {
+            table[index] = UInt32(color.r) | UInt32(color.g) << 8 | UInt32(color.b) << 16 | 0xFF00_0000
+        }
+        if let transparentIndex, transparentIndex < 256 { table[transparentIndex] = 0 }
         // Interlaced rows arrive in four passes: every 8th from 0, every 8th from 4, every 4th
         // from 2, every 2nd from 1.
         var rowOrder: [Int] = []
         if interlaced {
-            for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] { rowOrder += Swift.stride(from: start, to: rect.height, by: step) }
+            for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] {
+                rowOrder += Swift.stride(from: start, to: rect.height, by: step)
+            }
         }
+        let visible = rect.clipped(to: PixelSize(width: canvas.width, height: canvas.height))
         let canvasWidth = canvas.width
-        let canvasHeight = canvas.height
-        let stride = canvas.bytesPerRow
-        for index in 0..<rect.height {
-            let status = line.withUnsafeMutableBufferPointer { DGifGetLine(gif, $0.baseAddress, Int32(rect.width)) }
-            guard status == GIF_OK else { throw fail() }
-            let y = rect.y + (interlaced ? rowOrder[index] : index)
-            guard y >= 0, y < canvasHeight else { continue }
-            canvas.pixels.withUnsafeMutableBufferPointer { pixels in
-                for column in 0..<rect.width {
-                    let x = rect.x + column
-                    guard x < canvasWidth else { break }
-                    let colorIndex = Int(line[column])
-                    if colorIndex == transparentIndex { continue }
-                    let color = colorIndex < colors.count ? colors[colorIndex] : RGBA(r: 0, g: 0, b: 0)
-                    let offset = y * stride + x * 4
-                    pixels[offset] = color.r
-                    pixels[offset + 1] = color.g
-                    pixels[offset + 2] = color.b
-                    pixels[offset + 3] = 255
+        var failed = false
+        table.withUnsafeBufferPointer { table in
+            line.withUnsafeMutableBufferPointer { line in
+                canvas.pixels.withUnsafeMutableBytes { raw in
+                    let pixels = raw.bindMemory(to: UInt32.self)
+                    for index in 0..<rect.height {
+                        guard DGifGetLine(gif, line.baseAddress, Int32(rect.width)) == GIF_OK else {
+                            failed = true
+                            return
+                        }
+                        let y = rect.y + (interlaced ? rowOrder[index] : index)
+                        guard y >= visible.y, y < visible.y + visible.height else { continue }
+                        let rowStart = y * canvasWidth
+                        for x in visible.x..<visible.x + visible.width {
+                            let pixel = table[Int(line[x - rect.x])]
+                            if pixel != 0 { pixels[rowStart + x] = pixel }
+                        }
+                    }
                 }
             }
         }
+        if failed { throw fail() }
     }
 
     /// Reads past an image's compressed data without decoding it.
-    private static func skipImageData(_ gif: UnsafeMutablePointer<GifFileType>, fail: () -> CoderError) throws(CoderError) {
+    private static func skipImageData(
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        fail: () -> CoderError
+    ) throws(CoderError) {
         var codeSize: Int32 = 0
         var block: UnsafeMutablePointer<GifByteType>?
         guard DGifGetCode(gif, &codeSize, &block) == GIF_OK else { throw fail() }
@@ -237,7 +283,9 @@ struct GIFReader {
 
     private static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?) -> [RGBA]? {
         guard let map, let colors = map.pointee.Colors, map.pointee.ColorCount > 0 else { return nil }
-        return (0..<Int(map.pointee.ColorCount)).map { RGBA(r: colors[$0].Red, g: colors[$0].Green, b: colors[$0].Blue) }
+        return (0..<Int(map.pointee.ColorCount)).map {
+            RGBA(r: colors[$0].Red, g: colors[$0].Green, b: colors[$0].Blue)
+        }
     }
 
     /// Used when a GIF has no colour table at all.
@@ -252,7 +300,11 @@ struct GIFSource {
 }
 
 /// giflib's input callback: copies up to `count` bytes from the `GIFSource` in `UserData`.
-private func gifRead(_ gif: UnsafeMutablePointer<GifFileType>?, _ buffer: UnsafeMutablePointer<GifByteType>?, _ count: Int32) -> Int32 {
+private func gifRead(
+    _ gif: UnsafeMutablePointer<GifFileType>?,
+    _ buffer: UnsafeMutablePointer<GifByteType>?,
+    _ count: Int32
+) -> Int32 {
     guard let gif, let buffer, count > 0, let user = gif.pointee.UserData else { return 0 }
     let source = user.assumingMemoryBound(to: GIFSource.self)
     let available = source.pointee.data.count - source.pointee.offset

@@ -83,7 +83,11 @@ struct GIFWriter {
     }
 }
 
-private func gifWrite(_ gif: UnsafeMutablePointer<GifFileType>?, _ bytes: UnsafePointer<GifByteType>?, _ count: Int32) -> Int32 {
+private func gifWrite(
+    _ gif: UnsafeMutablePointer<GifFileType>?,
+    _ bytes: UnsafePointer<GifByteType>?,
+    _ count: Int32
+) -> Int32 {
     guard let gif, let bytes, let user = gif.pointee.UserData else { return 0 }
     let sink = Unmanaged<GIFWriter.Sink>.fromOpaque(user).takeUnretainedValue()
     sink.data.append(bytes, count: Int(count))

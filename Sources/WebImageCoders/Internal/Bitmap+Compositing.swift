@@ -23,7 +23,10 @@ extension Bitmap {
         var out = [UInt8](repeating: 0, count: rect.width * rect.height * 4)
         for row in 0..<rect.height {
             let from = (rect.y + row) * bytesPerRow + rect.x * 4
-            out.replaceSubrange(row * rect.width * 4..<(row + 1) * rect.width * 4, with: pixels[from..<from + rect.width * 4])
+            out.replaceSubrange(
+                row * rect.width * 4..<(row + 1) * rect.width * 4,
+                with: pixels[from..<from + rect.width * 4]
+            )
         }
         return Bitmap(width: rect.width, height: rect.height, hasAlpha: hasAlpha, pixels: out)
     }
@@ -72,7 +75,9 @@ extension Bitmap {
                             let da = UInt32(dst[d + 3]) * (255 - sa) / 255
                             let outA = sa + da
                             for c in 0..<3 {
-                                dst[d + c] = UInt8((UInt32(src[s + c]) * sa + UInt32(dst[d + c]) * da + outA / 2) / outA)
+                                dst[d + c] = UInt8(
+                                    (UInt32(src[s + c]) * sa + UInt32(dst[d + c]) * da + outA / 2) / outA
+                                )
                             }
                             dst[d + 3] = UInt8(outA)
                         }

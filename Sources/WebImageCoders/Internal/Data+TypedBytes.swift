@@ -2,7 +2,9 @@ import Foundation
 
 extension Data {
     /// `withUnsafeBytes` for closures with typed throws (the standard one rethrows `any Error`).
-    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) throws(CoderError) -> Result) throws(CoderError)
+    func withBytes<Result>(
+        _ body: (UnsafeRawBufferPointer) throws(CoderError) -> Result
+    ) throws(CoderError)
         -> Result
     {
         let outcome: Swift.Result<Result, CoderError> = withUnsafeBytes { bytes in

@@ -27,7 +27,9 @@ extension ImageDecodingOptions {
         }
         guard size.width <= Int(Int32.max) / size.height, size.pixelCount <= maxPixelCount else {
             throw .limitExceeded(
-                format, "\(size.width)×\(size.height) is over the \(maxPixelCount)-pixel limit")
+                format,
+                "\(size.width)×\(size.height) is over the \(maxPixelCount)-pixel limit"
+            )
         }
     }
 
@@ -39,7 +41,9 @@ extension ImageDecodingOptions {
         let bytes = frameCount.multipliedReportingOverflow(by: canvas.pixelCount * 4)
         guard !bytes.overflow, bytes.partialValue <= maxAnimationBytes else {
             throw .limitExceeded(
-                format, "\(frameCount) frames of \(canvas) exceed the \(maxAnimationBytes)-byte animation limit")
+                format,
+                "\(frameCount) frames of \(canvas) exceed the \(maxAnimationBytes)-byte animation limit"
+            )
         }
     }
 }

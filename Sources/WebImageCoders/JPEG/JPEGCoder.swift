@@ -37,7 +37,11 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
 
     /// Decodes; with `allowTruncation` data that ends early gives a partial image instead of an
     /// error (libjpeg fills the missing part).
-    func decode(_ data: Data, options: ImageDecodingOptions, allowTruncation: Bool) throws(CoderError)
+    func decode(
+        _ data: Data,
+        options: ImageDecodingOptions,
+        allowTruncation: Bool
+    ) throws(CoderError)
         -> DecodedImage
     {
         guard !data.isEmpty else { throw .emptyData }
@@ -50,7 +54,11 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         }
     }
 
-    private func decode(with decoder: OpaquePointer, options: ImageDecodingOptions, allowTruncation: Bool)
+    private func decode(
+        with decoder: OpaquePointer,
+        options: ImageDecodingOptions,
+        allowTruncation: Bool
+    )
         throws(CoderError) -> DecodedImage
     {
         func failure() -> CoderError {
@@ -66,9 +74,10 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         try options.checkPixelLimit(source, format: .jpeg)
 
         var exifLength = 0
-        let orientation = wi_jpeg_exif(decoder, &exifLength).flatMap { exif in
-            EXIFReader.orientation(in: UnsafeRawBufferPointer(start: exif, count: exifLength))
-        } ?? .up
+        let orientation =
+            wi_jpeg_exif(decoder, &exifLength).flatMap { exif in
+                EXIFReader.orientation(in: UnsafeRawBufferPointer(start: exif, count: exifLength))
+            } ?? .up
 
         // DCT scaling: the smallest 1/1, 1/2, 1/4 or 1/8 that still covers the target size.
         let target = options.targetSize(forSource: source, orientation: orientation)
@@ -108,8 +117,12 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             throw .truncatedData(.jpeg, "the data ends before the image (\(source) expected)")
         }
         let image = DecodedImage(
-            frames: [.init(bitmap: bitmap)], format: .jpeg, orientation: orientation, isPartial: truncated,
-            sourceSize: source)
+            frames: [.init(bitmap: bitmap)],
+            format: .jpeg,
+            orientation: orientation,
+            isPartial: truncated,
+            sourceSize: source
+        )
         return image.finished(with: options)
     }
 
@@ -135,7 +148,11 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         }
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+    public func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    )
         throws(CoderError) -> Data
     {
         guard format == .jpeg else { throw .encodingFailed(format, "the JPEG coder writes only JPEG") }
@@ -156,8 +173,19 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
             exif.withUnsafeBufferPointer { exif in
                 wi_jpeg_encode(
-                    pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow, quality,
-                    options.progressive ? 1 : 0, model, exif.baseAddress, exif.count, &output, &size, &message)
+                    pixels.baseAddress,
+                    UInt32(bitmap.width),
+                    UInt32(bitmap.height),
+                    bitmap.bytesPerRow,
+                    quality,
+                    options.progressive ? 1 : 0,
+                    model,
+                    exif.baseAddress,
+                    exif.count,
+                    &output,
+                    &size,
+                    &message
+                )
             }
         }
         guard status == WI_OK, let output else {
@@ -178,11 +206,15 @@ extension Bitmap {
                 let alpha = UInt32(buffer[offset + 3])
                 if alpha != 255 {
                     let inverse = 255 - alpha
-                    buffer[offset] = UInt8((UInt32(buffer[offset]) * alpha + UInt32(background.r) * inverse + 127) / 255)
+                    buffer[offset] = UInt8(
+                        (UInt32(buffer[offset]) * alpha + UInt32(background.r) * inverse + 127) / 255
+                    )
                     buffer[offset + 1] = UInt8(
-                        (UInt32(buffer[offset + 1]) * alpha + UInt32(background.g) * inverse + 127) / 255)
+                        (UInt32(buffer[offset + 1]) * alpha + UInt32(background.g) * inverse + 127) / 255
+                    )
                     buffer[offset + 2] = UInt8(
-                        (UInt32(buffer[offset + 2]) * alpha + UInt32(background.b) * inverse + 127) / 255)
+                        (UInt32(buffer[offset + 2]) * alpha + UInt32(background.b) * inverse + 127) / 255
+                    )
                     buffer[offset + 3] = 255
                 }
                 offset += 4

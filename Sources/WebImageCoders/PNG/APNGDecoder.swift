@@ -3,7 +3,9 @@ import Foundation
 /// The animation chunks of an APNG file (acTL, fcTL, IDAT/fdAT), located but not decoded.
 struct APNGAnimation {
     enum Dispose: UInt8 {
-        case none = 0, background = 1, previous = 2
+        case none = 0
+        case background = 1
+        case previous = 2
     }
 
     struct Frame {
@@ -35,7 +37,8 @@ struct APNGAnimation {
         header = ihdr.payload
         canvas = PixelSize(
             width: Int(PNGChunkReader.bigEndianUInt32(bytes, at: ihdr.payload.lowerBound)),
-            height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: ihdr.payload.lowerBound + 4)))
+            height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: ihdr.payload.lowerBound + 4))
+        )
         let colorType = bytes[ihdr.payload.lowerBound + 9]
         hasAlpha = colorType & 4 != 0
         declaredFrameCount = 0
@@ -65,11 +68,13 @@ struct APNGAnimation {
                         x: Int(PNGChunkReader.bigEndianUInt32(bytes, at: start + 12)),
                         y: Int(PNGChunkReader.bigEndianUInt32(bytes, at: start + 16)),
                         width: Int(PNGChunkReader.bigEndianUInt32(bytes, at: start + 4)),
-                        height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: start + 8))),
+                        height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: start + 8))
+                    ),
                     delayNumerator: Int(PNGChunkReader.bigEndianUInt16(bytes, at: start + 20)),
                     delayDenominator: delayDenominator == 0 ? 100 : delayDenominator,
                     dispose: Dispose(rawValue: bytes[start + 24]) ?? .none,
-                    blendOver: bytes[start + 25] == 1)
+                    blendOver: bytes[start + 25] == 1
+                )
             case "IDAT":
                 sawImageData = true
                 // The default image is frame 0 only when an fcTL came before it.
@@ -126,7 +131,10 @@ struct APNGDecoder {
         }
         for index in output.indices { output[index].bitmap.hasAlpha = hasTransparency }
         return DecodedImage(
-            frames: output, loopCount: animation.playCount, format: .png, sourceSize: canvasSize,
+            frames: output,
+            loopCount: animation.playCount,
+            format: .png,
+            sourceSize: canvasSize,
             sourceFrameCount: animation.frames.count
         ).finished(with: options)
     }

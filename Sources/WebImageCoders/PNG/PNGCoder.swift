@@ -44,7 +44,8 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
             }
             return PixelSize(
                 width: Int(PNGChunkReader.bigEndianUInt32(bytes, at: 16)),
-                height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: 20)))
+                height: Int(PNGChunkReader.bigEndianUInt32(bytes, at: 20))
+            )
         }
         try options.checkPixelLimit(size, format: .png)
         guard let decoder = wi_png_decoder_create(UInt64(options.maxPixelCount)) else {
@@ -80,7 +81,11 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         }
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+    public func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    )
         throws(CoderError) -> Data
     {
         guard format == .png else { throw .encodingFailed(format, "the PNG coder writes only PNG") }
@@ -90,8 +95,16 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
             wi_png_encode(
-                pixels.baseAddress, UInt32(bitmap.width), UInt32(bitmap.height), bitmap.bytesPerRow,
-                bitmap.hasAlpha ? 1 : 0, Int32(max(0, min(9, compressionLevel))), &output, &size, &message)
+                pixels.baseAddress,
+                UInt32(bitmap.width),
+                UInt32(bitmap.height),
+                bitmap.bytesPerRow,
+                bitmap.hasAlpha ? 1 : 0,
+                Int32(max(0, min(9, compressionLevel))),
+                &output,
+                &size,
+                &message
+            )
         }
         guard status == WI_OK, let output else {
             throw .encodingFailed(.png, String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self))

@@ -26,7 +26,10 @@ final class PNGIncrementalDecoder: IncrementalImageDecoding {
         guard let decoder, !failed, data.count > fed else { return nil }
         let status = data.withUnsafeBytes { bytes in
             wi_png_decoder_feed(
-                decoder, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self).advanced(by: fed), bytes.count - fed)
+                decoder,
+                bytes.baseAddress!.assumingMemoryBound(to: UInt8.self).advanced(by: fed),
+                bytes.count - fed
+            )
         }
         fed = data.count
         guard status == WI_OK else {
@@ -44,16 +47,22 @@ final class PNGIncrementalDecoder: IncrementalImageDecoding {
             guard completedPass > lastPreviewPass, completedPass >= 0 else { return nil }
             lastPreviewPass = completedPass
             bitmap = Bitmap(
-                width: width, height: height, hasAlpha: true,
-                pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height * 4)))
+                width: width,
+                height: height,
+                hasAlpha: true,
+                pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height * 4))
+            )
             Self.fillAdam7Blocks(&bitmap, afterPass: completedPass)
         } else {
             let rows = Int(state.rows_done)
             guard rows > lastPreviewRows, rows < height else { return nil }
             lastPreviewRows = rows
             bitmap = Bitmap(
-                width: width, height: height, hasAlpha: true,
-                pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height * 4)))
+                width: width,
+                height: height,
+                hasAlpha: true,
+                pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height * 4))
+            )
         }
         let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, isPartial: true)
         return image.finished(with: options)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The filter ``Bitmap/resized(to:filter:)`` samples with.
 public enum ResizeFilter: Sendable, Hashable {
     /// Area averaging: each output pixel is the exact average of the source area it covers.
@@ -31,8 +33,6 @@ public enum ResizeFilter: Sendable, Hashable {
         }
     }
 }
-
-import Foundation
 
 extension Bitmap {
     /// A copy scaled to `size` (any aspect ratio), resampled in premultiplied alpha so transparent
@@ -114,8 +114,11 @@ private struct Resampler {
         let support = filter.support * filterScale
         let stride = Int(Foundation.ceil(support)) * 2 + 1
         var kernel = Kernel(
-            starts: .init(repeating: 0, count: outSize), counts: .init(repeating: 0, count: outSize),
-            weights: .init(repeating: 0, count: outSize * stride), stride: stride)
+            starts: .init(repeating: 0, count: outSize),
+            counts: .init(repeating: 0, count: outSize),
+            weights: .init(repeating: 0, count: outSize * stride),
+            stride: stride
+        )
         for out in 0..<outSize {
             let center = (Double(out) + 0.5) * scale
             let first = max(0, Int(Foundation.floor(center - support)))
@@ -153,34 +156,46 @@ private struct Resampler {
         let vertical = kernel(from: source.height, to: size.height)
         let inHeight = source.height
         let outWidth = size.width
-        // Pass 1: rows, into premultiplied floats (outWidth × inHeight).
+        // Pass 1: rows, into premultiplied floats (outWidth × inHeight). Each source row is
+        // premultiplied into floats once, then filtered.
         var intermediate = [Float](repeating: 0, count: outWidth * inHeight * 4)
+        var sourceRow = [Float](repeating: 0, count: source.width * 4)
         source.pixels.withUnsafeBufferPointer { src in
             intermediate.withUnsafeMutableBufferPointer { mid in
-                horizontal.weights.withUnsafeBufferPointer { weights in
-                    for y in 0..<inHeight {
-                        let rowStart = y * source.bytesPerRow
-                        for x in 0..<outWidth {
-                            var r: Float = 0
-                            var g: Float = 0
-                            var b: Float = 0
-                            var a: Float = 0
-                            let start = horizontal.starts[x]
-                            let weightBase = x * horizontal.stride
-                            for k in 0..<horizontal.counts[x] {
-                                let offset = rowStart + (start + k) * 4
+                sourceRow.withUnsafeMutableBufferPointer { row in
+                    horizontal.weights.withUnsafeBufferPointer { weights in
+                        for y in 0..<inHeight {
+                            let rowStart = y * source.bytesPerRow
+                            for x in 0..<source.width {
+                                let offset = rowStart + x * 4
                                 let alpha = Float(src[offset + 3])
-                                let w = weights[weightBase + k] * alpha
-                                r += w * Float(src[offset])
-                                g += w * Float(src[offset + 1])
-                                b += w * Float(src[offset + 2])
-                                a += weights[weightBase + k] * alpha
+                                let scale = alpha * (1 / 255)
+                                row[x * 4] = Float(src[offset]) * scale
+                                row[x * 4 + 1] = Float(src[offset + 1]) * scale
+                                row[x * 4 + 2] = Float(src[offset + 2]) * scale
+                                row[x * 4 + 3] = alpha
                             }
-                            let target = (y * outWidth + x) * 4
-                            mid[target] = r
-                            mid[target + 1] = g
-                            mid[target + 2] = b
-                            mid[target + 3] = a
+                            for x in 0..<outWidth {
+                                var r: Float = 0
+                                var g: Float = 0
+                                var b: Float = 0
+                                var a: Float = 0
+                                var tap = horizontal.starts[x] * 4
+                                let weightBase = x * horizontal.stride
+                                for k in 0..<horizontal.counts[x] {
+                                    let w = weights[weightBase + k]
+                                    r += w * row[tap]
+                                    g += w * row[tap + 1]
+                                    b += w * row[tap + 2]
+                                    a += w * row[tap + 3]
+                                    tap += 4
+                                }
+                                let target = (y * outWidth + x) * 4
+                                mid[target] = r
+                                mid[target + 1] = g
+                                mid[target + 2] = b
+                                mid[target + 3] = a
+                            }
                         }
                     }
                 }
@@ -208,7 +223,7 @@ private struct Resampler {
                             let clampedAlpha = min(255, max(0, alpha))
                             dst[outBase + i + 3] = UInt8(clampedAlpha.rounded())
                             guard alpha > 0.5 else { continue }
-                            let inverse = 1 / alpha
+                            let inverse = 255 / alpha
                             dst[outBase + i] = UInt8(min(255, max(0, acc[i] * inverse)).rounded())
                             dst[outBase + i + 1] = UInt8(min(255, max(0, acc[i + 1] * inverse)).rounded())
                             dst[outBase + i + 2] = UInt8(min(255, max(0, acc[i + 2] * inverse)).rounded())

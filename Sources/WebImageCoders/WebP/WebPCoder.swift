@@ -28,14 +28,20 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         let orientation = Self.orientation(in: data)
         if features.has_animation != 0 {
             return try WebPAnimationDecoder(
-                data: data, options: options, orientation: orientation, declaresAlpha: features.has_alpha != 0
+                data: data,
+                options: options,
+                orientation: orientation,
+                declaresAlpha: features.has_alpha != 0
             ).decode()
         }
         let target = options.targetSize(forSource: source, orientation: orientation)
         let hasAlpha = features.has_alpha != 0
         let bitmap = try Self.decodeStill(data, size: target, scaled: target != source, hasAlpha: hasAlpha)
         return DecodedImage(
-            frames: [.init(bitmap: bitmap)], format: .webp, orientation: orientation, sourceSize: source
+            frames: [.init(bitmap: bitmap)],
+            format: .webp,
+            orientation: orientation,
+            sourceSize: source
         ).finished(with: options)
     }
 
@@ -88,7 +94,11 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         }
     }
 
-    public func encode(_ image: DecodedImage, as format: ImageFormat, options: ImageEncodingOptions)
+    public func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    )
         throws(CoderError) -> Data
     {
         guard format == .webp else { throw .encodingFailed(format, "the WebP coder writes only WebP") }
@@ -145,8 +155,11 @@ struct WebPAnimationDecoder {
                 throw .corruptData(.webp, "cannot decode frame \(frames.count + 1) of \(frameCount)")
             }
             var bitmap = Bitmap(
-                width: canvas.width, height: canvas.height, hasAlpha: true,
-                pixels: Array(UnsafeBufferPointer(start: buffer, count: canvas.pixelCount * 4)))
+                width: canvas.width,
+                height: canvas.height,
+                hasAlpha: true,
+                pixels: Array(UnsafeBufferPointer(start: buffer, count: canvas.pixelCount * 4))
+            )
             bitmap.hasAlpha = bitmap.containsTransparency
             hasAlpha = hasAlpha || bitmap.hasAlpha
             let milliseconds = Int(timestamp - previousTimestamp)
@@ -156,7 +169,12 @@ struct WebPAnimationDecoder {
         guard !frames.isEmpty else { throw .corruptData(.webp, "the WebP animation has no frames") }
         if hasAlpha { for index in frames.indices { frames[index].bitmap.hasAlpha = true } }
         return DecodedImage(
-            frames: frames, loopCount: Int(info.loop_count), format: .webp, orientation: orientation,
-            sourceSize: canvas, sourceFrameCount: frameCount)
+            frames: frames,
+            loopCount: Int(info.loop_count),
+            format: .webp,
+            orientation: orientation,
+            sourceSize: canvas,
+            sourceFrameCount: frameCount
+        )
     }
 }

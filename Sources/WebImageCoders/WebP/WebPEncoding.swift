@@ -15,7 +15,8 @@ enum WebPEncoding {
 
     /// Runs `body` with a picture holding `bitmap`'s pixels (ARGB, as lossless and animation need).
     static func withPicture<Result>(
-        of bitmap: Bitmap, _ body: (inout WebPPicture) throws(CoderError) -> Result
+        of bitmap: Bitmap,
+        _ body: (inout WebPPicture) throws(CoderError) -> Result
     ) throws(CoderError) -> Result {
         var picture = WebPPicture()
         guard WebPPictureInit(&picture) != 0 else { throw .encodingFailed(.webp, "libwebp version mismatch") }

@@ -51,14 +51,33 @@ struct ImageInfo {
     var decodeMilliseconds: Double?
     var error: (code: String, message: String)?
 
-    static func inspect(path: String) -> ImageInfo {
-        var info = ImageInfo(input: path, ok: false)
+    static func inspect(path input: String) -> ImageInfo {
+        var info = ImageInfo(input: input, ok: false)
+        let path: String
+        if let url = URL(string: input), let scheme = url.scheme?.lowercased(), scheme.count > 1 {
+            guard scheme == "file" else {
+                info.error = (
+                    "unsupportedURL",
+                    "\(input): info reads local files and file:// URLs; \(scheme) URLs need 'webimage fetch'"
+                )
+                return info
+            }
+            path = url.path
+        } else {
+            path = input
+        }
         let data: Data
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            info.error = ("fileNotFound", "\(input): no such file")
+            return info
+        }
         do {
+            guard !isDirectory.boolValue else { throw CocoaError(.fileReadInvalidFileName) }
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            let reason = (error as NSError).localizedFailureReason ?? error.localizedDescription
-            info.error = ("fileNotReadable", "cannot read \(path): \(reason)")
+            let reason = isDirectory.boolValue ? "it is a directory" : error.localizedDescription
+            info.error = ("fileNotReadable", "\(input): cannot read the file: \(reason)")
             return info
         }
         info.bytes = data.count
@@ -72,7 +91,7 @@ struct ImageInfo {
             info.ok = true
         } catch {
             info.decodeMilliseconds = Self.milliseconds(clock.now - start)
-            info.error = (error.code, "\(path): \(error)")
+            info.error = (error.code, "\(input): \(error)")
         }
         return info
     }
@@ -105,7 +124,9 @@ struct ImageInfo {
         if let image {
             var line = "\(input): \(format.rawValue) \(image.width)×\(image.height)"
             if image.sourceFrameCount > 1 {
-                line += ", \(image.sourceFrameCount) frames, " + (image.loopCount == 0 ? "loops forever" : "plays \(image.loopCount)×")
+                line +=
+                    ", \(image.sourceFrameCount) frames, "
+                    + (image.loopCount == 0 ? "loops forever" : "plays \(image.loopCount)×")
             }
             if image.orientation != .up { line += ", orientation \(image.orientation.rawValue)" }
             if image.hasAlpha { line += ", alpha" }

@@ -1,0 +1,30 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Benchmarks live in their own package so `swift test` of the library never builds them.
+// Run: swift run -c release --package-path Benchmarks webimage-benchmarks
+let package = Package(
+    name: "swift-web-image-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "swift-web-image", path: "..")
+    ],
+    targets: [
+        // The same work done directly through the C libraries: the reference figures.
+        .target(
+            name: "CDirectCodecs",
+            linkerSettings: [
+                .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp"), .linkedLibrary("gif"),
+            ]
+        ),
+        .executableTarget(
+            name: "webimage-benchmarks",
+            dependencies: [
+                .product(name: "WebImageCoders", package: "swift-web-image"),
+                "CDirectCodecs",
+            ],
+            path: "Sources/WebImageBenchmarks"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

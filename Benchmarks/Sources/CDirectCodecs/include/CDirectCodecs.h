@@ -1,0 +1,17 @@
+#ifndef CDIRECTCODECS_H
+#define CDIRECTCODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Reference decoders that call the C libraries directly, the way a C program would: decode to
+// RGBA into a freshly malloc'ed buffer (freed before returning). Each returns 0 on success and
+// writes the output size.
+
+int direct_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, uint32_t *width, uint32_t *height);
+int direct_png_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
+int direct_webp_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
+/// Decodes every frame (DGifSlurp) and composes each onto a fresh RGBA canvas copy.
+int direct_gif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, uint32_t *frames);
+
+#endif

@@ -1,0 +1,249 @@
+import CDirectCodecs
+import Foundation
+import WebImageCoders
+
+// Decode benchmarks: each row times swift-web-image beside the same work done directly through
+// the C library, in the same run, and reports medians. Peak memory compares the thumbnail path
+// with a full decode. Images are generated here with our own encoders.
+//
+//   swift run -c release --package-path Benchmarks webimage-benchmarks [--iterations N]
+
+let iterations =
+    CommandLine.arguments.firstIndex(of: "--iterations").flatMap {
+        CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
+    } ?? 15
+
+/// Child mode: `--peak-child full|thumbnail FILE` decodes FILE once in this fresh process and
+/// prints the peak resident memory the decode added, in bytes.
+if let index = CommandLine.arguments.firstIndex(of: "--peak-child"), CommandLine.arguments.count > index + 2 {
+    let data = try Data(contentsOf: URL(fileURLWithPath: CommandLine.arguments[index + 2]))
+    let options =
+        CommandLine.arguments[index + 1] == "thumbnail"
+        ? ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256)) : ImageDecodingOptions()
+    let peak = try peakMemory { _ = try JPEGCoder().decode(data, options: options) }
+    print(peak ?? -1)
+    exit(0)
+}
+
+func log(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+
+/// A photo-like picture: smooth shapes with fine texture, so codecs work as on real photos.
+func photo(width: Int, height: Int, alpha: Bool = false, phase: Double = 0) -> Bitmap {
+    var pixels = [UInt8](repeating: 255, count: width * height * 4)
+    var seed: UInt32 = 0x1234_5678
+    for y in 0..<height {
+        let fy = Double(y)
+        for x in 0..<width {
+            let fx = Double(x) + phase
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            let grain = Double(seed >> 28) - 8
+            let offset = (y * width + x) * 4
+            pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(fx / 97 + fy / 131) + grain)))
+            pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(fx / 53 - fy / 71) + grain)))
+            pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos((fx + fy) / 113) + grain)))
+            if alpha { pixels[offset + 3] = UInt8(x * 255 / max(1, width - 1)) }
+        }
+    }
+    return Bitmap(width: width, height: height, hasAlpha: alpha, pixels: pixels)
+}
+
+/// Frames with few colours (moving bands), as animated GIFs usually are.
+func bands(width: Int, height: Int, frame: Int) -> Bitmap {
+    var pixels = [UInt8](repeating: 255, count: width * height * 4)
+    for y in 0..<height {
+        for x in 0..<width {
+            let band = ((x + frame * 6) / 12 + y / 20) % 32
+            let offset = (y * width + x) * 4
+            pixels[offset] = UInt8(band * 8)
+            pixels[offset + 1] = UInt8(255 - band * 8)
+            pixels[offset + 2] = UInt8((band * 37) % 256)
+        }
+    }
+    return Bitmap(width: width, height: height, hasAlpha: false, pixels: pixels)
+}
+
+func median(_ samples: [Double]) -> Double {
+    let sorted = samples.sorted()
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+/// Median wall time in milliseconds over `iterations` runs, after one warm-up.
+func time(_ body: () throws -> Void) rethrows -> Double {
+    try body()
+    let clock = ContinuousClock()
+    var samples: [Double] = []
+    for _ in 0..<iterations {
+        let elapsed = try clock.measure(body)
+        samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+    }
+    return median(samples)
+}
+
+/// Peak resident memory added while `body` runs, in bytes (Linux: resets VmHWM through
+/// /proc/self/clear_refs, then reads it back).
+func peakMemory(_ body: () throws -> Void) rethrows -> Int? {
+    func status(_ field: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "").map {
+                $0 * 1024
+            }
+        }
+        return nil
+    }
+    guard (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil,
+        let before = status("VmRSS")
+    else { return nil }
+    try body()
+    return status("VmHWM").map { $0 - before }
+}
+
+struct Row {
+    var name: String
+    var ours: Double
+    var direct: Double?
+    var note: String = ""
+}
+
+func direct(_ data: Data, _ call: (UnsafePointer<UInt8>, Int) -> Int32) {
+    let status = data.withUnsafeBytes { call($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
+    precondition(status == 0, "the direct C decode failed")
+}
+
+log("generating test images…")
+let big = photo(width: 4000, height: 3000)
+let medium = photo(width: 1024, height: 768)
+let jpegBaseline = try JPEGCoder().encode(
+    DecodedImage(bitmap: big, format: .jpeg),
+    as: .jpeg,
+    options: .init(quality: 0.9)
+)
+let jpegProgressive = try JPEGCoder().encode(
+    DecodedImage(bitmap: big, format: .jpeg),
+    as: .jpeg,
+    options: .init(quality: 0.9, progressive: true)
+)
+let jpegMedium = try JPEGCoder().encode(
+    DecodedImage(bitmap: medium, format: .jpeg),
+    as: .jpeg,
+    options: .init(quality: 0.9)
+)
+let pngMedium = try PNGCoder().encode(
+    DecodedImage(bitmap: photo(width: 1024, height: 768, alpha: true), format: .png),
+    as: .png,
+    options: .init()
+)
+let webpMedium = try WebPCoder().encode(
+    DecodedImage(bitmap: medium, format: .webp),
+    as: .webp,
+    options: .init(quality: 0.8)
+)
+let gifAnimation = try GIFCoder().encode(
+    DecodedImage(
+        frames: (0..<50).map { .init(bitmap: bands(width: 400, height: 300, frame: $0), duration: 0.05) },
+        loopCount: 0,
+        format: .gif
+    ),
+    as: .gif,
+    options: .init()
+)
+log("running \(iterations) iterations per row…")
+
+var width: UInt32 = 0
+var height: UInt32 = 0
+var frameCount: UInt32 = 0
+let thumbnailBox = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256))
+var rows: [Row] = []
+
+rows.append(
+    Row(
+        name: "JPEG 4000×3000 baseline",
+        ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: .init()) },
+        direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+    )
+)
+rows.append(
+    Row(
+        name: "JPEG 4000×3000 progressive",
+        ours: try time { _ = try JPEGCoder().decode(jpegProgressive, options: .init()) },
+        direct: time { direct(jpegProgressive) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+    )
+)
+rows.append(
+    Row(
+        name: "JPEG 1024×768",
+        ours: try time { _ = try JPEGCoder().decode(jpegMedium, options: .init()) },
+        direct: time { direct(jpegMedium) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+    )
+)
+rows.append(
+    Row(
+        name: "PNG 1024×768 RGBA",
+        ours: try time { _ = try PNGCoder().decode(pngMedium, options: .init()) },
+        direct: time { direct(pngMedium) { direct_png_decode($0, $1, &width, &height) } },
+        note: "C: libpng simplified API"
+    )
+)
+rows.append(
+    Row(
+        name: "WebP 1024×768 lossy",
+        ours: try time { _ = try WebPCoder().decode(webpMedium, options: .init()) },
+        direct: time { direct(webpMedium) { direct_webp_decode($0, $1, &width, &height) } }
+    )
+)
+rows.append(
+    Row(
+        name: "GIF 400×300, 50 frames",
+        ours: try time { _ = try GIFCoder().decode(gifAnimation, options: .init()) },
+        direct: time { direct(gifAnimation) { direct_gif_decode($0, $1, &width, &height, &frameCount) } },
+        note: "C: DGifSlurp + compose"
+    )
+)
+rows.append(
+    Row(
+        name: "JPEG 4000×3000 → 256 px thumbnail",
+        ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: thumbnailBox) },
+        direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 8, &width, &height) } },
+        note: "C: DCT 1/8 only (500×375, no resize)"
+    )
+)
+
+/// Runs this executable in child mode so each peak is measured in a process with a clean heap.
+func childPeak(_ mode: String, _ data: Data) throws -> Int? {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("webimage-bench-\(UUID().uuidString).jpg")
+    try data.write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.arguments = ["--peak-child", mode, file.path]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)).flatMap { $0 >= 0 ? $0 : nil }
+}
+
+let fullPeak = try childPeak("full", jpegBaseline)
+let thumbnailPeak = try childPeak("thumbnail", jpegBaseline)
+
+func format(_ value: Double) -> String { String(format: "%.2f", value) }
+print("| benchmark | swift-web-image ms | direct C ms | ours / C | note |")
+print("|---|---:|---:|---:|---|")
+for row in rows {
+    let ratio = row.direct.map { String(format: "%.3f", row.ours / $0) } ?? "–"
+    print("| \(row.name) | \(format(row.ours)) | \(row.direct.map(format) ?? "–") | \(ratio) | \(row.note) |")
+}
+print("")
+print("| peak memory (JPEG 4000×3000) | MB |")
+print("|---|---:|")
+if let fullPeak, let thumbnailPeak {
+    print("| full decode | \(format(Double(fullPeak) / 1_048_576)) |")
+    print("| 256 px thumbnail | \(format(Double(thumbnailPeak) / 1_048_576)) |")
+    print("| thumbnail / full | \(String(format: "%.3f", Double(thumbnailPeak) / Double(fullPeak))) |")
+} else {
+    print("| (peak memory needs Linux /proc/self/clear_refs) | – |")
+}
+print("")
+print("median of \(iterations) runs; JPEG \(jpegBaseline.count) B baseline, \(jpegProgressive.count) B progressive")

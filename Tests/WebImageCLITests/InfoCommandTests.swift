@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageTestSupport
+
+@Suite("webimage info")
+struct InfoCommandTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "webimage-cli")
+    }
+
+    func write(_ data: Data, _ name: String) throws -> String {
+        let url = directory.file(name)
+        try data.write(to: url)
+        return url.path
+    }
+
+    @Test("JSON lines describe each image, in input order, exit 0")
+    func describesImages() throws {
+        defer { directory.remove() }
+        let jpeg = try write(
+            JPEGCoder().encode(
+                DecodedImage(
+                    bitmap: GeneratedImages.gradient(width: 40, height: 30),
+                    format: .jpeg,
+                    orientation: .right
+                ),
+                as: .jpeg,
+                options: .init()
+            ),
+            "photo.jpg"
+        )
+        let animation = GeneratedImages.animation(
+            width: 12,
+            height: 8,
+            colors: [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 0, b: 255, a: 0)],
+            loopCount: 0,
+            format: .gif
+        )
+        let gif = try write(GIFCoder().encode(animation, as: .gif, options: .init()), "anim.gif")
+        let result = try CLIRunner.run(["info", "--json", jpeg, gif])
+        #expect(result.status == 0)
+        #expect(result.stderr.isEmpty)
+        let lines = try result.jsonLines()
+        #expect(lines.count == 2)
+        #expect(lines[0]["input"] as? String == jpeg)
+        #expect(lines[0]["ok"] as? Bool == true)
+        #expect(lines[0]["format"] as? String == "jpeg")
+        #expect(lines[0]["width"] as? Int == 40 && lines[0]["height"] as? Int == 30)
+        #expect(lines[0]["orientation"] as? Int == 6)
+        #expect(lines[0]["frames"] as? Int == 1 && lines[0]["animated"] as? Bool == false)
+        #expect(lines[0]["hasAlpha"] as? Bool == false)
+        #expect((lines[0]["bytes"] as? Int ?? 0) > 0)
+        #expect(lines[0]["decodeMs"] is Double || lines[0]["decodeMs"] is Int)
+        #expect(lines[1]["format"] as? String == "gif")
+        #expect(lines[1]["frames"] as? Int == 2 && lines[1]["animated"] as? Bool == true)
+        #expect(lines[1]["loopCount"] as? Int == 0)
+        #expect(lines[1]["hasAlpha"] as? Bool == true)
+    }
+
+    @Test("A failing input is reported in place and the exit status is 1")
+    func failures() throws {
+        defer { directory.remove() }
+        let good = try write(
+            PNGCoder().encode(
+                DecodedImage(bitmap: GeneratedImages.gradient(width: 4, height: 4), format: .png),
+                as: .png,
+                options: .init()
+            ),
+            "good.png"
+        )
+        let text = try write(Data("not an image".utf8), "notes.png")
+        let missing = directory.file("missing.webp").path
+        let result = try CLIRunner.run(["info", "--json", text, good, missing])
+        #expect(result.status == 1)
+        let lines = try result.jsonLines()
+        #expect(lines.map { $0["input"] as? String } == [text, good, missing])
+        #expect(lines.map { $0["ok"] as? Bool } == [false, true, false])
+        let textError = try #require(lines[0]["error"] as? [String: Any])
+        #expect(textError["code"] as? String == "unsupportedFormat")
+        #expect((textError["message"] as? String)?.contains(text) == true)
+        #expect(lines[0]["format"] as? String == "unknown")
+        let missingError = try #require(lines[2]["error"] as? [String: Any])
+        #expect(missingError["code"] as? String == "fileNotFound")
+    }
+
+    @Test("file:// URLs are read; http URLs are explained")
+    func urls() throws {
+        defer { directory.remove() }
+        let path = try write(
+            PNGCoder().encode(
+                DecodedImage(bitmap: GeneratedImages.gradient(width: 4, height: 4), format: .png),
+                as: .png,
+                options: .init()
+            ),
+            "a.png"
+        )
+        let result = try CLIRunner.run([
+            "info", "--json", URL(fileURLWithPath: path).absoluteString, "http://127.0.0.1:9/x.png",
+        ])
+        let lines = try result.jsonLines()
+        #expect(lines[0]["ok"] as? Bool == true)
+        #expect((lines[1]["error"] as? [String: Any])?["code"] as? String == "unsupportedURL")
+        #expect(result.status == 1)
+    }
+
+    @Test(
+        "Usage errors exit 2 and print to stderr only",
+        arguments: [["info"], ["info", "--bogus", "x"], ["frobnicate"]]
+    )
+    func usageErrors(arguments: [String]) throws {
+        let result = try CLIRunner.run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stdout.isEmpty)
+        #expect(!result.stderr.isEmpty)
+    }
+
+    @Test("Help exits 0 and shows an example")
+    func help() throws {
+        let result = try CLIRunner.run(["info", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("webimage info --json"))
+    }
+
+    @Test("Plain output names each input")
+    func plainText() throws {
+        defer { directory.remove() }
+        let path = try write(
+            WebPCoder().encode(
+                DecodedImage(bitmap: GeneratedImages.gradient(width: 9, height: 7), format: .webp),
+                as: .webp,
+                options: .init()
+            ),
+            "pic.webp"
+        )
+        let result = try CLIRunner.run(["info", path])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("pic.webp: webp 9×7"))
+    }
+}
