@@ -11,10 +11,19 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "WebImageCoders", targets: ["WebImageCoders"]),
+        .library(name: "WebImageHTTP", targets: ["WebImageHTTP"]),
+        .library(name: "WebImageOrigin", targets: ["WebImageOrigin"]),
         .executable(name: "webimage", targets: ["webimage"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // System codec libraries (installed by scripts/bootstrap.sh).
@@ -47,6 +56,32 @@ let package = Package(
             dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CWebImageShims"],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "WebImageHTTP",
+            dependencies: [
+                "WebImageCoders",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A local origin server with scriptable behaviours, for tests, the demo and benchmarks.
+        .target(
+            name: "WebImageOrigin",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "webimage",
             dependencies: [
@@ -64,6 +99,11 @@ let package = Package(
         .testTarget(
             name: "WebImageCodersTests",
             dependencies: ["WebImageCoders", "WebImageTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "WebImageHTTPTests",
+            dependencies: ["WebImageHTTP", "WebImageOrigin", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

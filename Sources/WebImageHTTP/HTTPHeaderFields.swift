@@ -1,0 +1,60 @@
+/// Ordered HTTP header fields with case-insensitive names; a name may repeat.
+public struct HTTPHeaderFields: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
+    }
+
+    private var fields: [Field] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name: name, value: value) }
+    }
+
+    public init(_ pairs: some Sequence<(String, String)>) {
+        for (name, value) in pairs { add(name: name, value: value) }
+    }
+
+    /// The first value for `name`, or `nil`. Setting replaces every value (`nil` removes).
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveEquals(name) }?.value }
+        set {
+            remove(name: name)
+            if let newValue { add(name: name, value: newValue) }
+        }
+    }
+
+    /// Every value for `name`, in order.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// Appends a field, keeping existing ones with the same name.
+    public mutating func add(name: String, value: String) { fields.append(Field(name: name, value: value)) }
+
+    public mutating func remove(name: String) { fields.removeAll { $0.name.caseInsensitiveEquals(name) } }
+
+    public func contains(_ name: String) -> Bool { fields.contains { $0.name.caseInsensitiveEquals(name) } }
+
+    /// Fields of `other` replace same-named fields here.
+    public func merging(_ other: HTTPHeaderFields) -> HTTPHeaderFields {
+        var merged = self
+        for name in Set(other.fields.map { $0.name.lowercased() }) { merged.remove(name: name) }
+        merged.fields += other.fields
+        return merged
+    }
+
+    public var count: Int { fields.count }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+
+    public var description: String { fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n") }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    }
+}

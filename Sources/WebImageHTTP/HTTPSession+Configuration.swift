@@ -1,0 +1,93 @@
+import Foundation
+
+extension HTTPSession {
+    /// How a session connects, times out, redirects and what it sends by default.
+    public struct Configuration: Sendable {
+        /// How redirects are handled.
+        public struct RedirectPolicy: Sendable, Hashable {
+            /// Follow redirects at all. Default `true`.
+            public var follow: Bool
+            /// The most redirects one task follows. Default 10.
+            public var maximumCount: Int
+            /// Allow a redirect back to a URL already visited (still bounded by `maximumCount`).
+            /// Default `false`: a cycle fails with `redirectLoop`.
+            public var allowCycles: Bool
+
+            public init(follow: Bool = true, maximumCount: Int = 10, allowCycles: Bool = false) {
+                self.follow = follow
+                self.maximumCount = maximumCount
+                self.allowCycles = allowCycles
+            }
+
+            public static let `default` = RedirectPolicy()
+            public static let disabled = RedirectPolicy(follow: false)
+        }
+
+        /// The HTTP versions to use.
+        public enum HTTPVersion: Sendable, Hashable {
+            /// HTTP/1.1 only.
+            case http1Only
+            /// HTTP/2 over TLS when the server offers it (ALPN), else HTTP/1.1.
+            case automatic
+        }
+
+        /// An HTTP proxy every request goes through.
+        public struct Proxy: Sendable, Hashable {
+            public var host: String
+            public var port: Int
+            public var credential: HTTPCredential?
+
+            public init(host: String, port: Int, credential: HTTPCredential? = nil) {
+                self.host = host
+                self.port = port
+                self.credential = credential
+            }
+        }
+
+        /// Seconds allowed to open a connection. Default 10.
+        public var connectTimeout: TimeInterval = 10
+        /// Seconds allowed between two reads once connected (an idle timeout). Default 60.
+        public var readTimeout: TimeInterval = 60
+        /// Seconds allowed for one request and its response body; a request's own `timeout`
+        /// wins. Default 60.
+        public var requestTimeout: TimeInterval = 60
+        /// Seconds allowed for a whole task, redirects and retries included. Default 7 days.
+        public var resourceTimeout: TimeInterval = 7 * 24 * 3600
+        /// Connections kept per host (HTTP/1.1). Default 6.
+        public var maximumConnectionsPerHost = 6
+        public var httpVersion: HTTPVersion = .automatic
+        public var redirectPolicy: RedirectPolicy = .default
+        /// Decompress gzip/deflate bodies. Default `true`.
+        public var decompressesResponses = true
+        public var proxy: Proxy?
+        /// TLS trust and pinning. Default: the system's trust store, host names checked.
+        public var securityPolicy: SecurityPolicy = .default
+        /// Credentials for HTTP basic authentication challenges.
+        public var credential: HTTPCredential?
+        /// Headers every request gets unless it sets them itself: `User-Agent`,
+        /// `Accept-Language` and `Accept-Encoding` by default.
+        public var defaultHeaders: HTTPHeaderFields = Configuration.standardHeaders
+
+        public init() {}
+
+        public static let `default` = Configuration()
+
+        /// `User-Agent: swift-web-image/<version>`, `Accept-Language` from the environment's
+        /// `LANG` (else `en`), and `Accept-Encoding: gzip, deflate`.
+        public static var standardHeaders: HTTPHeaderFields {
+            var headers = HTTPHeaderFields()
+            headers["User-Agent"] = "swift-web-image/\(HTTPSession.version)"
+            headers["Accept-Language"] = acceptLanguage
+            headers["Accept-Encoding"] = "gzip, deflate"
+            return headers
+        }
+
+        private static var acceptLanguage: String {
+            let locale = ProcessInfo.processInfo.environment["LANG"]?.split(separator: ".").first.map(String.init)
+            guard let locale, !locale.isEmpty, locale != "C", locale != "POSIX" else { return "en;q=1" }
+            let tag = locale.replacingOccurrences(of: "_", with: "-")
+            let language = tag.split(separator: "-").first.map(String.init) ?? tag
+            return tag == language ? "\(tag);q=1" : "\(tag);q=1, \(language);q=0.9"
+        }
+    }
+}

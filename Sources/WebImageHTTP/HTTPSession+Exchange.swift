@@ -1,0 +1,354 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+import NIOSSL
+
+extension HTTPSession {
+    /// Runs a task to completion: the exchange (with redirects and authentication) raced against
+    /// the resource timeout, then `finish`.
+    func run(_ task: HTTPSessionTask, delegate: (any HTTPSessionTaskDelegate)?, collect body: CollectedBody) async {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let url = task.originalRequest.url
+        let timeout = configuration.resourceTimeout
+        let outcome = await withTaskGroup(of: Result<HTTPTaskMetrics, HTTPSessionError>?.self) { group in
+            group.addTask { [self] in
+                do {
+                    return .success(try await exchange(task, delegate: delegate, body: body))
+                } catch {
+                    return .failure(task.isCanceling ? .cancelled(url) : Self.map(error, url: task.currentRequest.url))
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(timeout))
+                if Task.isCancelled { return nil }
+                return .failure(
+                    HTTPSessionError(.timedOut, url: url, message: "\(url): the task took longer than \(timeout) s")
+                )
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .failure(.cancelled(url))
+        }
+        var metrics: HTTPTaskMetrics
+        switch outcome {
+        case .success(let finished): metrics = finished
+        case .failure:
+            metrics = HTTPTaskMetrics(
+                startDate: Date(),
+                duration: 0,
+                redirectCount: 0,
+                bytesReceived: task.countOfBytesReceived,
+                bytesSent: task.countOfBytesSent
+            )
+        }
+        metrics.duration = clock.now.secondsSince(start)
+        body.metrics = metrics
+        if case .failure(let error) = outcome {
+            task.finish(error)
+        } else {
+            task.finish(nil)
+        }
+    }
+
+    /// One task's requests: follows redirects and answers basic-auth challenges, then streams
+    /// the final body. Returns the metrics.
+    private func exchange(
+        _ task: HTTPSessionTask,
+        delegate: (any HTTPSessionTaskDelegate)?,
+        body collected: CollectedBody
+    )
+        async throws -> HTTPTaskMetrics
+    {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var metrics = HTTPTaskMetrics(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+        var request = task.originalRequest
+        var visited: Set<String> = [request.url.absoluteString]
+        var authenticationAttempts = 0
+        while true {
+            try Task.checkCancellation()
+            await task.waitWhilePaused()
+            let timeout = request.timeout ?? configuration.requestTimeout
+            let response = try await client.execute(
+                makeClientRequest(request, task: task),
+                deadline: .now() + .nanoseconds(Int64(timeout * 1e9)),
+                logger: logger
+            )
+            let head = Response(
+                url: request.url,
+                statusCode: Int(response.status.code),
+                headers: HTTPHeaderFields(response.headers.map { ($0.name, $0.value) })
+            )
+            metrics.responseStartInterval = clock.now.secondsSince(start)
+
+            if let next = try await redirect(
+                after: head,
+                request: request,
+                visited: visited,
+                redirects: metrics.redirectCount,
+                task: task,
+                delegate: delegate
+            ) {
+                for try await _ in response.body {}  // drain the redirect's own body
+                metrics.redirectCount += 1
+                visited.insert(next.url.absoluteString)
+                task.emit(.redirect(from: head, to: next))
+                task.update(request: next)
+                request = next
+                continue
+            }
+            if head.statusCode == 401, let challenge = Self.challenge(in: head, failures: authenticationAttempts),
+                authenticationAttempts < 3
+            {
+                let credential =
+                    await (delegate?.task(task, didReceiveChallenge: challenge) ?? configuration.credential)
+                if let credential {
+                    for try await _ in response.body {}
+                    authenticationAttempts += 1
+                    request.setBasicAuthorization(username: credential.user, password: credential.password)
+                    continue
+                }
+            }
+
+            task.update(response: head)
+            task.emit(.response(head))
+            if let delegate, await delegate.task(task, didReceive: head) == .cancel {
+                throw HTTPSessionError.cancelled(request.url)
+            }
+            collected.reset()
+            if let expected = head.expectedContentLength { collected.reserve(Int(min(expected, 64 << 20))) }
+            var received: Int64 = 0
+            for try await buffer in response.body {
+                await task.waitWhilePaused()
+                try Task.checkCancellation()
+                let chunk = Data(buffer: buffer, byteTransferStrategy: .noCopy)
+                received += Int64(chunk.count)
+                task.didReceive(byteCount: chunk.count)
+                collected.append(chunk)
+                delegate?.task(task, didReceive: chunk)
+                task.emit(.data(chunk))
+            }
+            try Task.checkCancellation()
+            if let expected = head.expectedContentLength, received < expected, request.method != .head,
+                head.headers["Content-Encoding"] == nil
+            {
+                throw HTTPSessionError(
+                    .connectionLost,
+                    url: request.url,
+                    message: "\(request.url): the connection closed after \(received) of \(expected) body bytes",
+                    response: head
+                )
+            }
+            metrics.bytesReceived = received
+            metrics.bytesSent = task.countOfBytesSent
+            return metrics
+        }
+    }
+
+    /// The request to follow for a redirect response, or `nil` when it is not followed.
+    private func redirect(
+        after head: Response,
+        request: Request,
+        visited: Set<String>,
+        redirects: Int,
+        task: HTTPSessionTask,
+        delegate: (any HTTPSessionTaskDelegate)?
+    ) async throws -> Request? {
+        let policy = configuration.redirectPolicy
+        guard policy.follow, [301, 302, 303, 307, 308].contains(head.statusCode),
+            let location = head.headers["Location"],
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            ["http", "https"].contains(target.scheme?.lowercased() ?? "")
+        else { return nil }
+        guard redirects < policy.maximumCount else {
+            throw HTTPSessionError(
+                .tooManyRedirects,
+                url: request.url,
+                message: "\(task.originalRequest.url): more than \(policy.maximumCount) redirects",
+                response: head
+            )
+        }
+        guard policy.allowCycles || !visited.contains(target.absoluteString) else {
+            throw HTTPSessionError(
+                .redirectLoop,
+                url: request.url,
+                message: "\(task.originalRequest.url): redirect loop back to \(target)",
+                response: head
+            )
+        }
+        var next = request
+        next.url = target
+        // 303, and 301/302 after POST, become GET without a body (as browsers do).
+        if head.statusCode == 303 || ([301, 302].contains(head.statusCode) && request.method == .post) {
+            if next.method != .head { next.method = .get }
+            next.body = nil
+            next.headers.remove(name: "Content-Type")
+            next.headers.remove(name: "Content-Length")
+        }
+        // Credentials stay with their origin.
+        if target.host?.lowercased() != request.url.host?.lowercased() || target.port != request.url.port
+            || target.scheme != request.url.scheme
+        {
+            next.headers.remove(name: "Authorization")
+            next.headers.remove(name: "Cookie")
+        }
+        if let delegate { return await delegate.task(task, willPerformRedirection: head, newRequest: next) }
+        return next
+    }
+
+    private static func challenge(in head: Response, failures: Int) -> HTTPAuthenticationChallenge? {
+        guard let header = head.headers["WWW-Authenticate"] else { return nil }
+        let scheme = header.split(separator: " ").first.map(String.init) ?? header
+        guard scheme.lowercased() == "basic" else { return nil }
+        var realm: String?
+        if let range = header.range(of: "realm=\"") {
+            realm = header[range.upperBound...].split(separator: "\"").first.map(String.init)
+        }
+        return HTTPAuthenticationChallenge(scheme: scheme, realm: realm, previousFailureCount: failures, response: head)
+    }
+
+    /// The AsyncHTTPClient request for `request`, with default headers and a streamed body.
+    private func makeClientRequest(_ request: Request, task: HTTPSessionTask) throws -> HTTPClientRequest {
+        var clientRequest = HTTPClientRequest(url: request.url.absoluteString)
+        clientRequest.method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
+        let headers = configuration.defaultHeaders.merging(request.headers)
+        for field in headers
+        where !(field.name.caseInsensitiveEquals("Accept-Encoding") && !configuration.decompressesResponses) {
+            clientRequest.headers.add(name: field.name, value: field.value)
+        }
+        switch request.body {
+        case .data(let data)?:
+            clientRequest.body = .stream(
+                UploadChunks(source: .data(data), onProgress: { task.didSend(total: $0, expected: Int64(data.count)) }),
+                length: .known(Int64(data.count))
+            )
+        case .file(let url)?:
+            let size: Int64
+            do {
+                size = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
+            } catch {
+                throw HTTPSessionError(
+                    .fileError,
+                    url: request.url,
+                    message: "\(url.path): cannot read the upload file: \(error.localizedDescription)"
+                )
+            }
+            clientRequest.body = .stream(
+                UploadChunks(source: .file(url), onProgress: { task.didSend(total: $0, expected: size) }),
+                length: .known(size)
+            )
+        case nil:
+            break
+        }
+        return clientRequest
+    }
+
+    /// Maps AsyncHTTPClient, NIO and TLS errors to ``HTTPSessionError``.
+    static func map(_ error: any Error, url: URL) -> HTTPSessionError {
+        if let error = error as? HTTPSessionError { return error }
+        if error is CancellationError { return .cancelled(url) }
+        let subject = url.absoluteString
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled: return .cancelled(url)
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .tlsHandshakeTimeout,
+                .getConnectionFromPoolTimeout, .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
+                return HTTPSessionError(
+                    .timedOut,
+                    url: url,
+                    message: "\(subject): timed out (\(error.shortDescription))"
+                )
+            case .remoteConnectionClosed, .bodyLengthMismatch, .uncleanShutdown:
+                return HTTPSessionError(
+                    .connectionLost,
+                    url: url,
+                    message: "\(subject): the connection was lost (\(error.shortDescription))"
+                )
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return HTTPSessionError(
+                    .invalidURL,
+                    url: url,
+                    message: "\(subject): invalid URL (\(error.shortDescription))"
+                )
+            default:
+                return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error.shortDescription)")
+            }
+        }
+        if let error = error as? HTTPParserError {
+            if error == .invalidEOFState {
+                return HTTPSessionError(
+                    .connectionLost,
+                    url: url,
+                    message: "\(subject): the connection closed before the body ended"
+                )
+            }
+            return HTTPSessionError(.networkError, url: url, message: "\(subject): invalid HTTP response (\(error))")
+        }
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty && (error.dnsAError != nil || error.dnsAAAAError != nil) {
+                return HTTPSessionError(
+                    .cannotFindHost,
+                    url: url,
+                    message: "\(subject): cannot find host \(error.host)"
+                )
+            }
+            return HTTPSessionError(
+                .cannotConnect,
+                url: url,
+                message: "\(subject): cannot connect to \(error.host):\(error.port)"
+            )
+        }
+        if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
+            return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): TLS failed: \(error)")
+        }
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            return HTTPSessionError(.cannotConnect, url: url, message: "\(subject): connection refused")
+        }
+        if error is ChannelError, case .connectTimeout = error as! ChannelError {
+            return HTTPSessionError(.timedOut, url: url, message: "\(subject): connect timed out")
+        }
+        return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error)")
+    }
+}
+
+extension ContinuousClock.Instant {
+    func secondsSince(_ start: ContinuousClock.Instant) -> TimeInterval {
+        let duration = self - start
+        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+extension HTTPSession.Configuration {
+    /// The AsyncHTTPClient configuration for these settings.
+    var clientConfiguration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = securityPolicy.tlsConfiguration
+        // Redirects are ours (decision hook, cycle detection, header rules).
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(
+            connect: .nanoseconds(Int64(connectTimeout * 1e9)),
+            read: .nanoseconds(Int64(readTimeout * 1e9))
+        )
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: maximumConnectionsPerHost
+        )
+        pool.retryConnectionEstablishment = false
+        configuration.connectionPool = pool
+        configuration.httpVersion = httpVersion == .http1Only ? .http1Only : .automatic
+        configuration.decompression = decompressesResponses ? .enabled(limit: .ratio(100)) : .disabled
+        if let proxy {
+            configuration.proxy = .server(
+                host: proxy.host,
+                port: proxy.port,
+                authorization: proxy.credential.map { .basic(username: $0.user, password: $0.password) }
+            )
+        }
+        return configuration
+    }
+}

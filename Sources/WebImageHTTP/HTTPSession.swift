@@ -1,0 +1,175 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// An HTTP client session on AsyncHTTPClient (AFURLSessionManager + AFHTTPSessionManager).
+///
+/// ```swift
+/// let session = HTTPSession(baseURL: URL(string: "https://api.example.com/v1/"))
+/// let (response, json) = try await session.get("users", parameters: ["page": 2], serializer: .json)
+/// ```
+///
+/// Requests run on AsyncHTTPClient's event loops; delegate methods, completion handlers and
+/// serializers run on the task's own Swift task, never on an event loop. Call ``shutdown()``
+/// before dropping a session you made (the shared one lives for the process).
+public final class HTTPSession: Sendable {
+    /// The library version sent in `User-Agent`.
+    public static let version = "0.1.0"
+
+    /// A process-wide session with the default configuration.
+    public static let shared = HTTPSession()
+
+    /// Relative paths are resolved against it (AFNetworking's rule: a base URL without a trailing
+    /// slash gets one, so `…/v1` + `users` is `…/v1/users`).
+    public let baseURL: URL?
+    public let configuration: Configuration
+    let client: HTTPClient
+    let logger: Logger
+
+    /// A session; `baseURL` gains a trailing slash when its path has none.
+    public init(baseURL: URL? = nil, configuration: Configuration = .default, logger: Logger? = nil) {
+        self.baseURL = baseURL.map(Self.withTerminalSlash)
+        self.configuration = configuration
+        self.logger = logger ?? Logger(label: "webimage.http")
+        client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: configuration.clientConfiguration
+        )
+    }
+
+    deinit {
+        // AsyncHTTPClient traps when a client is released without shutdown. A session that is
+        // simply dropped shuts its client down in the background; the client keeps itself alive
+        // until that finishes. After an explicit `shutdown()` this fails harmlessly.
+        _ = client.shutdown()
+    }
+
+    /// Closes the session's connections. Tasks still running fail.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// The URL for `path`: absolute URLs as they are, others resolved against ``baseURL``.
+    public func url(for path: String) throws(HTTPSessionError) -> URL {
+        let resolved: URL?
+        if let absolute = URL(string: path), absolute.scheme != nil {
+            resolved = absolute
+        } else if let baseURL {
+            resolved = URL(string: path, relativeTo: baseURL)?.absoluteURL
+        } else {
+            resolved = nil
+        }
+        guard let resolved, let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            resolved.host?.isEmpty == false
+        else {
+            throw HTTPSessionError(
+                .invalidURL,
+                url: nil,
+                message: "\(path.isEmpty ? "(empty)" : path): not an http(s) URL"
+            )
+        }
+        return resolved
+    }
+
+    private static func withTerminalSlash(_ url: URL) -> URL {
+        guard !url.path.isEmpty, !url.absoluteString.hasSuffix("/") else {
+            return url.path.isEmpty ? url.appendingPathComponent("") : url
+        }
+        return url.appendingPathComponent("")
+    }
+
+    // MARK: Tasks
+
+    /// A data task that collects the body. It starts suspended: call `resume()`. `completion`
+    /// runs once, with the body, the response and any error.
+    public func dataTask(
+        with request: Request,
+        delegate: (any HTTPSessionTaskDelegate)? = nil,
+        completion: (@Sendable (Data, Response?, HTTPSessionError?) -> Void)? = nil
+    ) -> HTTPSessionTask {
+        let body = CollectedBody()
+        return HTTPSessionTask(
+            request: request,
+            session: self,
+            runner: { [self] task in await run(task, delegate: delegate, collect: body) },
+            onFinish: { task, error in
+                let data = body.take()
+                if let delegate {
+                    delegate.task(
+                        task,
+                        didCompleteWith: error,
+                        metrics: body.metrics
+                            ?? .init(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+                    )
+                }
+                completion?(data, task.response, error)
+            }
+        )
+    }
+
+    /// Sends `request` and returns the body and response. Cancelling the Swift task cancels the
+    /// request (the error is then `cancelled`).
+    public func data(
+        for request: Request,
+        delegate: (any HTTPSessionTaskDelegate)? = nil
+    ) async throws(HTTPSessionError)
+        -> (Data, Response)
+    {
+        let holder = TaskHolder()
+        let result: Result<(Data, Response), HTTPSessionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let task = dataTask(with: request, delegate: delegate) { data, response, error in
+                    if let error {
+                        continuation.resume(returning: .failure(error))
+                    } else if let response {
+                        continuation.resume(returning: .success((data, response)))
+                    } else {
+                        continuation.resume(returning: .failure(.cancelled(request.url)))
+                    }
+                }
+                holder.set(task)
+                task.resume()
+            }
+        } onCancel: {
+            holder.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// The body a data task collects, shared between its runner and its completion.
+final class CollectedBody: Sendable {
+    private let state = LockedValue<(data: Data, metrics: HTTPTaskMetrics?)>((Data(), nil))
+
+    func reserve(_ count: Int) { state.withLock { $0.data.reserveCapacity(count) } }
+    func append(_ chunk: Data) { state.withLock { $0.data.append(chunk) } }
+    func reset() { state.withLock { $0.data.removeAll(keepingCapacity: true) } }
+    func take() -> Data { state.withLock { $0.data } }
+    var metrics: HTTPTaskMetrics? {
+        get { state.withLock { $0.metrics } }
+        set { state.withLock { $0.metrics = newValue } }
+    }
+}
+
+/// Holds a task so a cancellation handler that runs first (or later) can cancel it.
+final class TaskHolder: Sendable {
+    private let state = LockedValue<(task: HTTPSessionTask?, cancelled: Bool)>((nil, false))
+
+    func set(_ task: HTTPSessionTask) {
+        let cancelled = state.withLock {
+            $0.task = task
+            return $0.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock {
+            $0.cancelled = true
+            return $0.task
+        }
+        task?.cancel()
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+extension HTTPSession {
+    /// A request to send: URL, method, headers, body and timeout.
+    public struct Request: Sendable, Hashable {
+        /// Where the body comes from.
+        public enum Body: Sendable, Hashable {
+            /// Bytes in memory.
+            case data(Data)
+            /// A file, streamed from disk.
+            case file(URL)
+        }
+
+        public var url: URL
+        public var method: HTTPMethod
+        public var headers: HTTPHeaderFields
+        public var body: Body?
+        /// Seconds to wait for the whole exchange; `nil` uses the session's request timeout.
+        public var timeout: TimeInterval?
+
+        public init(
+            url: URL,
+            method: HTTPMethod = .get,
+            headers: HTTPHeaderFields = [:],
+            body: Body? = nil,
+            timeout: TimeInterval? = nil
+        ) {
+            self.url = url
+            self.method = method
+            self.headers = headers
+            self.body = body
+            self.timeout = timeout
+        }
+
+        /// Sets `Authorization: Basic …` for `username` and `password`.
+        public mutating func setBasicAuthorization(username: String, password: String) {
+            headers["Authorization"] = "Basic " + Data("\(username):\(password)".utf8).base64EncodedString()
+        }
+
+        /// Sets `Authorization: Bearer TOKEN`.
+        public mutating func setBearerAuthorization(_ token: String) {
+            headers["Authorization"] = "Bearer \(token)"
+        }
+    }
+
+    /// What the server answered: status, headers and the URL after redirects.
+    public struct Response: Sendable, Hashable {
+        /// The URL that answered (after any redirects).
+        public var url: URL
+        public var statusCode: Int
+        public var headers: HTTPHeaderFields
+
+        public init(url: URL, statusCode: Int, headers: HTTPHeaderFields) {
+            self.url = url
+            self.statusCode = statusCode
+            self.headers = headers
+        }
+
+        /// `Content-Length`, when the server sent a valid one.
+        public var expectedContentLength: Int64? {
+            headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap {
+                $0 >= 0 ? $0 : nil
+            }
+        }
+
+        /// The media type of `Content-Type` without parameters, lowercased (`image/png`).
+        public var mimeType: String? {
+            headers["Content-Type"]?.split(separator: ";").first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            }
+        }
+
+        /// The `charset` parameter of `Content-Type`, lowercased.
+        public var textEncodingName: String? {
+            guard let contentType = headers["Content-Type"] else { return nil }
+            for parameter in contentType.split(separator: ";").dropFirst() {
+                let parts = parameter.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" {
+                    return parts[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"")).lowercased()
+                }
+            }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import Synchronization
+
+/// One request in flight (NSURLSessionTask's role): a unique identifier, a state, progress,
+/// cancel and suspend/resume, and its events as an `AsyncSequence`.
+///
+/// Tasks start suspended; ``resume()`` starts them (the session's convenience methods do it for
+/// you). `suspend()` on a running task stops reading the body, so the server is held back by TCP
+/// flow control until `resume()`. Thread-safe.
+public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConvertible {
+    /// The task's state as the seeds name them.
+    public enum State: Sendable, Hashable {
+        case suspended, running, canceling, completed
+    }
+
+    private struct Storage {
+        var machine = HTTPSessionTaskStateMachine()
+        var work: Task<Void, Never>?
+        var currentRequest: HTTPSession.Request
+        var response: HTTPSession.Response?
+        var error: HTTPSessionError?
+        var bytesReceived: Int64 = 0
+        var bytesExpectedToReceive: Int64?
+        var bytesSent: Int64 = 0
+        var bytesExpectedToSend: Int64?
+        var eventContinuations: [AsyncStream<HTTPTaskEvent>.Continuation] = []
+    }
+
+    private static let nextIdentifier = Atomic<Int>(1)
+
+    /// Unique within the process.
+    public let taskIdentifier: Int
+    public var id: Int { taskIdentifier }
+    /// The request as created.
+    public let originalRequest: HTTPSession.Request
+    /// Download progress: `totalUnitCount` is `Content-Length` (-1 when unknown).
+    public let progress: Progress
+    /// Upload progress: `totalUnitCount` is the body length.
+    public let uploadProgress: Progress
+
+    /// Weak so a forgotten task does not keep its session alive; read under the lock.
+    private let sessionBox: Mutex<WeakSession>
+    private let storage: Mutex<Storage>
+    private let runner: @Sendable (HTTPSessionTask) async -> Void
+    private let onFinish: @Sendable (HTTPSessionTask, HTTPSessionError?) -> Void
+
+    init(
+        request: HTTPSession.Request,
+        session: HTTPSession,
+        runner: @escaping @Sendable (HTTPSessionTask) async -> Void,
+        onFinish: @escaping @Sendable (HTTPSessionTask, HTTPSessionError?) -> Void
+    ) {
+        taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
+        originalRequest = request
+        progress = Progress(totalUnitCount: -1)
+        uploadProgress = Progress(totalUnitCount: -1)
+        sessionBox = Mutex(WeakSession(session: session))
+        storage = Mutex(Storage(currentRequest: request))
+        self.runner = runner
+        self.onFinish = onFinish
+    }
+
+    /// The session that made the task (`nil` once it is gone).
+    public var session: HTTPSession? { sessionBox.withLock { $0.session } }
+
+    public var state: State {
+        storage.withLock {
+            switch $0.machine.state {
+            case .initialized: .suspended
+            case .running(paused: true): .suspended
+            case .running(paused: false): .running
+            case .canceling: .canceling
+            case .completed: .completed
+            }
+        }
+    }
+
+    /// The request being sent now (it changes when a redirect is followed).
+    public var currentRequest: HTTPSession.Request { storage.withLock { $0.currentRequest } }
+    /// The last response head received.
+    public var response: HTTPSession.Response? { storage.withLock { $0.response } }
+    /// The error the task completed with, if any.
+    public var error: HTTPSessionError? { storage.withLock { $0.error } }
+    public var countOfBytesReceived: Int64 { storage.withLock { $0.bytesReceived } }
+    /// `Content-Length` of the response, when known.
+    public var countOfBytesExpectedToReceive: Int64? { storage.withLock { $0.bytesExpectedToReceive } }
+    public var countOfBytesSent: Int64 { storage.withLock { $0.bytesSent } }
+    public var countOfBytesExpectedToSend: Int64? { storage.withLock { $0.bytesExpectedToSend } }
+
+    /// The task's events from now on, ending after `.completed`. Subscribe before `resume()` to
+    /// see them all.
+    public var events: AsyncStream<HTTPTaskEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: HTTPTaskEvent.self)
+        let finished = storage.withLock { storage -> Bool in
+            if storage.machine.state == .completed { return true }
+            storage.eventContinuations.append(continuation)
+            return false
+        }
+        if finished { continuation.finish() }
+        return stream
+    }
+
+    /// Starts the task, or continues a suspended one.
+    public func resume() {
+        let action = storage.withLock { $0.machine.resume() }
+        guard action == .start else { return }
+        let work = Task { await runner(self) }
+        storage.withLock { $0.work = work }
+    }
+
+    /// Pauses the task: nothing is started, and a running task stops reading its body.
+    public func suspend() { storage.withLock { _ = $0.machine.suspend() } }
+
+    /// Cancels the task; it completes with a `cancelled` error (once).
+    public func cancel() {
+        let (action, work) = storage.withLock { ($0.machine.cancel(), $0.work) }
+        switch action {
+        case .completeCancelled:
+            finish(.cancelled(originalRequest.url), alreadyMarkedComplete: true)
+        case .stopWork:
+            work?.cancel()
+        case .none:
+            break
+        }
+    }
+
+    public var description: String {
+        "HTTPSessionTask #\(taskIdentifier) \(originalRequest.method) \(originalRequest.url)"
+    }
+
+    // MARK: Internal, for the runner
+
+    var isCanceling: Bool { storage.withLock { $0.machine.isCanceling } }
+
+    /// Waits while the task is suspended.
+    func waitWhilePaused() async {
+        while storage.withLock({ $0.machine.isPaused }) && !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func emit(_ event: HTTPTaskEvent) {
+        let continuations = storage.withLock { $0.eventContinuations }
+        for continuation in continuations { continuation.yield(event) }
+    }
+
+    func update(request: HTTPSession.Request) { storage.withLock { $0.currentRequest = request } }
+
+    func update(response: HTTPSession.Response) {
+        let expected = response.expectedContentLength
+        storage.withLock {
+            $0.response = response
+            $0.bytesExpectedToReceive = expected
+            $0.bytesReceived = 0
+        }
+        progress.totalUnitCount = expected ?? -1
+        progress.completedUnitCount = 0
+    }
+
+    func didReceive(byteCount: Int) {
+        let total = storage.withLock {
+            $0.bytesReceived += Int64(byteCount)
+            return $0.bytesReceived
+        }
+        progress.completedUnitCount = total
+    }
+
+    func didSend(total: Int64, expected: Int64?) {
+        storage.withLock {
+            $0.bytesSent = total
+            $0.bytesExpectedToSend = expected
+        }
+        uploadProgress.totalUnitCount = expected ?? -1
+        uploadProgress.completedUnitCount = total
+        emit(.uploadProgress(sent: total, expected: expected))
+    }
+
+    /// Records the outcome and ends the event streams; returns `false` if already complete.
+    @discardableResult
+    func finish(_ error: HTTPSessionError?, alreadyMarkedComplete: Bool = false) -> Bool {
+        let continuations: [AsyncStream<HTTPTaskEvent>.Continuation]? = storage.withLock { storage in
+            guard alreadyMarkedComplete || storage.machine.complete() else { return nil }
+            storage.error = error
+            defer { storage.eventContinuations = [] }
+            return storage.eventContinuations
+        }
+        guard let continuations else { return false }
+        onFinish(self, error)
+        for continuation in continuations {
+            continuation.yield(.completed(error))
+            continuation.finish()
+        }
+        return true
+    }
+}
+
+struct WeakSession {
+    weak var session: HTTPSession?
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// Turns a method, URL, parameters and headers into a request (AFURLRequestSerialization).
+public protocol RequestSerializer: Sendable {
+    /// Builds the request; `parameters` go where the serializer puts them.
+    func request(
+        method: HTTPMethod,
+        url: URL,
+        parameters: HTTPParameters?,
+        headers: HTTPHeaderFields
+    )
+        throws(HTTPSessionError) -> HTTPSession.Request
+}
+
+/// Parameters as a query string for GET, HEAD and DELETE, else as an
+/// `application/x-www-form-urlencoded` body (AFHTTPRequestSerializer).
+public struct URLEncodedRequestSerializer: RequestSerializer {
+    /// Per-request timeout in seconds; `nil` uses the session's.
+    public var timeout: TimeInterval?
+
+    public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
+
+    public func request(
+        method: HTTPMethod,
+        url: URL,
+        parameters: HTTPParameters?,
+        headers: HTTPHeaderFields
+    )
+        throws(HTTPSessionError) -> HTTPSession.Request
+    {
+        var request = HTTPSession.Request(url: url, method: method, headers: headers, timeout: timeout)
+        guard let parameters, !parameters.isEmpty else { return request }
+        let query = QueryStringEncoding.queryString(from: parameters)
+        if method.encodesParametersInURL {
+            guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+                throw HTTPSessionError(.invalidURL, url: url, message: "\(url): cannot add a query string")
+            }
+            let existing = components.percentEncodedQuery.map { $0.isEmpty ? "" : $0 + "&" } ?? ""
+            components.percentEncodedQuery = existing + query
+            guard let withQuery = components.url else {
+                throw HTTPSessionError(.invalidURL, url: url, message: "\(url): cannot add a query string")
+            }
+            request.url = withQuery
+        } else {
+            if !request.headers.contains("Content-Type") {
+                request.headers["Content-Type"] = "application/x-www-form-urlencoded"
+            }
+            request.body = .data(Data(query.utf8))
+        }
+        return request
+    }
+}
+
+/// Parameters as a JSON body (`application/json`); GET, HEAD and DELETE use a query string
+/// (AFJSONRequestSerializer).
+public struct JSONRequestSerializer: RequestSerializer {
+    public var timeout: TimeInterval?
+    public var writingOptions: JSONSerialization.WritingOptions
+
+    public init(timeout: TimeInterval? = nil, writingOptions: JSONSerialization.WritingOptions = [.sortedKeys]) {
+        self.timeout = timeout
+        self.writingOptions = writingOptions
+    }
+
+    public func request(
+        method: HTTPMethod,
+        url: URL,
+        parameters: HTTPParameters?,
+        headers: HTTPHeaderFields
+    )
+        throws(HTTPSessionError) -> HTTPSession.Request
+    {
+        if method.encodesParametersInURL {
+            return try URLEncodedRequestSerializer(timeout: timeout).request(
+                method: method,
+                url: url,
+                parameters: parameters,
+                headers: headers
+            )
+        }
+        var request = HTTPSession.Request(url: url, method: method, headers: headers, timeout: timeout)
+        guard let parameters else { return request }
+        do {
+            let body = try JSONSerialization.data(
+                withJSONObject: HTTPParameter.dictionary(parameters).jsonObject,
+                options: writingOptions
+            )
+            if !request.headers.contains("Content-Type") { request.headers["Content-Type"] = "application/json" }
+            request.body = .data(body)
+        } catch {
+            throw HTTPSessionError(
+                .requestSerializationFailed,
+                url: url,
+                message: "\(url): cannot encode the parameters as JSON: \(error)"
+            )
+        }
+        return request
+    }
+}
+
+extension RequestSerializer where Self == URLEncodedRequestSerializer {
+    /// Query string or form body (the default).
+    public static var urlEncoded: URLEncodedRequestSerializer { URLEncodedRequestSerializer() }
+}
+
+extension RequestSerializer where Self == JSONRequestSerializer {
+    /// A JSON body.
+    public static var json: JSONRequestSerializer { JSONRequestSerializer() }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// A local HTTP origin on 127.0.0.1 with scripted routes, for tests, the demo and benchmarks.
+///
+/// ```swift
+/// let origin = try await OriginServer.start()
+/// origin.setRoute("/a.png", .data(png, contentType: "image/png"))
+/// // … load origin.url("/a.png") …
+/// #expect(origin.requestCount(for: "/a.png") == 1)
+/// await origin.stop()
+/// ```
+///
+/// Unscripted paths answer 404, except `/echo`, which returns the request it received as JSON
+/// (`method`, `path`, `query`, `headers`, `body` in base64). Thread-safe.
+public final class OriginServer: Sendable {
+    /// The port the server listens on (chosen by the system).
+    public let port: Int
+    private let state: OriginState
+    private let task: Task<Void, any Error>
+
+    private init(port: Int, state: OriginState, task: Task<Void, any Error>) {
+        self.port = port
+        self.state = state
+        self.task = task
+    }
+
+    /// Starts a server on 127.0.0.1 on a free port and returns once it accepts connections.
+    public static func start() async throws -> OriginServer {
+        let state = OriginState()
+        let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "webimage.origin")
+        logger.logLevel = .critical
+        let app = Application(
+            responder: OriginResponder(state: state),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: logger
+        )
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var port = 0
+        for await value in portStream { port = value }
+        guard port > 0 else {
+            task.cancel()
+            throw OriginError.didNotStart
+        }
+        return OriginServer(port: port, state: state, task: task)
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path` (which starts with `/`).
+    public func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// Scripts the answer for `path` (the part before any `?`).
+    public func setRoute(_ path: String, _ route: OriginRoute) {
+        state.routes.withLock { $0[path] = route }
+    }
+
+    /// Requests received for `path` so far.
+    public func requestCount(for path: String) -> Int {
+        state.requests.withLock { $0.filter { $0.path == path }.count }
+    }
+
+    /// Every request received so far, in arrival order.
+    public var requests: [OriginRecordedRequest] { state.requests.withLock { $0 } }
+
+    /// The most requests that were being answered at the same time.
+    public var maxConcurrentRequests: Int { state.concurrency.withLock { $0.max } }
+
+    /// Requests being answered right now.
+    public var currentConcurrentRequests: Int { state.concurrency.withLock { $0.current } }
+
+    /// Responses whose body could not be finished because the client went away.
+    public var abandonedResponses: Int { state.abandoned.withLock { $0 } }
+
+    /// Stops the server: stalled and held responses end, connections close.
+    public func stop() async {
+        state.stopping.withLock { $0 = true }
+        task.cancel()
+        _ = await task.result
+    }
+}
+
+enum OriginError: Error {
+    case didNotStart
+    case stopped
+}
+
+/// Shared state of one origin.
+final class OriginState: Sendable {
+    let routes = OriginLocked<[String: OriginRoute]>([:])
+    let requests = OriginLocked<[OriginRecordedRequest]>([])
+    let concurrency = OriginLocked<(current: Int, max: Int)>((0, 0))
+    let abandoned = OriginLocked(0)
+    let stopping = OriginLocked(false)
+
+    var isStopping: Bool { stopping.withLock { $0 } }
+
+    func enter() {
+        concurrency.withLock {
+            $0.current += 1
+            $0.max = Swift.max($0.max, $0.current)
+        }
+    }
+
+    func leave() { concurrency.withLock { $0.current -= 1 } }
+
+    /// Sleeps for `duration` in small steps, ending early when the server stops.
+    func pause(_ duration: Duration) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + duration
+        while clock.now < deadline {
+            guard !isStopping, !Task.isCancelled else { throw OriginError.stopped }
+            try await Task.sleep(for: min(.milliseconds(10), deadline - clock.now))
+        }
+    }
+
+    /// Waits until `condition` holds or the server stops.
+    func wait(until condition: @Sendable () -> Bool) async throws {
+        while !condition() {
+            guard !isStopping, !Task.isCancelled else { throw OriginError.stopped }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}

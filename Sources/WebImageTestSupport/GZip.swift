@@ -1,0 +1,27 @@
+import Foundation
+
+/// Gzip framing around uncompressed ("stored") deflate blocks: valid gzip that any decoder
+/// accepts, made without a compression library.
+public enum GZip {
+    public static func stored(_ data: Data) -> Data {
+        var out: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 255]
+        let bytes = [UInt8](data)
+        var offset = 0
+        repeat {
+            let length = min(65535, bytes.count - offset)
+            out.append(offset + length == bytes.count ? 1 : 0)
+            out += [UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            out += bytes[offset..<offset + length]
+            offset += length
+        } while offset < bytes.count
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        crc ^= 0xFFFF_FFFF
+        let size = UInt32(truncatingIfNeeded: bytes.count)
+        for value in [crc, size] { out += (0..<4).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+        return Data(out)
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import Testing
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("HTTPSession requests", .timeLimit(.minutes(1)))
+struct HTTPSessionTests {
+    @Test("GET returns the body and response; default headers are sent")
+    func get() async throws {
+        let context = try await HTTPTestContext.make()
+        defer { Task { await context.finish() } }
+        context.origin.setRoute("/hello", .data(Data("hi there".utf8), contentType: "text/plain; charset=utf-8"))
+        let (response, text) = try await context.session.get(
+            context.origin.url("/hello").absoluteString,
+            serializer: .string
+        )
+        #expect(text == "hi there")
+        #expect(response.statusCode == 200 && response.mimeType == "text/plain" && response.textEncodingName == "utf-8")
+        #expect(response.expectedContentLength == 8)
+        let received = try #require(context.origin.requests.last)
+        #expect(received.header("user-agent") == "swift-web-image/\(HTTPSession.version)")
+        #expect(received.header("accept-encoding") == "gzip, deflate")
+        #expect(received.header("accept-language") != nil)
+        await context.finish()
+    }
+
+    @Test("baseURL gains a terminal slash; relative and absolute paths resolve as AFNetworking does")
+    func baseURL() async throws {
+        let context = try await HTTPTestContext.make(basePath: "/v1")
+        #expect(context.session.baseURL?.absoluteString.hasSuffix("/v1/") == true)
+        #expect(try context.session.url(for: "users").path == "/v1/users")
+        #expect(try context.session.url(for: "/root").path == "/root")
+        #expect(try context.session.url(for: "https://example.com/x").host == "example.com")
+        #expect(throws: HTTPSessionError.self) { try HTTPSession.shared.url(for: "relative/without/base") }
+        #expect(throws: HTTPSessionError.self) { try HTTPSession.shared.url(for: "ftp://example.com/x") }
+        context.origin.setRoute("/v1/ping", .data(Data("pong".utf8), contentType: "text/plain"))
+        let (_, pong) = try await context.session.get("ping", serializer: .string)
+        #expect(pong == "pong")
+        await context.finish()
+    }
+
+    @Test("Every verb reaches the server with its parameters where AFNetworking puts them")
+    func verbsAndParameters() async throws {
+        let context = try await HTTPTestContext.make()
+        let url = context.origin.url("/echo").absoluteString
+        let parameters: HTTPParameters = [
+            "name": "a b&c", "n": 5, "flag": true, "tags": ["x", "y"], "filter": ["size": "large"],
+        ]
+        let expectedQuery = "filter%5Bsize%5D=large&flag=1&n=5&name=a%20b%26c&tags%5B%5D=x&tags%5B%5D=y"
+        for method in [HTTPMethod.get, .delete] {
+            let (_, data) = try await context.session.request(method, url, parameters: parameters, serializer: .data)
+            let echo = try HTTPTestContext.echo(data)
+            #expect(echo["method"] as? String == method.rawValue)
+            #expect(echo["query"] as? String == expectedQuery)
+        }
+        let head = try await context.session.head(url, parameters: ["q": 1])
+        #expect(head.statusCode == 200)
+        #expect(context.origin.requests.last?.method == "HEAD" && context.origin.requests.last?.query == "q=1")
+        for method in [HTTPMethod.post, .put, .patch] {
+            let (_, data) = try await context.session.request(method, url, parameters: parameters, serializer: .data)
+            let echo = try HTTPTestContext.echo(data)
+            #expect(echo["method"] as? String == method.rawValue)
+            #expect(echo["query"] as? String == "")
+            let body = Data(base64Encoded: echo["body"] as? String ?? "") ?? Data()
+            #expect(String(decoding: body, as: UTF8.self) == expectedQuery)
+            #expect((echo["headers"] as? [String: String])?["content-type"] == "application/x-www-form-urlencoded")
+        }
+        await context.finish()
+    }
+
+    @Test("A JSON request body is what the server parses")
+    func jsonBody() async throws {
+        let context = try await HTTPTestContext.make()
+        let (_, data) = try await context.session.post(
+            context.origin.url("/echo").absoluteString,
+            parameters: ["a": ["b": [1, 2]], "c": nil],
+            requestSerializer: .json,
+            serializer: .data
+        )
+        let echo = try HTTPTestContext.echo(data)
+        let body = Data(base64Encoded: echo["body"] as? String ?? "") ?? Data()
+        let parsed = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        #expect((parsed["a"] as? [String: Any])?["b"] as? [Int] == [1, 2])
+        #expect(parsed["c"] is NSNull)
+        #expect((echo["headers"] as? [String: String])?["content-type"] == "application/json")
+        await context.finish()
+    }
+
+    @Test("JSON responses, with and without nulls")
+    func jsonResponse() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute(
+            "/j",
+            .data(Data(#"{"a":1.5,"b":null,"c":[true,"x"],"d":0}"#.utf8), contentType: "application/json")
+        )
+        let url = context.origin.url("/j").absoluteString
+        let (_, json) = try await context.session.get(url, serializer: .json)
+        #expect(
+            json["a"] == .number(1.5) && json["b"] == .null && json["c"]?[0] == .bool(true) && json["d"] == .number(0)
+        )
+        let (_, trimmed) = try await context.session.get(url, serializer: JSONResponseSerializer(removesNulls: true))
+        #expect(trimmed["b"] == nil && trimmed["a"] != nil)
+        context.origin.setRoute("/notjson", .data(Data("{oops".utf8), contentType: "application/json"))
+        await #expect(throws: HTTPSessionError.self) {
+            try await context.session.get(context.origin.url("/notjson").absoluteString, serializer: .json)
+        }
+        await context.finish()
+    }
+
+    @Test("4xx and 5xx fail validation with the status, headers and body")
+    func errorStatuses() async throws {
+        let context = try await HTTPTestContext.make()
+        for status in [404, 500] {
+            context.origin.setRoute(
+                "/e\(status)",
+                OriginRoute(status: status, headers: [("X-Why", "because")], body: Data("detail \(status)".utf8))
+            )
+            do {
+                _ = try await context.session.get(context.origin.url("/e\(status)").absoluteString, serializer: .data)
+                Issue.record("status \(status) did not fail")
+            } catch {
+                #expect(error.code == .unacceptableStatusCode)
+                #expect(error.statusCode == status)
+                #expect(error.response?.headers["X-Why"] == "because")
+                #expect(error.body == Data("detail \(status)".utf8))
+                #expect(error.message.contains("/e\(status)"))
+            }
+        }
+        context.origin.setRoute("/html", .data(Data("<html/>".utf8), contentType: "text/html"))
+        await #expect(throws: HTTPSessionError.self) {
+            try await context.session.get(context.origin.url("/html").absoluteString, serializer: .image)
+        }
+        await context.finish()
+    }
+
+    @Test("gzip and chunked bodies arrive decoded")
+    func gzipAndChunked() async throws {
+        let context = try await HTTPTestContext.make()
+        let text = String(repeating: "swift-web-image ", count: 5000)
+        context.origin.setRoute(
+            "/gz",
+            OriginRoute(
+                headers: [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")],
+                body: GZip.stored(Data(text.utf8))
+            )
+        )
+        let (_, unzipped) = try await context.session.get(context.origin.url("/gz").absoluteString, serializer: .string)
+        #expect(unzipped == text)
+        context.origin.setRoute(
+            "/chunked",
+            OriginRoute(
+                headers: [("Content-Type", "text/plain")],
+                body: Data(text.utf8),
+                behavior: .init(chunkSize: 1000, chunkedEncoding: true)
+            )
+        )
+        let (response, chunked) = try await context.session.get(
+            context.origin.url("/chunked").absoluteString,
+            serializer: .string
+        )
+        #expect(chunked == text)
+        #expect(response.expectedContentLength == nil)
+        await context.finish()
+    }
+
+    @Test("A body shorter than its Content-Length fails with connectionLost")
+    func truncatedBody() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute(
+            "/short",
+            OriginRoute(body: Data(count: 50_000), behavior: .init(truncateAfter: 10_000))
+        )
+        do {
+            _ = try await context.session.get(context.origin.url("/short").absoluteString, serializer: .data)
+            Issue.record("a truncated body succeeded")
+        } catch {
+            #expect(error.code == .connectionLost, "\(error.message)")
+        }
+        await context.finish()
+    }
+
+    @Test("A server that never answers times out within the timeout plus a margin")
+    func timeout() async throws {
+        var configuration = HTTPSession.Configuration()
+        configuration.requestTimeout = 0.5
+        let context = try await HTTPTestContext.make(configuration: configuration)
+        context.origin.setRoute("/stall", OriginRoute(behavior: .init(stall: true)))
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            _ = try await context.session.get(context.origin.url("/stall").absoluteString, serializer: .data)
+            Issue.record("a stalled request succeeded")
+        } catch {
+            #expect(error.code == .timedOut)
+        }
+        #expect(clock.now - start < .seconds(3))
+        await context.finish()
+    }
+
+    @Test("Nothing listening is cannotConnect")
+    func connectionRefused() async throws {
+        let origin = try await OriginServer.start()
+        let url = origin.url("/gone")
+        await origin.stop()
+        do {
+            _ = try await HTTPSession.shared.get(url.absoluteString, serializer: .data)
+            Issue.record("a closed port answered")
+        } catch {
+            #expect(error.code == .cannotConnect || error.code == .connectionLost)
+        }
+    }
+
+    @Test("Basic authentication answers the challenge with the session's credential")
+    func basicAuthentication() async throws {
+        var configuration = HTTPSession.Configuration()
+        configuration.credential = HTTPCredential(user: "ada", password: "lovelace")
+        let context = try await HTTPTestContext.make(configuration: configuration)
+        context.origin.setRoute(
+            "/private",
+            OriginRoute(body: Data("secret".utf8), behavior: .init(requiredBasicAuth: ("ada", "lovelace")))
+        )
+        let (_, text) = try await context.session.get(
+            context.origin.url("/private").absoluteString,
+            serializer: .string
+        )
+        #expect(text == "secret")
+        #expect(context.origin.requestCount(for: "/private") == 2)
+
+        let anonymous = HTTPSession()
+        do {
+            _ = try await anonymous.get(context.origin.url("/private").absoluteString, serializer: .string)
+            Issue.record("no credential, yet it succeeded")
+        } catch {
+            #expect(error.statusCode == 401)
+        }
+        try await anonymous.shutdown()
+        await context.finish()
+    }
+}
