@@ -7,7 +7,8 @@ let package = Package(
     name: "swift-web-image-benchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "swift-web-image", path: "..")
+        .package(name: "swift-web-image", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The same work done directly through the C libraries: the reference figures.
@@ -16,6 +17,15 @@ let package = Package(
             linkerSettings: [
                 .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp"), .linkedLibrary("gif"),
             ]
+        ),
+        .executableTarget(
+            name: "webimage-http-benchmarks",
+            dependencies: [
+                .product(name: "WebImageHTTP", package: "swift-web-image"),
+                .product(name: "WebImageOrigin", package: "swift-web-image"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Sources/HTTPBenchmarks"
         ),
         .executableTarget(
             name: "webimage-benchmarks",

@@ -10,7 +10,11 @@ import NIOSSL
 extension HTTPSession {
     /// Runs a task to completion: the exchange (with redirects and authentication) raced against
     /// the resource timeout, then `finish`.
-    func run(_ task: HTTPSessionTask, delegate: (any HTTPSessionTaskDelegate)?, collect body: CollectedBody) async {
+    func run(
+        _ task: HTTPSessionTask,
+        delegate: (any HTTPSessionTaskDelegate)?,
+        collect body: any ResponseBodySink
+    ) async {
         let clock = ContinuousClock()
         let start = clock.now
         let url = task.originalRequest.url
@@ -60,7 +64,7 @@ extension HTTPSession {
     private func exchange(
         _ task: HTTPSessionTask,
         delegate: (any HTTPSessionTaskDelegate)?,
-        body collected: CollectedBody
+        body sink: any ResponseBodySink
     )
         async throws -> HTTPTaskMetrics
     {
@@ -115,13 +119,21 @@ extension HTTPSession {
                 }
             }
 
-            task.update(response: head)
+            let offset: Int64
+            do {
+                offset = try sink.begin(head)
+            } catch {
+                throw HTTPSessionError(
+                    .fileError,
+                    url: request.url,
+                    message: "\(request.url): cannot store the body: \(error.localizedDescription)"
+                )
+            }
+            task.update(response: head, resumedAt: offset)
             task.emit(.response(head))
             if let delegate, await delegate.task(task, didReceive: head) == .cancel {
                 throw HTTPSessionError.cancelled(request.url)
             }
-            collected.reset()
-            if let expected = head.expectedContentLength { collected.reserve(Int(min(expected, 64 << 20))) }
             var received: Int64 = 0
             for try await buffer in response.body {
                 await task.waitWhilePaused()
@@ -129,7 +141,15 @@ extension HTTPSession {
                 let chunk = Data(buffer: buffer, byteTransferStrategy: .noCopy)
                 received += Int64(chunk.count)
                 task.didReceive(byteCount: chunk.count)
-                collected.append(chunk)
+                do {
+                    try sink.append(chunk)
+                } catch {
+                    throw HTTPSessionError(
+                        .fileError,
+                        url: request.url,
+                        message: "\(request.url): cannot store the body: \(error.localizedDescription)"
+                    )
+                }
                 delegate?.task(task, didReceive: chunk)
                 task.emit(.data(chunk))
             }

@@ -109,6 +109,79 @@ public final class HTTPSession: Sendable {
         )
     }
 
+    /// A download task: the body streams to a temporary file beside `destination` (memory stays
+    /// bounded), which is moved into place when the task succeeds with a 2xx status. With
+    /// `resume`, a partial file left by an earlier attempt continues with `Range`/`If-Range`
+    /// (the server may answer with the whole body instead). It starts suspended.
+    public func downloadTask(
+        with request: Request,
+        to destination: URL,
+        resume: Bool = true,
+        delegate: (any HTTPSessionTaskDelegate)? = nil,
+        completion: (@Sendable (URL?, Response?, HTTPSessionError?) -> Void)? = nil
+    ) -> HTTPSessionTask {
+        let sink = FileBodySink(destination: destination)
+        var request = request
+        if resume { for (name, value) in sink.resumeHeaders(for: request) { request.headers[name] = value } }
+        return HTTPSessionTask(
+            request: request,
+            session: self,
+            runner: { [self] task in await run(task, delegate: delegate, collect: sink) },
+            onFinish: { task, error in
+                var outcome = error
+                if outcome == nil, let response = task.response, !(200..<300).contains(response.statusCode) {
+                    outcome = HTTPSessionError(
+                        .unacceptableStatusCode,
+                        url: response.url,
+                        message: "\(response.url): unacceptable status \(response.statusCode)",
+                        response: response
+                    )
+                }
+                do {
+                    try sink.close(success: outcome == nil)
+                } catch {
+                    outcome =
+                        outcome
+                        ?? HTTPSessionError(
+                            .fileError,
+                            url: task.originalRequest.url,
+                            message:
+                                "\(destination.path): cannot move the download into place: \(error.localizedDescription)"
+                        )
+                }
+                delegate?.task(task, didCompleteWith: outcome, metrics: sink.metrics ?? .empty)
+                completion?(outcome == nil ? destination : nil, task.response, outcome)
+            }
+        )
+    }
+
+    /// Downloads `request` to `destination` (see ``downloadTask(with:to:resume:delegate:completion:)``).
+    public func download(
+        _ request: Request,
+        to destination: URL,
+        resume: Bool = true
+    ) async throws(HTTPSessionError)
+        -> (URL, Response)
+    {
+        let holder = TaskHolder()
+        let result: Result<(URL, Response), HTTPSessionError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let task = downloadTask(with: request, to: destination, resume: resume) { url, response, error in
+                    if let url, let response, error == nil {
+                        continuation.resume(returning: .success((url, response)))
+                    } else {
+                        continuation.resume(returning: .failure(error ?? .cancelled(request.url)))
+                    }
+                }
+                holder.set(task)
+                task.resume()
+            }
+        } onCancel: {
+            holder.cancel()
+        }
+        return try result.get()
+    }
+
     /// Sends `request` and returns the body and response. Cancelling the Swift task cancels the
     /// request (the error is then `cancelled`).
     public func data(

@@ -146,15 +146,17 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     func update(request: HTTPSession.Request) { storage.withLock { $0.currentRequest = request } }
 
-    func update(response: HTTPSession.Response) {
-        let expected = response.expectedContentLength
+    /// A final response head; `resumedAt` bytes of the body are already on disk (a resumed
+    /// download), and count as received.
+    func update(response: HTTPSession.Response, resumedAt offset: Int64 = 0) {
+        let expected = response.expectedContentLength.map { $0 + offset }
         storage.withLock {
             $0.response = response
             $0.bytesExpectedToReceive = expected
-            $0.bytesReceived = 0
+            $0.bytesReceived = offset
         }
         progress.totalUnitCount = expected ?? -1
-        progress.completedUnitCount = 0
+        progress.completedUnitCount = offset
     }
 
     func didReceive(byteCount: Int) {

@@ -92,6 +92,10 @@ public struct HTTPTaskMetrics: Sendable, Hashable {
     public var bytesReceived: Int64
     /// Body bytes sent.
     public var bytesSent: Int64
+
+    static var empty: HTTPTaskMetrics {
+        HTTPTaskMetrics(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+    }
 }
 
 /// What happened to a task, as an `AsyncSequence` element (``HTTPSessionTask/events``).

@@ -32,6 +32,13 @@ struct OriginResponder: HTTPResponder {
                 body: .init(byteBuffer: ByteBuffer(data: recorded.json))
             )
         }
+        if recorded.path == "/multipart" {
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(data: MultipartReader.describe(recorded)))
+            )
+        }
         guard let route = state.routes.withLock({ $0[recorded.path] }) else {
             return Response(
                 status: .notFound,
@@ -61,15 +68,26 @@ struct OriginResponder: HTTPResponder {
             if recorded.method == "HEAD" { headers[.contentLength] = String(route.body.count) }
             return Response(status: .init(code: route.status), headers: headers)
         }
-        let payload = route.body
+        var payload = route.body
+        var status = HTTPResponse.Status(code: route.status)
+        // Byte ranges: "bytes=N-" when If-Range is absent or matches the route's ETag.
+        if route.status == 200, let range = recorded.header("range"), range.hasPrefix("bytes="),
+            let start = Int(range.dropFirst(6).split(separator: "-").first ?? ""), start < payload.count,
+            recorded.header("if-range") == nil || recorded.header("if-range") == headers[.eTag]
+        {
+            headers[.contentRange] = "bytes \(start)-\(payload.count - 1)/\(payload.count)"
+            payload = payload.subdata(in: payload.startIndex + start..<payload.endIndex)
+            status = .partialContent
+        }
         let sendCount = min(payload.count, behavior.truncateAfter ?? payload.count)
         let chunkSize = max(1, behavior.chunkSize ?? max(1, payload.count))
         let declaredLength: Int? = behavior.chunkedEncoding ? nil : payload.count
+        let finalPayload = payload
         // The body closure outlives this call: it leaves the concurrency count when it ends.
         leaveOnReturn = false
         let state = self.state
         return Response(
-            status: .init(code: route.status),
+            status: status,
             headers: headers,
             body: ResponseBody(contentLength: declaredLength) { writer in
                 defer { state.leave() }
@@ -78,7 +96,9 @@ struct OriginResponder: HTTPResponder {
                     while offset < sendCount {
                         let end = min(sendCount, offset + chunkSize)
                         try await writer.write(
-                            ByteBuffer(bytes: payload[payload.startIndex + offset..<payload.startIndex + end])
+                            ByteBuffer(
+                                bytes: finalPayload[finalPayload.startIndex + offset..<finalPayload.startIndex + end]
+                            )
                         )
                         offset = end
                         if offset < sendCount && behavior.chunkInterval > .zero {
@@ -89,7 +109,7 @@ struct OriginResponder: HTTPResponder {
                     state.abandoned.withLock { $0 += 1 }
                     throw error
                 }
-                if sendCount < payload.count { throw OriginError.stopped }  // close mid-body
+                if sendCount < finalPayload.count { throw OriginError.stopped }  // close mid-body
                 try await writer.finish(nil)
             }
         )

@@ -1,0 +1,92 @@
+import Foundation
+
+/// Where a task's response body goes: memory for data tasks, a file for download tasks.
+protocol ResponseBodySink: AnyObject, Sendable {
+    /// The final response head arrived; returns the byte offset the body continues from
+    /// (non-zero only when a download resumes with `206 Partial Content`).
+    func begin(_ response: HTTPSession.Response) throws -> Int64
+    func append(_ chunk: Data) throws
+    var metrics: HTTPTaskMetrics? { get set }
+}
+
+extension CollectedBody: ResponseBodySink {
+    func begin(_ response: HTTPSession.Response) throws -> Int64 {
+        reset()
+        if let expected = response.expectedContentLength { reserve(Int(min(expected, 64 << 20))) }
+        return 0
+    }
+}
+
+/// Streams a download into `<destination>.download`; `commit()` moves it into place. The
+/// response's `ETag`/`Last-Modified` are kept beside a partial file so a later task can resume.
+final class FileBodySink: ResponseBodySink {
+    let destination: URL
+    let partialURL: URL
+    let validatorURL: URL
+    private let state = LockedValue<(handle: FileHandle?, metrics: HTTPTaskMetrics?, resumeOffset: Int64)>(
+        (nil, nil, 0)
+    )
+
+    init(destination: URL) {
+        self.destination = destination
+        partialURL = destination.appendingPathExtension("download")
+        validatorURL = destination.appendingPathExtension("download-validator")
+    }
+
+    /// `Range`/`If-Range` headers that resume a partial download of `request`, when one exists.
+    func resumeHeaders(for request: HTTPSession.Request) -> [(String, String)] {
+        guard
+            let size = (try? FileManager.default.attributesOfItem(atPath: partialURL.path)[.size] as? NSNumber)?
+                .int64Value,
+            size > 0, let validator = try? String(contentsOf: validatorURL, encoding: .utf8),
+            !validator.isEmpty
+        else { return [] }
+        state.withLock { $0.resumeOffset = size }
+        return [("Range", "bytes=\(size)-"), ("If-Range", validator)]
+    }
+
+    var metrics: HTTPTaskMetrics? {
+        get { state.withLock { $0.metrics } }
+        set { state.withLock { $0.metrics = newValue } }
+    }
+
+    func begin(_ response: HTTPSession.Response) throws -> Int64 {
+        let fileManager = FileManager.default
+        try fileManager.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let resuming = response.statusCode == 206 && state.withLock { $0.resumeOffset } > 0
+        if !resuming {
+            guard fileManager.createFile(atPath: partialURL.path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: partialURL.path])
+            }
+            state.withLock { $0.resumeOffset = 0 }
+        }
+        // Keep the validator so an interrupted download can resume.
+        if let validator = response.headers["ETag"] ?? response.headers["Last-Modified"] {
+            try Data(validator.utf8).write(to: validatorURL, options: .atomic)
+        } else {
+            try? fileManager.removeItem(at: validatorURL)
+        }
+        let handle = try FileHandle(forWritingTo: partialURL)
+        if resuming { try handle.seekToEnd() } else { try handle.truncate(atOffset: 0) }
+        state.withLock { $0.handle = handle }
+        return resuming ? state.withLock { $0.resumeOffset } : 0
+    }
+
+    func append(_ chunk: Data) throws {
+        try state.withLock { try $0.handle?.write(contentsOf: chunk) }
+    }
+
+    /// Closes the file; on success moves it into place (replacing any file there).
+    func close(success: Bool) throws {
+        let handle = state.withLock { state -> FileHandle? in
+            defer { state.handle = nil }
+            return state.handle
+        }
+        try handle?.close()
+        guard success else { return }
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: destination.path) { try fileManager.removeItem(at: destination) }
+        try fileManager.moveItem(at: partialURL, to: destination)
+        try? fileManager.removeItem(at: validatorURL)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("Download tasks", .timeLimit(.minutes(2)))
+struct DownloadTaskTests {
+    /// Peak resident memory added while `body` runs (Linux; `nil` elsewhere).
+    static func peakMemoryGrowth(_ body: () async throws -> Void) async rethrows -> Int? {
+        func status(_ field: String) -> Int? {
+            guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+            for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+                return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1024 }
+            }
+            return nil
+        }
+        guard (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil,
+            let before = status("VmRSS")
+        else {
+            try await body()
+            return nil
+        }
+        try await body()
+        return status("VmHWM").map { $0 - before }
+    }
+
+    @Test("200 MB streams to disk with bounded memory and is moved into place")
+    func largeDownload() async throws {
+        let context = try await HTTPTestContext.make()
+        let directory = try TemporaryDirectory()
+        let size = 200 * 1024 * 1024
+        // Data(count:) is zero pages the origin never touches, so only the client's memory grows.
+        context.origin.setRoute("/huge", OriginRoute(body: Data(count: size), behavior: .init(chunkSize: 1 << 20)))
+        let destination = directory.file("nested/huge.bin")
+        let growth = try await Self.peakMemoryGrowth {
+            let (url, response) = try await context.session.download(
+                .init(url: context.origin.url("/huge")),
+                to: destination
+            )
+            #expect(url == destination && response.statusCode == 200)
+        }
+        let attributes = try FileManager.default.attributesOfItem(atPath: destination.path)
+        #expect((attributes[.size] as? NSNumber)?.intValue == size)
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".download"))
+        if let growth { #expect(growth < 64 << 20, "peak memory grew by \(growth / 1_048_576) MB for a 200 MB body") }
+        directory.remove()
+        await context.finish()
+    }
+
+    @Test("An interrupted download resumes with Range/If-Range and completes the file")
+    func resume() async throws {
+        let context = try await HTTPTestContext.make()
+        let directory = try TemporaryDirectory()
+        let payload = Data((0..<500_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let destination = directory.file("resumable.bin")
+        context.origin.setRoute(
+            "/file",
+            OriginRoute(
+                headers: [("ETag", "\"v1\"")],
+                body: payload,
+                behavior: .init(chunkSize: 50_000, truncateAfter: 200_000)
+            )
+        )
+        await #expect(throws: HTTPSessionError.self) {
+            try await context.session.download(.init(url: context.origin.url("/file")), to: destination)
+        }
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        let partial = try Data(contentsOf: URL(fileURLWithPath: destination.path + ".download"))
+        #expect(partial.count > 0 && partial.count <= 200_000)
+
+        context.origin.setRoute("/file", OriginRoute(headers: [("ETag", "\"v1\"")], body: payload))
+        let (_, response) = try await context.session.download(.init(url: context.origin.url("/file")), to: destination)
+        #expect(
+            response.statusCode == 206,
+            "\(context.origin.requests.map { "\($0.method) \($0.path) \($0.headers.filter { $0.name.contains("range") })" })"
+        )
+        #expect(try Data(contentsOf: destination) == payload)
+        let resumed = try #require(context.origin.requests.last)
+        #expect(resumed.header("range") == "bytes=\(partial.count)-" && resumed.header("if-range") == "\"v1\"")
+
+        // A changed resource (new ETag) is sent whole, and replaces the partial data.
+        let second = Data(repeating: 7, count: 1000)
+        context.origin.setRoute(
+            "/file",
+            OriginRoute(headers: [("ETag", "\"v2\"")], body: second, behavior: .init(truncateAfter: 10))
+        )
+        _ = try? await context.session.download(.init(url: context.origin.url("/file")), to: destination)
+        context.origin.setRoute("/file", OriginRoute(headers: [("ETag", "\"v3\"")], body: second))
+        let (_, fresh) = try await context.session.download(.init(url: context.origin.url("/file")), to: destination)
+        #expect(try fresh.statusCode == 200 && Data(contentsOf: destination) == second)
+        directory.remove()
+        await context.finish()
+    }
+
+    @Test("A 404 download fails and leaves no file")
+    func notFound() async throws {
+        let context = try await HTTPTestContext.make()
+        let directory = try TemporaryDirectory()
+        let destination = directory.file("missing.bin")
+        do {
+            _ = try await context.session.download(.init(url: context.origin.url("/nothing")), to: destination)
+            Issue.record("a 404 download succeeded")
+        } catch {
+            #expect(error.code == .unacceptableStatusCode && error.statusCode == 404)
+        }
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        directory.remove()
+        await context.finish()
+    }
+}
