@@ -86,7 +86,9 @@ extension HTTPSession {
             let head = Response(
                 url: request.url,
                 statusCode: Int(response.status.code),
-                headers: HTTPHeaderFields(response.headers.map { ($0.name, $0.value) })
+                headers: HTTPHeaderFields(response.headers.map { ($0.name, $0.value) }),
+                httpVersion: response.version.major == 2
+                    ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
             )
             metrics.responseStartInterval = clock.now.secondsSince(start)
 

@@ -49,11 +49,14 @@ extension HTTPSession {
         public var url: URL
         public var statusCode: Int
         public var headers: HTTPHeaderFields
+        /// The protocol that carried the response: `HTTP/1.1` or `HTTP/2`.
+        public var httpVersion: String
 
-        public init(url: URL, statusCode: Int, headers: HTTPHeaderFields) {
+        public init(url: URL, statusCode: Int, headers: HTTPHeaderFields, httpVersion: String = "HTTP/1.1") {
             self.url = url
             self.statusCode = statusCode
             self.headers = headers
+            self.httpVersion = httpVersion
         }
 
         /// `Content-Length`, when the server sent a valid one.

@@ -1,7 +1,11 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOSSL
 
 /// A local HTTP origin on 127.0.0.1 with scripted routes, for tests, the demo and benchmarks.
 ///
@@ -21,20 +25,56 @@ public final class OriginServer: Sendable {
     private let state: OriginState
     private let task: Task<Void, any Error>
 
-    private init(port: Int, state: OriginState, task: Task<Void, any Error>) {
+    private init(port: Int, scheme: String, state: OriginState, task: Task<Void, any Error>) {
         self.port = port
+        self.scheme = scheme
         self.state = state
         self.task = task
     }
 
+    /// TLS for an origin: the certificate and key (PEM), and whether to offer HTTP/2 (ALPN).
+    public struct TLS: Sendable {
+        public var certificatePEM: String
+        public var privateKeyPEM: String
+        public var http2: Bool
+
+        public init(certificatePEM: String, privateKeyPEM: String, http2: Bool = false) {
+            self.certificatePEM = certificatePEM
+            self.privateKeyPEM = privateKeyPEM
+            self.http2 = http2
+        }
+    }
+
+    /// `https` when started with TLS, else `http`.
+    public let scheme: String
+
     /// Starts a server on 127.0.0.1 on a free port and returns once it accepts connections.
-    public static func start() async throws -> OriginServer {
+    /// With `tls` it speaks HTTPS (and HTTP/2 when asked).
+    public static func start(tls: TLS? = nil) async throws -> OriginServer {
         let state = OriginState()
         let (portStream, portContinuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: "webimage.origin")
         logger.logLevel = .critical
+        let server: HTTPServerBuilder
+        if let tls {
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(tls.certificatePEM.utf8)).map {
+                    .certificate($0)
+                },
+                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))
+            )
+            if tls.http2 {
+                configuration.applicationProtocols = ["h2", "http/1.1"]
+                server = try .http2Upgrade(tlsConfiguration: configuration, configuration: .init())
+            } else {
+                server = try .tls(.http1(), tlsConfiguration: configuration)
+            }
+        } else {
+            server = .http1()
+        }
         let app = Application(
             responder: OriginResponder(state: state),
+            server: server,
             configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: nil),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
@@ -49,12 +89,12 @@ public final class OriginServer: Sendable {
             task.cancel()
             throw OriginError.didNotStart
         }
-        return OriginServer(port: port, state: state, task: task)
+        return OriginServer(port: port, scheme: tls == nil ? "http" : "https", state: state, task: task)
     }
 
-    /// `http://127.0.0.1:PORT` followed by `path` (which starts with `/`).
-    public func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(path)")!
+    /// `http(s)://127.0.0.1:PORT` followed by `path` (which starts with `/`).
+    public func url(_ path: String, host: String = "127.0.0.1") -> URL {
+        URL(string: "\(scheme)://\(host):\(port)\(path)")!
     }
 
     /// Scripts the answer for `path` (the part before any `?`).

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("TLS and SecurityPolicy", .timeLimit(.minutes(1)))
+struct SecurityPolicyTests {
+    static func session(_ policy: SecurityPolicy, http2: Bool = false) -> HTTPSession {
+        var configuration = HTTPSession.Configuration()
+        configuration.securityPolicy = policy
+        configuration.httpVersion = http2 ? .automatic : .http1Only
+        return HTTPSession(configuration: configuration)
+    }
+
+    static func load(_ session: HTTPSession, _ url: URL) async -> Result<String, HTTPSessionError> {
+        defer { Task { try? await session.shutdown() } }
+        do {
+            return .success(try await session.get(url.absoluteString, serializer: .string).1)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    static func start(_ identity: TestIdentity, http2: Bool = false) async throws -> OriginServer {
+        let origin = try await OriginServer.start(
+            tls: .init(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.privateKeyPEM, http2: http2)
+        )
+        origin.setRoute("/secret", .data(Data("tls ok".utf8), contentType: "text/plain"))
+        return origin
+    }
+
+    @Test("A self-signed certificate is rejected by default with a clear error")
+    func rejectedByDefault() async throws {
+        let origin = try await Self.start(try TestCertificates.selfSigned())
+        let result = await Self.load(Self.session(.default), origin.url("/secret"))
+        guard case .failure(let error) = result else {
+            Issue.record("an untrusted certificate was accepted")
+            return await origin.stop()
+        }
+        #expect(error.code == .serverCertificateUntrusted)
+        #expect(error.message.contains("127.0.0.1"))
+        await origin.stop()
+    }
+
+    @Test("allowInvalidCertificates accepts it")
+    func allowInvalid() async throws {
+        let origin = try await Self.start(try TestCertificates.selfSigned())
+        let result = await Self.load(
+            Self.session(SecurityPolicy(allowInvalidCertificates: true)),
+            origin.url("/secret")
+        )
+        #expect(try result.get() == "tls ok")
+        await origin.stop()
+    }
+
+    @Test("The right pin is accepted; a wrong pin is rejected")
+    func pinning() async throws {
+        let identity = try TestCertificates.selfSigned()
+        let origin = try await Self.start(identity)
+        let pinned = await Self.load(
+            Self.session(.pinning(certificates: [identity.certificateDER])),
+            origin.url("/secret")
+        )
+        #expect(try pinned.get() == "tls ok")
+
+        let other = try TestCertificates.selfSigned()
+        let wrong = await Self.load(Self.session(.pinning(certificates: [other.certificateDER])), origin.url("/secret"))
+        if case .failure(let error) = wrong {
+            #expect(error.code == .serverCertificateUntrusted)
+        } else {
+            Issue.record("a pin mismatch was accepted")
+        }
+        await origin.stop()
+    }
+
+    @Test("A pin does not excuse a wrong host name unless domain validation is off")
+    func hostName() async throws {
+        let identity = try TestCertificates.selfSigned(hosts: ["images.example.com"])
+        let origin = try await Self.start(identity)
+        let strict = await Self.load(
+            Self.session(.pinning(certificates: [identity.certificateDER])),
+            origin.url("/secret")
+        )
+        if case .success = strict { Issue.record("a certificate for another host was accepted") }
+        let lenient = await Self.load(
+            Self.session(.pinning(certificates: [identity.certificateDER], validatesDomainName: false)),
+            origin.url("/secret")
+        )
+        #expect(try lenient.get() == "tls ok")
+        await origin.stop()
+    }
+
+    @Test("An expired certificate is rejected even when pinned")
+    func expired() async throws {
+        let identity = try TestCertificates.selfSigned(validity: -3600)
+        let origin = try await Self.start(identity)
+        let result = await Self.load(
+            Self.session(.pinning(certificates: [identity.certificateDER])),
+            origin.url("/secret")
+        )
+        if case .success = result { Issue.record("an expired certificate was accepted") }
+        await origin.stop()
+    }
+
+    @Test("Pinned certificates load from PEM and DER files")
+    func certificateFiles() throws {
+        let identity = try TestCertificates.selfSigned()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Data(identity.certificatePEM.utf8).write(to: directory.file("cert.pem"))
+        try identity.certificateDER.write(to: directory.file("cert.der"))
+        #expect(try SecurityPolicy.certificate(contentsOf: directory.file("cert.pem")) == identity.certificateDER)
+        #expect(try SecurityPolicy.certificate(contentsOf: directory.file("cert.der")) == identity.certificateDER)
+    }
+
+    @Test("HTTP/2 over TLS")
+    func http2() async throws {
+        let identity = try TestCertificates.selfSigned()
+        let origin = try await Self.start(identity, http2: true)
+        let session = Self.session(.pinning(certificates: [identity.certificateDER]), http2: true)
+        let (response, text) = try await session.get(origin.url("/secret").absoluteString, serializer: .string)
+        #expect(text == "tls ok")
+        #expect(response.httpVersion == "HTTP/2")
+        try await session.shutdown()
+        await origin.stop()
+    }
+}
