@@ -40,8 +40,9 @@ public struct HTTPHeaderFields: Sendable, Hashable, Sequence, ExpressibleByDicti
 
     /// Fields of `other` replace same-named fields here.
     public func merging(_ other: HTTPHeaderFields) -> HTTPHeaderFields {
+        guard !other.fields.isEmpty else { return self }
         var merged = self
-        for name in Set(other.fields.map { $0.name.lowercased() }) { merged.remove(name: name) }
+        merged.fields.removeAll { field in other.fields.contains { $0.name.caseInsensitiveEquals(field.name) } }
         merged.fields += other.fields
         return merged
     }
@@ -54,7 +55,21 @@ public struct HTTPHeaderFields: Sendable, Hashable, Sequence, ExpressibleByDicti
 }
 
 extension String {
+    /// ASCII case-insensitive equality, without allocating (header names are ASCII).
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+        var left = utf8.makeIterator()
+        var right = other.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil):
+                return true
+            case (let a?, let b?):
+                if a != b && (a | 0x20) != (b | 0x20) || a != b && !((a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A) {
+                    return false
+                }
+            default:
+                return false
+            }
+        }
     }
 }

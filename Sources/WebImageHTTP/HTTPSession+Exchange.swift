@@ -18,45 +18,23 @@ extension HTTPSession {
         let clock = ContinuousClock()
         let start = clock.now
         let url = task.originalRequest.url
-        let timeout = configuration.resourceTimeout
-        let outcome = await withTaskGroup(of: Result<HTTPTaskMetrics, HTTPSessionError>?.self) { group in
-            group.addTask { [self] in
-                do {
-                    return .success(try await exchange(task, delegate: delegate, body: body))
-                } catch {
-                    return .failure(task.isCanceling ? .cancelled(url) : Self.map(error, url: task.currentRequest.url))
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(timeout))
-                if Task.isCancelled { return nil }
-                return .failure(
-                    HTTPSessionError(.timedOut, url: url, message: "\(url): the task took longer than \(timeout) s")
-                )
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first ?? .failure(.cancelled(url))
-        }
         var metrics: HTTPTaskMetrics
-        switch outcome {
-        case .success(let finished): metrics = finished
-        case .failure:
-            metrics = HTTPTaskMetrics(
-                startDate: Date(),
-                duration: 0,
-                redirectCount: 0,
-                bytesReceived: task.countOfBytesReceived,
-                bytesSent: task.countOfBytesSent
-            )
+        var outcome: HTTPSessionError?
+        do {
+            metrics = try await exchange(task, delegate: delegate, body: body)
+        } catch {
+            if task.isCanceling {
+                outcome = .cancelled(url)
+            } else {
+                outcome = Self.map(error, url: task.currentRequest.url)
+            }
+            metrics = .empty
+            metrics.bytesReceived = task.countOfBytesReceived
+            metrics.bytesSent = task.countOfBytesSent
         }
         metrics.duration = clock.now.secondsSince(start)
         body.metrics = metrics
-        if case .failure(let error) = outcome {
-            task.finish(error)
-        } else {
-            task.finish(nil)
-        }
+        task.finish(outcome)
     }
 
     /// One task's requests: follows redirects and answers basic-auth challenges, then streams
@@ -70,6 +48,7 @@ extension HTTPSession {
     {
         let clock = ContinuousClock()
         let start = clock.now
+        let taskDeadline = start + .nanoseconds(Int64(min(configuration.resourceTimeout, 1e9) * 1e9))
         var metrics = HTTPTaskMetrics(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
         var request = task.originalRequest
         var visited: Set<String> = [request.url.absoluteString]
@@ -77,12 +56,32 @@ extension HTTPSession {
         while true {
             try Task.checkCancellation()
             await task.waitWhilePaused()
+            // One deadline for this request: its own timeout or the task's, whichever ends first.
+            // AsyncHTTPClient enforces it until the head; each body chunk checks it after (and the
+            // read timeout ends a body that stalls outright). No timers, so no event-loop wake-ups.
             let timeout = request.timeout ?? configuration.requestTimeout
-            let response = try await client.execute(
-                makeClientRequest(request, task: task),
-                deadline: .now() + .nanoseconds(Int64(timeout * 1e9)),
-                logger: logger
-            )
+            let requestEnd = clock.now + .nanoseconds(Int64(min(timeout, 1e9) * 1e9))
+            let deadline = Swift.min(requestEnd, taskDeadline)
+            let expired: @Sendable () -> HTTPSessionError = { [url = request.url] in
+                HTTPSessionError(
+                    .timedOut,
+                    url: url,
+                    message: deadline == requestEnd
+                        ? "\(url): no complete response within \(timeout) s"
+                        : "\(url): the task took longer than \(self.configuration.resourceTimeout) s"
+                )
+            }
+            guard clock.now < deadline else { throw expired() }
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(
+                    makeClientRequest(request, task: task),
+                    deadline: .now() + .nanoseconds(Int64((deadline - clock.now).secondsValue * 1e9)),
+                    logger: logger
+                )
+            } catch let error as HTTPClientError where error == .deadlineExceeded {
+                throw expired()
+            }
             let head = Response(
                 url: request.url,
                 statusCode: Int(response.status.code),
@@ -138,11 +137,12 @@ extension HTTPSession {
             }
             var received: Int64 = 0
             for try await buffer in response.body {
-                await task.waitWhilePaused()
                 try Task.checkCancellation()
+                guard clock.now < deadline else { throw expired() }
                 let chunk = Data(buffer: buffer, byteTransferStrategy: .noCopy)
                 received += Int64(chunk.count)
-                task.didReceive(byteCount: chunk.count)
+                let state = task.didReceive(chunk)
+                if state.isCanceling { throw HTTPSessionError.cancelled(request.url) }
                 do {
                     try sink.append(chunk)
                 } catch {
@@ -153,7 +153,7 @@ extension HTTPSession {
                     )
                 }
                 delegate?.task(task, didReceive: chunk)
-                task.emit(.data(chunk))
+                if state.isPaused { await task.waitWhilePaused() }
             }
             try Task.checkCancellation()
             if let expected = head.expectedContentLength, received < expected, request.method != .head,
@@ -335,6 +335,12 @@ extension HTTPSession {
             return HTTPSessionError(.timedOut, url: url, message: "\(subject): connect timed out")
         }
         return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error)")
+    }
+}
+
+extension Duration {
+    var secondsValue: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
 

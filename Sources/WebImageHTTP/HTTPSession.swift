@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// An HTTP client session on AsyncHTTPClient (AFURLSessionManager + AFHTTPSessionManager).
 ///
@@ -28,11 +29,13 @@ public final class HTTPSession: Sendable {
     let client: HTTPClient
     let logger: Logger
 
-    /// A session; `baseURL` gains a trailing slash when its path has none.
+    /// A session; `baseURL` gains a trailing slash when its path has none. `logger` receives
+    /// AsyncHTTPClient's request logs (default: none).
     public init(baseURL: URL? = nil, configuration: Configuration = .default, logger: Logger? = nil) {
         self.baseURL = baseURL.map(Self.withTerminalSlash)
         self.configuration = configuration
-        self.logger = logger ?? Logger(label: "webimage.http")
+        // Quiet by default: a real handler would also format AsyncHTTPClient's per-request metadata.
+        self.logger = logger ?? Logger(label: "webimage.http", factory: { _ in SwiftLogNoOpLogHandler() })
         client = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: configuration.clientConfiguration
@@ -190,31 +193,27 @@ public final class HTTPSession: Sendable {
     ) async throws(HTTPSessionError)
         -> (Data, Response)
     {
-        let holder = TaskHolder()
-        let result: Result<(Data, Response), HTTPSessionError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let task = dataTask(with: request, delegate: delegate) { data, response, error in
-                    if let error {
-                        continuation.resume(returning: .failure(error))
-                    } else if let response {
-                        continuation.resume(returning: .success((data, response)))
-                    } else {
-                        continuation.resume(returning: .failure(.cancelled(request.url)))
-                    }
+        let outcome = Mutex<Result<(Data, Response), HTTPSessionError>?>(nil)
+        let task = dataTask(with: request, delegate: delegate) { data, response, error in
+            let result: Result<(Data, Response), HTTPSessionError> =
+                if let error { .failure(error) } else if let response { .success((data, response)) } else {
+                    .failure(.cancelled(request.url))
                 }
-                holder.set(task)
-                task.resume()
-            }
-        } onCancel: {
-            holder.cancel()
+            outcome.withLock { $0 = result }
         }
-        return try result.get()
+        await task.runInCurrentTask()
+        return try outcome.withLock { $0 ?? .failure(.cancelled(request.url)) }.get()
     }
 }
 
 /// The body a data task collects, shared between its runner and its completion.
 final class CollectedBody: Sendable {
-    private let state = LockedValue<(data: Data, metrics: HTTPTaskMetrics?)>((Data(), nil))
+    private struct State {
+        var data = Data()
+        var metrics: HTTPTaskMetrics?
+    }
+
+    private let state = Mutex(State())
 
     func reserve(_ count: Int) { state.withLock { $0.data.reserveCapacity(count) } }
     func append(_ chunk: Data) { state.withLock { $0.data.append(chunk) } }
@@ -228,7 +227,12 @@ final class CollectedBody: Sendable {
 
 /// Holds a task so a cancellation handler that runs first (or later) can cancel it.
 final class TaskHolder: Sendable {
-    private let state = LockedValue<(task: HTTPSessionTask?, cancelled: Bool)>((nil, false))
+    private struct State {
+        var task: HTTPSessionTask?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
 
     func set(_ task: HTTPSessionTask) {
         let cancelled = state.withLock {

@@ -61,9 +61,10 @@ extension HTTPSession {
 
         /// `Content-Length`, when the server sent a valid one.
         public var expectedContentLength: Int64? {
-            headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.flatMap {
-                $0 >= 0 ? $0 : nil
-            }
+            guard let value = headers["Content-Length"] else { return nil }
+            let digits = value.utf8.drop { $0 == 0x20 || $0 == 0x09 }.prefix { $0 != 0x20 && $0 != 0x09 }
+            guard let length = Int64(Substring(digits)), length >= 0 else { return nil }
+            return length
         }
 
         /// The media type of `Content-Type` without parameters, lowercased (`image/png`).

@@ -24,6 +24,9 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var bytesSent: Int64 = 0
         var bytesExpectedToSend: Int64?
         var eventContinuations: [AsyncStream<HTTPTaskEvent>.Continuation] = []
+        /// Made on first use, so tasks nobody watches pay nothing for Foundation's Progress.
+        var downloadProgress: Progress?
+        var uploadProgress: Progress?
     }
 
     private static let nextIdentifier = Atomic<Int>(1)
@@ -33,10 +36,28 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     public var id: Int { taskIdentifier }
     /// The request as created.
     public let originalRequest: HTTPSession.Request
-    /// Download progress: `totalUnitCount` is `Content-Length` (-1 when unknown).
-    public let progress: Progress
-    /// Upload progress: `totalUnitCount` is the body length.
-    public let uploadProgress: Progress
+    /// Download progress: `totalUnitCount` is `Content-Length` (-1 when unknown). Made on first
+    /// access and kept up to date from then on.
+    public var progress: Progress {
+        storage.withLock { storage in
+            if let progress = storage.downloadProgress { return progress }
+            let progress = Progress(totalUnitCount: storage.bytesExpectedToReceive ?? -1)
+            progress.completedUnitCount = storage.bytesReceived
+            storage.downloadProgress = progress
+            return progress
+        }
+    }
+
+    /// Upload progress: `totalUnitCount` is the body length. Made on first access.
+    public var uploadProgress: Progress {
+        storage.withLock { storage in
+            if let progress = storage.uploadProgress { return progress }
+            let progress = Progress(totalUnitCount: storage.bytesExpectedToSend ?? -1)
+            progress.completedUnitCount = storage.bytesSent
+            storage.uploadProgress = progress
+            return progress
+        }
+    }
 
     /// Weak so a forgotten task does not keep its session alive; read under the lock.
     private let sessionBox: Mutex<WeakSession>
@@ -52,8 +73,6 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     ) {
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
         originalRequest = request
-        progress = Progress(totalUnitCount: -1)
-        uploadProgress = Progress(totalUnitCount: -1)
         sessionBox = Mutex(WeakSession(session: session))
         storage = Mutex(Storage(currentRequest: request))
         self.runner = runner
@@ -108,6 +127,18 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         storage.withLock { $0.work = work }
     }
 
+    /// Runs the task in the calling Swift task (the `async` APIs use this: no extra task hop).
+    /// Cancelling the calling task cancels it; `cancel()` works as for a resumed task.
+    func runInCurrentTask() async {
+        let action = storage.withLock { $0.machine.resume() }
+        guard action == .start else { return }
+        await withTaskCancellationHandler {
+            await runner(self)
+        } onCancel: {
+            self.cancel()
+        }
+    }
+
     /// Pauses the task: nothing is started, and a running task stops reading its body.
     public func suspend() { storage.withLock { _ = $0.machine.suspend() } }
 
@@ -150,30 +181,39 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     /// download), and count as received.
     func update(response: HTTPSession.Response, resumedAt offset: Int64 = 0) {
         let expected = response.expectedContentLength.map { $0 + offset }
-        storage.withLock {
+        let progress = storage.withLock {
             $0.response = response
             $0.bytesExpectedToReceive = expected
             $0.bytesReceived = offset
+            return $0.downloadProgress
         }
-        progress.totalUnitCount = expected ?? -1
-        progress.completedUnitCount = offset
+        progress?.totalUnitCount = expected ?? -1
+        progress?.completedUnitCount = offset
     }
 
-    func didReceive(byteCount: Int) {
-        let total = storage.withLock {
-            $0.bytesReceived += Int64(byteCount)
-            return $0.bytesReceived
+    /// Counts a body chunk and publishes it to event subscribers, in one lock; tells the runner
+    /// whether the task is now paused or being cancelled.
+    func didReceive(_ chunk: Data) -> (isPaused: Bool, isCanceling: Bool) {
+        let (total, progress, continuations, paused, canceling) = storage.withLock {
+            $0.bytesReceived += Int64(chunk.count)
+            return (
+                $0.bytesReceived, $0.downloadProgress, $0.eventContinuations, $0.machine.isPaused,
+                $0.machine.isCanceling
+            )
         }
-        progress.completedUnitCount = total
+        progress?.completedUnitCount = total
+        for continuation in continuations { continuation.yield(.data(chunk)) }
+        return (paused, canceling)
     }
 
     func didSend(total: Int64, expected: Int64?) {
-        storage.withLock {
+        let progress = storage.withLock {
             $0.bytesSent = total
             $0.bytesExpectedToSend = expected
+            return $0.uploadProgress
         }
-        uploadProgress.totalUnitCount = expected ?? -1
-        uploadProgress.completedUnitCount = total
+        progress?.totalUnitCount = expected ?? -1
+        progress?.completedUnitCount = total
         emit(.uploadProgress(sent: total, expected: expected))
     }
 

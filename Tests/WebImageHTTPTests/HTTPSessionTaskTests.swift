@@ -183,3 +183,33 @@ struct HTTPSessionTaskTests {
         await context.finish()
     }
 }
+
+/// Cancels its task when the first body chunk arrives.
+final class CancelOnFirstChunk: HTTPSessionTaskDelegate {
+    func task(_ task: HTTPSessionTask, didReceive data: Data) { task.cancel() }
+}
+
+@Suite("Cancellation from a delegate", .timeLimit(.minutes(1)))
+struct DelegateCancellationTests {
+    @Test("A delegate cancelling mid-body stops an async load with cancelled")
+    func cancelFromDelegate() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute(
+            "/long",
+            OriginRoute(
+                body: Data(count: 1_000_000),
+                behavior: .init(chunkSize: 10_000, chunkInterval: .milliseconds(5))
+            )
+        )
+        do {
+            _ = try await context.session.data(
+                for: .init(url: context.origin.url("/long")),
+                delegate: CancelOnFirstChunk()
+            )
+            Issue.record("the load finished despite the cancel")
+        } catch {
+            #expect(error.code == .cancelled)
+        }
+        await context.finish()
+    }
+}

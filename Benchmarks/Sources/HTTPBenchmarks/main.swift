@@ -61,40 +61,54 @@ configuration.maximumConnectionsPerHost = concurrency
 let session = HTTPSession(configuration: configuration)
 let request = HTTPSession.Request(url: url)
 
-var rawConfiguration = HTTPClient.Configuration()
-rawConfiguration.connectionPool = .init(
-    idleTimeout: .seconds(60),
-    concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency
-)
-let raw = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: rawConfiguration)
+/// Raw AsyncHTTPClient: with its defaults, and configured like HTTPSession's defaults
+/// (decompression on, the same default headers) so both sides do the same work.
+func rawClient(matched: Bool) -> HTTPClient {
+    var configuration = HTTPClient.Configuration()
+    configuration.connectionPool = .init(
+        idleTimeout: .seconds(60),
+        concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency
+    )
+    if matched { configuration.decompression = .enabled(limit: .ratio(100)) }
+    return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+}
+let rawDefault = rawClient(matched: false)
+let rawMatched = rawClient(matched: true)
+let sessionHeaders = HTTPSession.Configuration.standardHeaders
 
-var sessionRates: [Double] = []
-var rawRates: [Double] = []
+func rawLoad(_ client: HTTPClient, headers: Bool) async throws -> Int {
+    var clientRequest = HTTPClientRequest(url: url.absoluteString)
+    if headers { for field in sessionHeaders { clientRequest.headers.add(name: field.name, value: field.value) } }
+    let response = try await client.execute(clientRequest, timeout: .seconds(30))
+    let expected = response.headers.first(name: "content-length").flatMap(Int.init) ?? 1024 * 1024
+    return try await response.body.collect(upTo: expected).readableBytes
+}
+
+let sides = ["HTTPSession", "raw AsyncHTTPClient, matched configuration", "raw AsyncHTTPClient, defaults"]
+var rates: [[Double]] = Array(repeating: [], count: sides.count)
 for round in 0...rounds {
-    // Alternate the order so neither side always runs on a warmer machine; round 0 warms up.
-    let sessionFirst = round % 2 == 0
-    for side in sessionFirst ? [0, 1] : [1, 0] {
+    // Rotate the order so no side always runs on a warmer machine; round 0 warms up.
+    for offset in 0..<sides.count {
+        let side = (round + offset) % sides.count
         let rate: Double
-        if side == 0 {
-            rate = try await throughput { _ in try await session.data(for: request).0.count }
-        } else {
-            rate = try await throughput { _ in
-                let response = try await raw.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(30))
-                let expected = response.headers.first(name: "content-length").flatMap(Int.init) ?? 1024 * 1024
-                return try await response.body.collect(upTo: expected).readableBytes
-            }
+        switch side {
+        case 0: rate = try await throughput { _ in try await session.data(for: request).0.count }
+        case 1: rate = try await throughput { _ in try await rawLoad(rawMatched, headers: true) }
+        default: rate = try await throughput { _ in try await rawLoad(rawDefault, headers: false) }
         }
-        if round > 0 { side == 0 ? sessionRates.append(rate) : rawRates.append(rate) }
+        if round > 0 { rates[side].append(rate) }
     }
 }
 try await session.shutdown()
-try await raw.shutdown()
+try await rawDefault.shutdown()
+try await rawMatched.shutdown()
 await origin.stop()
 
-let ours = median(sessionRates)
-let reference = median(rawRates)
-print("| \(requestCount) GETs × 100 KB, \(concurrency) at a time | requests/s (median of \(rounds)) |")
-print("|---|---:|")
-print(String(format: "| HTTPSession | %.0f |", ours))
-print(String(format: "| raw AsyncHTTPClient | %.0f |", reference))
-print(String(format: "| HTTPSession / raw | %.3f |", ours / reference))
+let medians = rates.map(median)
+print(
+    "| \(requestCount) GETs × 100 KB, \(concurrency) at a time | requests/s (median of \(rounds)) | HTTPSession / this |"
+)
+print("|---|---:|---:|")
+for (index, name) in sides.enumerated() {
+    print("| \(name) | \(Int(medians[index].rounded())) | \(String(format: "%.3f", medians[0] / medians[index])) |")
+}
