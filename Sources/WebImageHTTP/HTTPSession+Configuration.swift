@@ -62,6 +62,9 @@ extension HTTPSession {
         public var proxy: Proxy?
         /// TLS trust and pinning. Default: the system's trust store, host names checked.
         public var securityPolicy: SecurityPolicy = .default
+        /// Where cookies are kept and read from; `nil` (default) sends and stores none. A request
+        /// can opt out with ``HTTPSession/Request/handlesCookies``.
+        public var cookieStore: HTTPCookieStore?
         /// Credentials for HTTP basic authentication challenges.
         public var credential: HTTPCredential?
         /// Headers every request gets unless it sets them itself: `User-Agent`,

@@ -90,6 +90,9 @@ extension HTTPSession {
                     ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
             )
             metrics.responseStartInterval = clock.now.secondsSince(start)
+            if request.handlesCookies, let store = configuration.cookieStore {
+                store.store(setCookieHeaders: head.headers.values(for: "Set-Cookie"), from: request.url)
+            }
 
             if let next = try await redirect(
                 after: head,
@@ -238,7 +241,12 @@ extension HTTPSession {
     private func makeClientRequest(_ request: Request, task: HTTPSessionTask) throws -> HTTPClientRequest {
         var clientRequest = HTTPClientRequest(url: request.url.absoluteString)
         clientRequest.method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
-        let headers = configuration.defaultHeaders.merging(request.headers)
+        var headers = configuration.defaultHeaders.merging(request.headers)
+        if request.handlesCookies, !headers.contains("Cookie"),
+            let cookie = configuration.cookieStore?.cookieHeader(for: request.url)
+        {
+            headers["Cookie"] = cookie
+        }
         for field in headers
         where !(field.name.caseInsensitiveEquals("Accept-Encoding") && !configuration.decompressesResponses) {
             clientRequest.headers.add(name: field.name, value: field.value)

@@ -26,12 +26,21 @@ public final class HTTPSession: Sendable {
     /// slash gets one, so `…/v1` + `users` is `…/v1/users`).
     public let baseURL: URL?
     public let configuration: Configuration
+    /// Hears every task's events (AFURLSessionManager's session-level blocks). A task's own
+    /// delegate answers decisions when it has one.
+    public let delegate: (any HTTPSessionTaskDelegate)?
     let client: HTTPClient
     let logger: Logger
 
     /// A session; `baseURL` gains a trailing slash when its path has none. `logger` receives
     /// AsyncHTTPClient's request logs (default: none).
-    public init(baseURL: URL? = nil, configuration: Configuration = .default, logger: Logger? = nil) {
+    public init(
+        baseURL: URL? = nil,
+        configuration: Configuration = .default,
+        delegate: (any HTTPSessionTaskDelegate)? = nil,
+        logger: Logger? = nil
+    ) {
+        self.delegate = delegate
         self.baseURL = baseURL.map(Self.withTerminalSlash)
         self.configuration = configuration
         // Quiet by default: a real handler would also format AsyncHTTPClient's per-request metadata.
@@ -93,6 +102,7 @@ public final class HTTPSession: Sendable {
         completion: (@Sendable (Data, Response?, HTTPSessionError?) -> Void)? = nil
     ) -> HTTPSessionTask {
         let body = CollectedBody()
+        let delegate = effectiveDelegate(delegate)
         return HTTPSessionTask(
             request: request,
             session: self,
@@ -124,6 +134,7 @@ public final class HTTPSession: Sendable {
         completion: (@Sendable (URL?, Response?, HTTPSessionError?) -> Void)? = nil
     ) -> HTTPSessionTask {
         let sink = FileBodySink(destination: destination)
+        let delegate = effectiveDelegate(delegate)
         var request = request
         if resume { for (name, value) in sink.resumeHeaders(for: request) { request.headers[name] = value } }
         return HTTPSessionTask(
@@ -183,6 +194,26 @@ public final class HTTPSession: Sendable {
             holder.cancel()
         }
         return try result.get()
+    }
+
+    /// An upload of the file at `fileURL` (streamed from disk) with `request`'s method, which
+    /// defaults to POST when the request says GET. It starts suspended.
+    public func uploadTask(
+        with request: Request,
+        fromFile fileURL: URL,
+        delegate: (any HTTPSessionTaskDelegate)? = nil,
+        completion: (@Sendable (Data, Response?, HTTPSessionError?) -> Void)? = nil
+    ) -> HTTPSessionTask {
+        var upload = request
+        if upload.method == .get { upload.method = .post }
+        upload.body = .file(fileURL)
+        return dataTask(with: upload, delegate: delegate, completion: completion)
+    }
+
+    /// The task's delegate combined with the session's, when there is one.
+    private func effectiveDelegate(_ taskDelegate: (any HTTPSessionTaskDelegate)?) -> (any HTTPSessionTaskDelegate)? {
+        guard let sessionDelegate = delegate else { return taskDelegate }
+        return CombinedTaskDelegate(task: taskDelegate, session: sessionDelegate)
     }
 
     /// Sends `request` and returns the body and response. Cancelling the Swift task cancels the

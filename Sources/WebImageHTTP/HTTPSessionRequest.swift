@@ -17,6 +17,8 @@ extension HTTPSession {
         public var body: Body?
         /// Seconds to wait for the whole exchange; `nil` uses the session's request timeout.
         public var timeout: TimeInterval?
+        /// Send and store cookies when the session has a cookie store. Default `true`.
+        public var handlesCookies = true
 
         public init(
             url: URL,

@@ -238,3 +238,67 @@ struct HTTPSessionTests {
         await context.finish()
     }
 }
+
+@Suite("XML, property-list and compound serializers", .timeLimit(.minutes(1)))
+struct OtherSerializerTests {
+    @Test("XML and property lists parse; a plist request body is what the server parses")
+    func xmlAndPropertyLists() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute(
+            "/feed",
+            .data(
+                Data(
+                    #"<?xml version="1.0"?><feed kind="news"><item id="1">First</item><item id="2">Second</item></feed>"#
+                        .utf8
+                ),
+                contentType: "application/xml"
+            )
+        )
+        let (_, feed) = try await context.session.get(
+            context.origin.url("/feed").absoluteString,
+            serializer: XMLResponseSerializer()
+        )
+        #expect(feed.name == "feed" && feed.attributes["kind"] == "news")
+        #expect(feed.children.map(\.text) == ["First", "Second"] && feed.children[1].attributes["id"] == "2")
+
+        let plist = try PropertyListSerialization.data(
+            fromPropertyList: ["name": "Ada", "count": 3, "ok": true],
+            format: .xml,
+            options: 0
+        )
+        context.origin.setRoute("/plist", .data(plist, contentType: "application/x-plist"))
+        let (_, value) = try await context.session.get(
+            context.origin.url("/plist").absoluteString,
+            serializer: PropertyListResponseSerializer()
+        )
+        #expect(value["name"] == .string("Ada") && value["count"] == .integer(3) && value["ok"] == .bool(true))
+
+        let (_, echoed) = try await context.session.post(
+            context.origin.url("/echo").absoluteString,
+            parameters: ["a": 1, "b": ["x", "y"]],
+            requestSerializer: PropertyListRequestSerializer(),
+            serializer: .data
+        )
+        let body = Data(base64Encoded: try HTTPTestContext.echo(echoed)["body"] as? String ?? "") ?? Data()
+        let parsed = try PropertyListSerialization.propertyList(from: body, format: nil) as? [String: Any]
+        #expect(parsed?["a"] as? Int == 1 && parsed?["b"] as? [String] == ["x", "y"])
+
+        let (_, compound) = try await context.session.get(
+            context.origin.url("/feed").absoluteString,
+            serializer: CompoundResponseSerializer()
+        )
+        if case .xml(let root) = compound {
+            #expect(root.name == "feed")
+        } else {
+            Issue.record("expected XML, got \(compound)")
+        }
+        context.origin.setRoute("/bad", .data(Data("<feed><unclosed>".utf8), contentType: "text/xml"))
+        await #expect(throws: HTTPSessionError.self) {
+            try await context.session.get(
+                context.origin.url("/bad").absoluteString,
+                serializer: XMLResponseSerializer()
+            )
+        }
+        await context.finish()
+    }
+}
