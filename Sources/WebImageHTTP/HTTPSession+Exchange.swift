@@ -333,6 +333,9 @@ extension HTTPSession {
                 message: "\(subject): cannot connect to \(error.host):\(error.port)"
             )
         }
+        if error is PublicKeyPinMismatch {
+            return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): \(error)")
+        }
         if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
             return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): TLS failed: \(error)")
         }
@@ -364,6 +367,10 @@ extension HTTPSession.Configuration {
     var clientConfiguration: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = securityPolicy.tlsConfiguration
+        if let check = securityPolicy.connectionCheck {
+            configuration.http1_1ConnectionDebugInitializer = check
+            configuration.http2ConnectionDebugInitializer = check
+        }
         // Redirects are ours (decision hook, cycle detection, header rules).
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(

@@ -3,6 +3,8 @@ import Foundation
 /// A request the origin received, as the test sees it.
 public struct OriginRecordedRequest: Sendable {
     public var method: String
+    /// The request target exactly as sent (`/a?b`, or `host:port` for CONNECT).
+    public var target: String
     /// The path without the query.
     public var path: String
     /// The raw query string, without `?` (empty when none).

@@ -15,6 +15,7 @@ struct OriginResponder: HTTPResponder {
         let body = try await request.collectBody(upTo: 512 * 1024 * 1024)
         let recorded = OriginRecordedRequest(
             method: request.method.rawValue,
+            target: (request.method == .connect ? request.head.authority : request.head.path) ?? "",
             path: request.uri.path,
             query: request.uri.query ?? "",
             headers: request.headers.map { ($0.name.canonicalName, $0.value) },

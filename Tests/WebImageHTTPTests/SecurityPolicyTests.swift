@@ -74,6 +74,34 @@ struct SecurityPolicyTests {
         await origin.stop()
     }
 
+    @Test("Public-key pinning: the right key is accepted, another key rejected, the chain still checked")
+    func publicKeyPinning() async throws {
+        let identity = try TestCertificates.selfSigned()
+        let origin = try await Self.start(identity)
+        let url = origin.url("/secret")
+        let right = await Self.load(
+            Self.session(.pinning(publicKeysOf: [identity.certificateDER], allowInvalidCertificates: true)),
+            url
+        )
+        #expect(try right.get() == "tls ok")
+
+        let other = try TestCertificates.selfSigned()
+        let wrong = await Self.load(
+            Self.session(.pinning(publicKeysOf: [other.certificateDER], allowInvalidCertificates: true)),
+            url
+        )
+        if case .failure(let error) = wrong {
+            #expect(error.code == .serverCertificateUntrusted && error.message.contains("public key"))
+        } else {
+            Issue.record("a public-key pin mismatch was accepted")
+        }
+        // Without allowInvalidCertificates the self-signed chain fails first, pin or not.
+        let strict = await Self.load(Self.session(.pinning(publicKeysOf: [identity.certificateDER])), url)
+        if case .success = strict { Issue.record("an untrusted chain passed because its key was pinned") }
+        #expect(origin.requestCount(for: "/secret") == 1, "no request was sent on a rejected connection")
+        await origin.stop()
+    }
+
     @Test("A pin does not excuse a wrong host name unless domain validation is off")
     func hostName() async throws {
         let identity = try TestCertificates.selfSigned(hosts: ["images.example.com"])
