@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "WebImageCoders", targets: ["WebImageCoders"]),
         .library(name: "WebImageHTTP", targets: ["WebImageHTTP"]),
         .library(name: "WebImageOrigin", targets: ["WebImageOrigin"]),
+        .library(name: "WebImage", targets: ["WebImage"]),
         .executable(name: "webimage", targets: ["webimage"]),
     ],
     dependencies: [
@@ -74,6 +75,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "WebImage",
+            dependencies: ["WebImageCoders", "WebImageHTTP"],
+            swiftSettings: swiftSettings
+        ),
         // A local origin server with scriptable behaviours, for tests, the demo and benchmarks.
         .target(
             name: "WebImageOrigin",
@@ -116,6 +122,11 @@ let package = Package(
         .testTarget(
             name: "WebImageHTTPTests",
             dependencies: ["WebImageHTTP", "WebImageOrigin", "WebImageTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "WebImageTests",
+            dependencies: ["WebImage", "WebImageOrigin", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

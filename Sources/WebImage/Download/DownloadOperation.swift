@@ -1,0 +1,255 @@
+import Foundation
+import Synchronization
+import WebImageCoders
+import WebImageHTTP
+
+/// One network load of one URL and the callers waiting for it (SDWebImageDownloaderOperation).
+///
+/// Callers attach handlers; every handler gets progress and exactly one completion. Decoding
+/// runs in the operation's own task, never on an event loop.
+final class DownloadOperation: Sendable {
+    typealias Progress = ImageDownloader.ProgressHandler
+    typealias Completed = ImageDownloader.CompletedHandler
+
+    private struct Handler {
+        var progress: Progress?
+        var completed: Completed?
+    }
+
+    private struct State {
+        var handlers: [UInt64: Handler] = [:]
+        var options: ImageOptions
+        var started = false
+        var finished = false
+        var task: HTTPSessionTask?
+        var lastProgress: ContinuousClock.Instant?
+        var expected: Int64 = 0
+    }
+
+    let key: String
+    let url: URL
+    let sequence: UInt64
+    private let context: ImageContext
+    private let state: Mutex<State>
+
+    init(key: String, url: URL, sequence: UInt64, options: ImageOptions, context: ImageContext) {
+        self.key = key
+        self.url = url
+        self.sequence = sequence
+        self.context = context
+        state = Mutex(State(options: options))
+    }
+
+    /// Priority from the callers' options: high wins over normal, normal over low.
+    var priority: Int {
+        state.withLock { state in
+            state.options.contains(.highPriority) ? 1 : state.options.contains(.lowPriority) ? -1 : 0
+        }
+    }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Adds a caller; returns `false` when the operation already finished (start a new one).
+    func add(id: UInt64, options: ImageOptions, progress: Progress?, completed: Completed?) -> Bool {
+        state.withLock { state in
+            guard !state.finished else { return false }
+            state.handlers[id] = Handler(progress: progress, completed: completed)
+            // A high-priority caller raises a waiting load; low priority only when everyone is low.
+            if options.contains(.highPriority) { state.options.insert(.highPriority) }
+            if !options.contains(.lowPriority) { state.options.remove(.lowPriority) }
+            return true
+        }
+    }
+
+    /// Removes a caller and tells it `cancelled`. Returns `true` when no caller is left (the
+    /// load has then been cancelled too).
+    func cancel(id: UInt64) -> Bool {
+        let (handler, empty, task) = state.withLock { state -> (Handler?, Bool, HTTPSessionTask?) in
+            let handler = state.handlers.removeValue(forKey: id)
+            let empty = state.handlers.isEmpty && !state.finished
+            if empty { state.finished = true }
+            return (handler, empty, empty ? state.task : nil)
+        }
+        handler?.completed?(nil, nil, .cancelled(url), true)
+        task?.cancel()
+        return empty
+    }
+
+    /// Cancels every caller and the load.
+    func cancelAll() {
+        let (handlers, task) = state.withLock { state -> ([Handler], HTTPSessionTask?) in
+            defer {
+                state.handlers.removeAll()
+                state.finished = true
+            }
+            return (Array(state.handlers.values), state.task)
+        }
+        task?.cancel()
+        for handler in handlers { handler.completed?(nil, nil, .cancelled(url), true) }
+    }
+
+    /// Runs the load; `onFinish` runs once at the end (after every completion was delivered).
+    func start(
+        session: HTTPSession,
+        configuration: ImageDownloader.Configuration,
+        onFinish: @escaping @Sendable () -> Void
+    ) {
+        let options = state.withLock { state -> ImageOptions? in
+            guard !state.finished else { return nil }
+            state.started = true
+            return state.options
+        }
+        guard let options else { return onFinish() }
+        var request = HTTPSession.Request(
+            url: url,
+            headers: configuration.headers,
+            timeout: configuration.downloadTimeout
+        )
+        request.handlesCookies = options.contains(.handleCookies)
+        if let modifier = context.requestModifier {
+            guard let modified = modifier(request) else {
+                finish(image: nil, data: nil, error: .cancelled(url))
+                return onFinish()
+            }
+            request = modified
+        }
+        let delegate = ProgressReporter(operation: self, interval: configuration.minimumProgressInterval)
+        // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
+        // there is off the loops and serial for this operation.
+        let task = session.dataTask(with: request, delegate: delegate) { [self] data, response, error in
+            complete(data: data, response: response, error: error, options: options, configuration: configuration)
+            onFinish()
+        }
+        let proceed = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.task = task
+            return true
+        }
+        guard proceed else { return onFinish() }
+        report(received: 0, expected: 0, final: false)
+        task.resume()
+    }
+
+    private func complete(
+        data: Data,
+        response: HTTPSession.Response?,
+        error: HTTPSessionError?,
+        options: ImageOptions,
+        configuration: ImageDownloader.Configuration
+    ) {
+        if let error {
+            let code: WebImageError.Code = error.code == .cancelled ? .cancelled : .networkError
+            return finish(
+                image: nil,
+                data: nil,
+                error: WebImageError(
+                    code,
+                    url: url,
+                    message: error.message,
+                    statusCode: error.statusCode,
+                    underlying: error
+                )
+            )
+        }
+        guard let response else { return finish(image: nil, data: nil, error: .cancelled(url)) }
+        let status = response.statusCode
+        if status == 304 {
+            return finish(
+                image: nil,
+                data: nil,
+                error: WebImageError(
+                    .cacheNotModified,
+                    url: url,
+                    message: "\(url): not modified (304)",
+                    statusCode: 304
+                )
+            )
+        }
+        guard configuration.acceptableStatusCodes.contains(status) else {
+            return finish(
+                image: nil,
+                data: nil,
+                error: WebImageError(
+                    .invalidDownloadStatusCode,
+                    url: url,
+                    message: "\(url): HTTP status \(status)",
+                    statusCode: status
+                )
+            )
+        }
+        if let acceptable = configuration.acceptableContentTypes, let mime = response.mimeType,
+            !acceptable.contains(mime)
+        {
+            return finish(
+                image: nil,
+                data: nil,
+                error: WebImageError(
+                    .invalidDownloadContentType,
+                    url: url,
+                    message: "\(url): unacceptable content type \(mime)",
+                    statusCode: status
+                )
+            )
+        }
+        let expected = response.expectedContentLength ?? Int64(data.count)
+        report(received: Int64(data.count), expected: expected, final: true)
+        guard configuration.decodesImages, !options.contains(.avoidDecodeImage) else {
+            return finish(image: nil, data: data, error: nil)
+        }
+        let coders = context.coders ?? .shared
+        do {
+            let image = try coders.decode(data, options: context.decodingOptions(for: options))
+            finish(image: image, data: data, error: nil)
+        } catch {
+            finish(
+                image: nil,
+                data: data,
+                error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
+            )
+        }
+    }
+
+    /// Delivers the one completion to every remaining caller.
+    private func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
+        let handlers = state.withLock { state -> [Handler] in
+            defer {
+                state.handlers.removeAll()
+                state.finished = true
+            }
+            return Array(state.handlers.values)
+        }
+        for handler in handlers { handler.completed?(image, data, error, true) }
+    }
+
+    /// Reports progress to every caller: the first and final reports always, others at most
+    /// every `interval` seconds.
+    func report(received: Int64, expected: Int64, final: Bool, interval: TimeInterval = 0) {
+        let now = ContinuousClock.now
+        let handlers = state.withLock { state -> [Progress] in
+            if let last = state.lastProgress, !final, now - last < .nanoseconds(Int64(interval * 1e9)) { return [] }
+            state.lastProgress = now
+            return state.handlers.values.compactMap(\.progress)
+        }
+        for handler in handlers { handler(received, expected, url) }
+    }
+}
+
+/// Turns an HTTP task's chunks into throttled progress reports.
+private final class ProgressReporter: HTTPSessionTaskDelegate {
+    let operation: DownloadOperation
+    let interval: TimeInterval
+
+    init(operation: DownloadOperation, interval: TimeInterval) {
+        self.operation = operation
+        self.interval = interval
+    }
+
+    func task(_ task: HTTPSessionTask, didReceive data: Data) {
+        operation.report(
+            received: task.countOfBytesReceived,
+            expected: task.countOfBytesExpectedToReceive ?? 0,
+            final: false,
+            interval: interval
+        )
+    }
+}

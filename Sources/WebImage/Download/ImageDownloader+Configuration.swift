@@ -1,0 +1,40 @@
+import Foundation
+import WebImageHTTP
+
+extension ImageDownloader {
+    /// The order in which waiting downloads start.
+    public enum ExecutionOrder: Sendable, Hashable {
+        /// Oldest first (the default).
+        case fifo
+        /// Newest first.
+        case lifo
+    }
+
+    /// The seeds' SDWebImageDownloaderConfig.
+    public struct Configuration: Sendable {
+        /// Network loads running at once. Default 6.
+        public var maxConcurrentDownloads = 6
+        /// Seconds one download may take. Default 15.
+        public var downloadTimeout: TimeInterval = 15
+        public var executionOrder: ExecutionOrder = .fifo
+        /// Progress callbacks are at least this many seconds apart (the final one always comes).
+        /// Default 0.1.
+        public var minimumProgressInterval: TimeInterval = 0.1
+        /// Decode downloaded data (else completions carry data only). Default `true`.
+        public var decodesImages = true
+        /// Credentials for servers that ask for HTTP basic authentication.
+        public var credential: HTTPCredential?
+        /// Statuses accepted as success. Default 200–399 (a 304 is `cacheNotModified`).
+        public var acceptableStatusCodes: Set<Int> = Set(200..<400)
+        /// Content types accepted; `nil` (default) accepts any.
+        public var acceptableContentTypes: Set<String>?
+        /// Headers every download sends; by default `Accept` lists the image types we decode.
+        public var headers: HTTPHeaderFields = [
+            "Accept": "image/webp,image/avif,image/png,image/jpeg,image/gif,image/*;q=0.8,*/*;q=0.5"
+        ]
+
+        public init() {}
+
+        public static let `default` = Configuration()
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Synchronization
+import WebImageCoders
+import WebImageHTTP
+
+/// Downloads images (SDWebImageDownloader): one network load per URL however many callers want
+/// it, at most `maxConcurrentDownloads` at once, each caller free to cancel only its own interest.
+///
+/// ```swift
+/// let token = ImageDownloader.shared.download(with: url, progress: { received, expected, _ in … }) {
+///     image, data, error, finished in …
+/// }
+/// token?.cancel()
+/// let result = try await ImageDownloader.shared.image(with: url)
+/// ```
+///
+/// **Coalescing.** Loads of the same URL with the same decoding settings (thumbnail size,
+/// `scaleDownLargeImages`, `decodeFirstFrameOnly`, `avoidDecodeImage`) and no request modifier
+/// share one network load; different decoding settings, or a context with a request modifier,
+/// make a separate load. A caller joining a load in flight gets its progress and completion.
+/// After a load completes, the next call starts a new one.
+///
+/// Handlers run on the loading task (never on an event loop), outside the downloader's lock.
+public final class ImageDownloader: Sendable {
+    /// `(receivedBytes, expectedBytes, url)`; expected is 0 when unknown.
+    public typealias ProgressHandler = @Sendable (Int64, Int64, URL) -> Void
+    /// `(image, data, error, finished)`; called once per caller with `finished == true`.
+    public typealias CompletedHandler = @Sendable (DecodedImage?, Data?, WebImageError?, Bool) -> Void
+
+    /// A process-wide downloader with the default configuration and the shared HTTP session.
+    public static let shared = ImageDownloader()
+
+    public let configuration: Configuration
+    /// The session loads go through.
+    public let session: HTTPSession
+
+    private struct State {
+        var operations: [String: DownloadOperation] = [:]
+        var waiting: [DownloadOperation] = []
+        var running = 0
+        var suspended = false
+        var nextID: UInt64 = 1
+    }
+
+    private let state = Mutex(State())
+
+    /// A downloader; `session` defaults to one made for it (with the configuration's credential).
+    public init(configuration: Configuration = .default, session: HTTPSession? = nil) {
+        self.configuration = configuration
+        if let session {
+            self.session = session
+        } else {
+            var sessionConfiguration = HTTPSession.Configuration()
+            sessionConfiguration.credential = configuration.credential
+            sessionConfiguration.maximumConnectionsPerHost = max(configuration.maxConcurrentDownloads, 1)
+            self.session = HTTPSession(configuration: sessionConfiguration)
+        }
+    }
+
+    /// Starts (or joins) the download of `url`. Returns `nil` when `url` is missing or not
+    /// http(s); `completed` has then been called with `invalidURL`.
+    @discardableResult
+    public func download(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil,
+        progress: ProgressHandler? = nil,
+        completed: @escaping CompletedHandler
+    ) -> DownloadToken? {
+        guard let url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host?.isEmpty == false
+        else {
+            completed(nil, nil, .invalidURL(url?.absoluteString ?? ""), true)
+            return nil
+        }
+        let context = context ?? ImageContext()
+        let key = Self.key(url: url, options: options, context: context)
+        let (token, startNow) = state.withLock { state -> (DownloadToken, Bool) in
+            let id = state.nextID
+            state.nextID += 1
+            let token = DownloadToken(url: url, id: id, key: key, downloader: self)
+            if let existing = state.operations[key],
+                existing.add(id: id, options: options, progress: progress, completed: completed)
+            {
+                return (token, false)
+            }
+            let operation = DownloadOperation(key: key, url: url, sequence: id, options: options, context: context)
+            _ = operation.add(id: id, options: options, progress: progress, completed: completed)
+            state.operations[key] = operation
+            state.waiting.append(operation)
+            return (token, true)
+        }
+        if startNow { startWaiting() }
+        return token
+    }
+
+    /// Cancels one caller's interest: its completion gets `cancelled`; the load stops when it was
+    /// the last caller.
+    public func cancel(_ token: DownloadToken) {
+        guard let operation = state.withLock({ $0.operations[token.key] }) else { return }
+        if operation.cancel(id: token.id) {
+            state.withLock { state in
+                if state.operations[token.key] === operation { state.operations[token.key] = nil }
+                state.waiting.removeAll { $0 === operation }
+            }
+        }
+    }
+
+    /// Cancels every download; every caller gets `cancelled`.
+    public func cancelAllDownloads() {
+        let operations = state.withLock { state in
+            defer {
+                state.operations.removeAll()
+                state.waiting.removeAll()
+            }
+            return Array(state.operations.values)
+        }
+        for operation in operations { operation.cancelAll() }
+    }
+
+    /// While suspended, no waiting download starts (running ones go on).
+    public func setSuspended(_ suspended: Bool) {
+        state.withLock { $0.suspended = suspended }
+        if !suspended { startWaiting() }
+    }
+
+    public var isSuspended: Bool { state.withLock { $0.suspended } }
+
+    /// Downloads running or waiting.
+    public var currentDownloadCount: Int { state.withLock { $0.operations.count } }
+
+    /// Downloads `url` and returns the image (and data). Cancelling the Swift task cancels this
+    /// caller's interest.
+    public func image(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil
+    )
+        async throws(WebImageError) -> ImageDownloadResult
+    {
+        let holder = Mutex<(token: DownloadToken?, cancelled: Bool)>((nil, false))
+        let result: Result<ImageDownloadResult, WebImageError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let token = download(with: url, options: options, context: context) { image, data, error, finished in
+                    guard finished else { return }
+                    if let error {
+                        continuation.resume(returning: .failure(error))
+                    } else {
+                        continuation.resume(
+                            returning: .success(ImageDownloadResult(image: image, data: data ?? Data()))
+                        )
+                    }
+                }
+                let cancelled = holder.withLock { state in
+                    state.token = token
+                    return state.cancelled
+                }
+                if cancelled, let token { cancel(token) }
+            }
+        } onCancel: {
+            let token = holder.withLock { state in
+                state.cancelled = true
+                return state.token
+            }
+            if let token { self.cancel(token) }
+        }
+        return try result.get()
+    }
+
+    // MARK: Queue
+
+    /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO.
+    private func startWaiting() {
+        while let operation = nextToStart() {
+            operation.start(session: session, configuration: configuration) { [weak self] in
+                self?.operationFinished(operation)
+            }
+        }
+    }
+
+    private func nextToStart() -> DownloadOperation? {
+        state.withLock { state in
+            guard !state.suspended, state.running < max(1, configuration.maxConcurrentDownloads) else { return nil }
+            state.waiting.removeAll { $0.isFinished }
+            guard !state.waiting.isEmpty else { return nil }
+            let lifo = configuration.executionOrder == .lifo
+            let best = state.waiting.indices.max { a, b in
+                let (pa, pb) = (state.waiting[a].priority, state.waiting[b].priority)
+                if pa != pb { return pa < pb }
+                let (sa, sb) = (state.waiting[a].sequence, state.waiting[b].sequence)
+                return lifo ? sa < sb : sa > sb
+            }!
+            state.running += 1
+            return state.waiting.remove(at: best)
+        }
+    }
+
+    private func operationFinished(_ operation: DownloadOperation) {
+        state.withLock { state in
+            state.running -= 1
+            if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
+        }
+        startWaiting()
+    }
+
+    /// Loads of one URL share an operation only with the same decoding settings.
+    static func key(url: URL, options: ImageOptions, context: ImageContext) -> String {
+        guard context.requestModifier == nil else { return url.absoluteString + "#" + UUID().uuidString }
+        let decoding = context.decodingOptions(for: options)
+        var key = url.absoluteString
+        key += "|thumb=\(decoding.thumbnailPixelSize.map { "\($0.width)x\($0.height)" } ?? "-")"
+        key += "|scale=\(decoding.scaleDownLimitBytes.map(String.init) ?? "-")"
+        key += "|first=\(decoding.firstFrameOnly ? 1 : 0)|raw=\(options.contains(.avoidDecodeImage) ? 1 : 0)"
+        return key
+    }
+}
+
+/// What a finished download delivers.
+public struct ImageDownloadResult: Sendable {
+    /// The decoded image (`nil` with `avoidDecodeImage` or when decoding is off).
+    public var image: DecodedImage?
+    /// The downloaded bytes.
+    public var data: Data
+}

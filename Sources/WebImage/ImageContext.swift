@@ -1,0 +1,36 @@
+import Foundation
+import WebImageCoders
+import WebImageHTTP
+
+/// Per-load settings beyond ``ImageOptions`` (SDWebImageContext).
+public struct ImageContext: Sendable {
+    /// Decode to fit in this box (keeps the aspect ratio; JPEG never allocates the full image).
+    public var thumbnailPixelSize: PixelSize?
+    /// With `scaleDownLargeImages`, the most bytes one decoded frame may take. Default 60 MB.
+    public var scaleDownLimitBytes: Int
+    /// Changes the request before it is sent, or returns `nil` to cancel the load.
+    public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
+    /// The coders to decode with (default: the shared registry).
+    public var coders: ImageCodersManager?
+
+    public init(
+        thumbnailPixelSize: PixelSize? = nil,
+        scaleDownLimitBytes: Int = 60 * 1024 * 1024,
+        requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? = nil,
+        coders: ImageCodersManager? = nil
+    ) {
+        self.thumbnailPixelSize = thumbnailPixelSize
+        self.scaleDownLimitBytes = scaleDownLimitBytes
+        self.requestModifier = requestModifier
+        self.coders = coders
+    }
+
+    /// The decoding options these settings and `options` ask for.
+    func decodingOptions(for options: ImageOptions) -> ImageDecodingOptions {
+        ImageDecodingOptions(
+            thumbnailPixelSize: thumbnailPixelSize,
+            scaleDownLimitBytes: options.contains(.scaleDownLargeImages) ? scaleDownLimitBytes : nil,
+            firstFrameOnly: options.contains(.decodeFirstFrameOnly)
+        )
+    }
+}

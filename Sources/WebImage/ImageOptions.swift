@@ -1,0 +1,78 @@
+import Foundation
+
+/// How an image load behaves: SDWebImageOptions under Swift names.
+///
+/// Flags that cannot mean anything on Linux are accepted and documented as no-ops.
+public struct ImageOptions: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// Try a URL again even if it failed before (it is otherwise blacklisted).
+    public static let retryFailed = ImageOptions(rawValue: 1 << 0)
+    /// Waiting downloads with this flag start after the others.
+    public static let lowPriority = ImageOptions(rawValue: 1 << 1)
+    /// Cache in memory only, never on disk.
+    public static let cacheMemoryOnly = ImageOptions(rawValue: 1 << 2)
+    /// Deliver partial images while the data arrives.
+    public static let progressiveLoad = ImageOptions(rawValue: 1 << 3)
+    /// Deliver the cached image, then revalidate with the server (ETag/Last-Modified).
+    public static let refreshCached = ImageOptions(rawValue: 1 << 4)
+    /// Keep downloading when an app goes to the background. No-op on Linux.
+    public static let continueInBackground = ImageOptions(rawValue: 1 << 5)
+    /// Send and store cookies.
+    public static let handleCookies = ImageOptions(rawValue: 1 << 6)
+    /// Accept untrusted TLS certificates (testing only).
+    public static let allowInvalidSSLCertificates = ImageOptions(rawValue: 1 << 7)
+    /// Waiting downloads with this flag start first.
+    public static let highPriority = ImageOptions(rawValue: 1 << 8)
+    /// Show the placeholder only after the load fails. (For target bindings.)
+    public static let delayPlaceholder = ImageOptions(rawValue: 1 << 9)
+    /// Apply transformers to animated images too.
+    public static let transformAnimatedImage = ImageOptions(rawValue: 1 << 10)
+    /// Do not set the image on the target; the completion does it. (For target bindings.)
+    public static let avoidAutoSetImage = ImageOptions(rawValue: 1 << 11)
+    /// Decode large images scaled down (see the context's scale-down limit).
+    public static let scaleDownLargeImages = ImageOptions(rawValue: 1 << 12)
+    /// Only look in the caches; never use the network.
+    public static let fromCacheOnly = ImageOptions(rawValue: 1 << 13)
+    /// Only use the network; never look in the caches.
+    public static let fromLoaderOnly = ImageOptions(rawValue: 1 << 14)
+    /// Also read the image data when the memory cache hits.
+    public static let queryMemoryData = ImageOptions(rawValue: 1 << 15)
+    /// Decode only the first frame of animated images.
+    public static let decodeFirstFrameOnly = ImageOptions(rawValue: 1 << 16)
+    /// Deliver the data without decoding it.
+    public static let avoidDecodeImage = ImageOptions(rawValue: 1 << 17)
+    /// Ignore the HTTP response's cache: data equal to the cached data ends as `cacheNotModified`.
+    public static let ignoreCachedResponse = ImageOptions(rawValue: 1 << 18)
+
+    /// Every flag with its CLI name (kebab-case).
+    public static let namedOptions: [(name: String, option: ImageOptions)] = [
+        ("retry-failed", .retryFailed), ("low-priority", .lowPriority), ("cache-memory-only", .cacheMemoryOnly),
+        ("progressive-load", .progressiveLoad), ("refresh-cached", .refreshCached),
+        ("continue-in-background", .continueInBackground), ("handle-cookies", .handleCookies),
+        ("allow-invalid-ssl-certificates", .allowInvalidSSLCertificates), ("high-priority", .highPriority),
+        ("delay-placeholder", .delayPlaceholder), ("transform-animated-image", .transformAnimatedImage),
+        ("avoid-auto-set-image", .avoidAutoSetImage), ("scale-down-large-images", .scaleDownLargeImages),
+        ("from-cache-only", .fromCacheOnly), ("from-loader-only", .fromLoaderOnly),
+        ("query-memory-data", .queryMemoryData), ("decode-first-frame-only", .decodeFirstFrameOnly),
+        ("avoid-decode-image", .avoidDecodeImage), ("ignore-cached-response", .ignoreCachedResponse),
+    ]
+
+    /// Parses comma-separated CLI names (`retry-failed,refresh-cached`).
+    /// - Throws: an error naming the first unknown option.
+    public init(parsing text: String) throws(WebImageError) {
+        var options: ImageOptions = []
+        for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            guard let match = Self.namedOptions.first(where: { $0.name == name }) else {
+                throw WebImageError(
+                    .invalidOption,
+                    url: nil,
+                    message: "unknown option '\(name)'; known: \(Self.namedOptions.map(\.name).joined(separator: ", "))"
+                )
+            }
+            options.insert(match.option)
+        }
+        self = options
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import WebImageHTTP
+
+/// Why an image load failed. `code` is stable (its raw value is the CLI's `error.code`); the
+/// message names the URL.
+public struct WebImageError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        /// The URL is missing, empty, or not one the loader handles.
+        case invalidURL
+        /// The data is not a decodable image (or has no pixels).
+        case badImageData
+        /// The server (or the cached data) says the cached image is still current.
+        case cacheNotModified
+        /// The URL failed before and is not retried without `retryFailed`.
+        case blackListed
+        /// The download operation could not be created or started.
+        case invalidDownloadOperation
+        /// The server answered with a status the downloader does not accept.
+        case invalidDownloadStatusCode
+        /// The response modifier rejected the response.
+        case invalidDownloadResponse
+        /// The content type is not acceptable.
+        case invalidDownloadContentType
+        /// The caller cancelled.
+        case cancelled
+        /// The network load failed (timeout, connection, TLS…); `underlying` says how.
+        case networkError
+        /// An option name was not recognised.
+        case invalidOption
+    }
+
+    public let code: Code
+    public let url: URL?
+    public let message: String
+    /// The HTTP status, when a response arrived.
+    public let statusCode: Int?
+    /// The transport error, for `networkError` (and status errors).
+    public let underlying: HTTPSessionError?
+
+    public init(
+        _ code: Code,
+        url: URL?,
+        message: String,
+        statusCode: Int? = nil,
+        underlying: HTTPSessionError? = nil
+    ) {
+        self.code = code
+        self.url = url
+        self.message = message
+        self.statusCode = statusCode
+        self.underlying = underlying
+    }
+
+    public var description: String { message }
+
+    static func cancelled(_ url: URL?) -> WebImageError {
+        WebImageError(.cancelled, url: url, message: "\(url?.absoluteString ?? "(no URL)"): cancelled")
+    }
+
+    static func invalidURL(_ text: String) -> WebImageError {
+        WebImageError(.invalidURL, url: nil, message: "\(text.isEmpty ? "(empty)" : text): not a valid image URL")
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageOrigin
+
+@Suite("ImageDownloader coalescing and cancellation", .timeLimit(.minutes(1)))
+struct CoalescingTests {
+    @Test("N concurrent loads of one URL make one request and N completions")
+    func coalescing() async throws {
+        let origin = try await OriginServer.start()
+        let gate = OriginGate()
+        origin.setRoute("/a.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
+        let downloader = ImageDownloader()
+        let completions = Box<[Int]>([])
+        for index in 0..<20 {
+            downloader.download(with: origin.url("/a.png")) { image, _, error, finished in
+                if finished, error == nil, image?.width == 32 { completions.withLock { $0.append(index) } }
+            }
+        }
+        #expect(downloader.currentDownloadCount == 1)
+        await DownloaderFixtures.wait { origin.requestCount(for: "/a.png") == 1 }
+        // A caller joining while the load is in flight still gets the completion.
+        downloader.download(with: origin.url("/a.png")) { _, _, error, finished in
+            if finished, error == nil { completions.withLock { $0.append(99) } }
+        }
+        gate.open()
+        await DownloaderFixtures.wait { completions.value.count == 21 }
+        #expect(completions.value.count == 21)
+        #expect(origin.requestCount(for: "/a.png") == 1)
+        // After completion, a new load starts fresh.
+        _ = try await downloader.image(with: origin.url("/a.png"))
+        #expect(origin.requestCount(for: "/a.png") == 2)
+        await origin.stop()
+    }
+
+    @Test("Cancelling one of two callers: the other completes, the cancelled one gets cancelled once")
+    func cancelOne() async throws {
+        let origin = try await OriginServer.start()
+        let gate = OriginGate()
+        origin.setRoute("/b.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
+        let downloader = ImageDownloader()
+        let first = Box<[String]>([])
+        let second = Box<[String]>([])
+        let token = downloader.download(with: origin.url("/b.png")) { _, _, error, _ in
+            first.withLock { $0.append(error?.code.rawValue ?? "ok") }
+        }
+        downloader.download(with: origin.url("/b.png")) { image, _, error, _ in
+            second.withLock { $0.append(error?.code.rawValue ?? "ok:\(image?.width ?? 0)") }
+        }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/b.png") == 1 }
+        try #require(token).cancel()
+        #expect(first.value == ["cancelled"])
+        gate.open()
+        await DownloaderFixtures.wait { !second.value.isEmpty }
+        #expect(second.value == ["ok:32"])
+        #expect(first.value == ["cancelled"], "no second completion for the cancelled caller")
+        await origin.stop()
+    }
+
+    @Test("Cancelling every caller stops the network load: the origin sees the connection dropped")
+    func cancelAll() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/slow.png",
+            DownloaderFixtures.route(
+                Data(count: 2_000_000),
+                behavior: .init(chunkSize: 20_000, chunkInterval: .milliseconds(10))
+            )
+        )
+        let downloader = ImageDownloader()
+        let results = Box<[String]>([])
+        let tokens = (0..<3).map { _ in
+            downloader.download(with: origin.url("/slow.png")) { _, _, error, _ in
+                results.withLock { $0.append(error?.code.rawValue ?? "ok") }
+            }
+        }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/slow.png") == 1 }
+        try await Task.sleep(for: .milliseconds(50))
+        for token in tokens { token?.cancel() }
+        #expect(results.value == ["cancelled", "cancelled", "cancelled"])
+        await DownloaderFixtures.wait { origin.abandonedResponses == 1 }
+        #expect(origin.abandonedResponses == 1)
+        #expect(downloader.currentDownloadCount == 0)
+        await origin.stop()
+    }
+
+    @Test("Cancelling the Swift task of an async load cancels that caller")
+    func asyncCancellation() async throws {
+        let origin = try await OriginServer.start()
+        let gate = OriginGate()
+        origin.setRoute("/c.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
+        let downloader = ImageDownloader()
+        let load = Task { try await downloader.image(with: origin.url("/c.png")) }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/c.png") == 1 }
+        load.cancel()
+        do {
+            _ = try await load.value
+            Issue.record("a cancelled load succeeded")
+        } catch let error as WebImageError {
+            #expect(error.code == .cancelled)
+        }
+        gate.open()
+        await origin.stop()
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Synchronization
+import WebImage
+import WebImageCoders
+import WebImageOrigin
+import WebImageTestSupport
+
+/// A value behind a mutex, for test bookkeeping.
+final class Box<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { mutex.withLock { body(&$0) } }
+    var value: Value { mutex.withLock { $0 } }
+}
+
+enum DownloaderFixtures {
+    static let png: Data = {
+        let bitmap = GeneratedImages.gradient(width: 32, height: 24)
+        return try! PNGCoder().encode(DecodedImage(bitmap: bitmap, format: .png), as: .png, options: .init())
+    }()
+
+    static func route(_ data: Data = png, behavior: OriginRoute.Behavior = .init()) -> OriginRoute {
+        .data(data, contentType: "image/png", behavior: behavior)
+    }
+
+    /// Waits (bounded) until `condition` holds.
+    static func wait(_ condition: @Sendable () -> Bool, timeout: Duration = .seconds(10)) async {
+        let clock = ContinuousClock()
+        let end = clock.now + timeout
+        while !condition() && clock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageCoders
+import WebImageOrigin
+
+@Suite("ImageDownloader responses", .timeLimit(.minutes(1)))
+struct ResponseTests {
+    static func failure(_ downloader: ImageDownloader, _ url: URL?) async -> WebImageError? {
+        do {
+            _ = try await downloader.image(with: url)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("404, 500 and 304 map to their errors with the status")
+    func statuses() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/500", OriginRoute(status: 500, body: Data("boom".utf8)))
+        origin.setRoute("/304", OriginRoute(status: 304))
+        let downloader = ImageDownloader()
+        let missing = await Self.failure(downloader, origin.url("/404"))
+        #expect(missing?.code == .invalidDownloadStatusCode && missing?.statusCode == 404)
+        let broken = await Self.failure(downloader, origin.url("/500"))
+        #expect(broken?.code == .invalidDownloadStatusCode && broken?.statusCode == 500)
+        let unchanged = await Self.failure(downloader, origin.url("/304"))
+        #expect(unchanged?.code == .cacheNotModified && unchanged?.statusCode == 304)
+        await origin.stop()
+    }
+
+    @Test("A nil, empty or non-http URL completes once, at once, with invalidURL")
+    func invalidURLs() async throws {
+        let downloader = ImageDownloader()
+        for url in [nil, URL(string: "file:///tmp/x.png"), URL(string: "mailto:a@b.c")] {
+            let calls = Box<[WebImageError.Code?]>([])
+            let token = downloader.download(with: url) { _, _, error, finished in
+                if finished { calls.withLock { $0.append(error?.code) } }
+            }
+            #expect(token == nil)
+            #expect(calls.value == [.invalidURL])
+        }
+    }
+
+    @Test("Undecodable data is badImageData; avoidDecodeImage delivers the bytes")
+    func decoding() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/text.png",
+            OriginRoute(headers: [("Content-Type", "image/png")], body: Data("not an image".utf8))
+        )
+        origin.setRoute("/ok.png", DownloaderFixtures.route())
+        let downloader = ImageDownloader()
+        let bad = await Self.failure(downloader, origin.url("/text.png"))
+        #expect(bad?.code == .badImageData)
+        let raw = try await downloader.image(with: origin.url("/ok.png"), options: .avoidDecodeImage)
+        #expect(raw.image == nil && raw.data == DownloaderFixtures.png)
+        let thumbnail = try await downloader.image(
+            with: origin.url("/ok.png"),
+            context: ImageContext(thumbnailPixelSize: PixelSize(width: 8, height: 8))
+        )
+        #expect(thumbnail.image?.width == 8 && thumbnail.image?.height == 6)
+        await origin.stop()
+    }
+
+    @Test("Progress starts at 0, ends at the full size, and is throttled between")
+    func progress() async throws {
+        let origin = try await OriginServer.start()
+        let body = DownloaderFixtures.png + Data(count: 300_000)  // trailing bytes after IEND are ignored
+        origin.setRoute(
+            "/p.png",
+            DownloaderFixtures.route(body, behavior: .init(chunkSize: 10_000, chunkInterval: .milliseconds(2)))
+        )
+        var configuration = ImageDownloader.Configuration()
+        configuration.minimumProgressInterval = 0.05
+        let downloader = ImageDownloader(configuration: configuration)
+        let reports = Box<[Int64]>([])
+        let finished = Box(false)
+        downloader.download(
+            with: origin.url("/p.png"),
+            progress: { received, _, _ in reports.withLock { $0.append(received) } },
+            completed: { _, _, _, _ in finished.withLock { $0 = true } }
+        )
+        await DownloaderFixtures.wait { finished.value }
+        let values = reports.value
+        #expect(values.first == 0)
+        #expect(values.last == Int64(body.count))
+        #expect(values.count < 20, "\(values.count) reports for ~31 chunks at a 50 ms interval")
+        await origin.stop()
+    }
+}
