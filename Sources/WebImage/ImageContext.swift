@@ -12,13 +12,31 @@ public struct ImageContext: Sendable {
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
     /// The coders to decode with (default: the shared registry).
     public var coders: ImageCodersManager?
+    /// The cached copy the caller already has (`refreshCached`): its validators make the request
+    /// conditional, and with `ignoreCachedResponse` identical data ends as `cacheNotModified`.
+    public var cachedResponse: CachedResponse?
+
+    /// What the caller's cache knows about an image.
+    public struct CachedResponse: Sendable, Hashable {
+        public var etag: String?
+        public var lastModified: String?
+        public var data: Data?
+
+        public init(etag: String? = nil, lastModified: String? = nil, data: Data? = nil) {
+            self.etag = etag
+            self.lastModified = lastModified
+            self.data = data
+        }
+    }
 
     public init(
         thumbnailPixelSize: PixelSize? = nil,
         scaleDownLimitBytes: Int = 60 * 1024 * 1024,
         requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? = nil,
-        coders: ImageCodersManager? = nil
+        coders: ImageCodersManager? = nil,
+        cachedResponse: CachedResponse? = nil
     ) {
+        self.cachedResponse = cachedResponse
         self.thumbnailPixelSize = thumbnailPixelSize
         self.scaleDownLimitBytes = scaleDownLimitBytes
         self.requestModifier = requestModifier

@@ -92,6 +92,7 @@ final class DownloadOperation: Sendable {
     func start(
         session: HTTPSession,
         configuration: ImageDownloader.Configuration,
+        hooks: ImageDownloader.Hooks,
         onFinish: @escaping @Sendable () -> Void
     ) {
         let options = state.withLock { state -> ImageOptions? in
@@ -100,13 +101,14 @@ final class DownloadOperation: Sendable {
             return state.options
         }
         guard let options else { return onFinish() }
-        var request = HTTPSession.Request(
-            url: url,
-            headers: configuration.headers,
-            timeout: configuration.downloadTimeout
-        )
+        var request = HTTPSession.Request(url: url, headers: hooks.headers, timeout: configuration.downloadTimeout)
         request.handlesCookies = options.contains(.handleCookies)
-        if let modifier = context.requestModifier {
+        // refreshCached: revalidate what the caller has.
+        if options.contains(.refreshCached), let cached = context.cachedResponse {
+            if let etag = cached.etag { request.headers["If-None-Match"] = etag }
+            if let lastModified = cached.lastModified { request.headers["If-Modified-Since"] = lastModified }
+        }
+        for modifier in [context.requestModifier, hooks.requestModifier].compactMap({ $0 }) {
             guard let modified = modifier(request) else {
                 finish(image: nil, data: nil, error: .cancelled(url))
                 return onFinish()
@@ -117,7 +119,14 @@ final class DownloadOperation: Sendable {
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
         // there is off the loops and serial for this operation.
         let task = session.dataTask(with: request, delegate: delegate) { [self] data, response, error in
-            complete(data: data, response: response, error: error, options: options, configuration: configuration)
+            complete(
+                data: data,
+                response: response,
+                error: error,
+                options: options,
+                configuration: configuration,
+                hooks: hooks
+            )
             onFinish()
         }
         let proceed = state.withLock { state -> Bool in
@@ -131,19 +140,38 @@ final class DownloadOperation: Sendable {
     }
 
     private func complete(
-        data: Data,
-        response: HTTPSession.Response?,
+        data received: Data,
+        response head: HTTPSession.Response?,
         error: HTTPSessionError?,
         options: ImageOptions,
-        configuration: ImageDownloader.Configuration
+        configuration: ImageDownloader.Configuration,
+        hooks: ImageDownloader.Hooks
     ) {
-        if let error {
-            let code: WebImageError.Code = error.code == .cancelled ? .cancelled : .networkError
-            return finish(
+        func fail(
+            _ code: WebImageError.Code,
+            _ message: String,
+            status: Int? = nil,
+            underlying: HTTPSessionError? = nil
+        ) {
+            finish(
                 image: nil,
                 data: nil,
                 error: WebImageError(
                     code,
+                    url: url,
+                    message: "\(url): \(message)",
+                    statusCode: status,
+                    underlying: underlying
+                )
+            )
+        }
+        if let error {
+            if error.code == .cancelled { return finish(image: nil, data: nil, error: .cancelled(url)) }
+            return finish(
+                image: nil,
+                data: nil,
+                error: WebImageError(
+                    .networkError,
                     url: url,
                     message: error.message,
                     statusCode: error.statusCode,
@@ -151,54 +179,47 @@ final class DownloadOperation: Sendable {
                 )
             )
         }
-        guard let response else { return finish(image: nil, data: nil, error: .cancelled(url)) }
-        let status = response.statusCode
-        if status == 304 {
-            return finish(
-                image: nil,
-                data: nil,
-                error: WebImageError(
-                    .cacheNotModified,
-                    url: url,
-                    message: "\(url): not modified (304)",
-                    statusCode: 304
+        guard var response = head else { return finish(image: nil, data: nil, error: .cancelled(url)) }
+        if let modifier = hooks.responseModifier {
+            guard let modified = modifier(response) else {
+                return fail(
+                    .invalidDownloadResponse,
+                    "the response modifier rejected the response",
+                    status: response.statusCode
                 )
-            )
+            }
+            response = modified
         }
+        let status = response.statusCode
+        if status == 304 { return fail(.cacheNotModified, "not modified (304)", status: 304) }
         guard configuration.acceptableStatusCodes.contains(status) else {
-            return finish(
-                image: nil,
-                data: nil,
-                error: WebImageError(
-                    .invalidDownloadStatusCode,
-                    url: url,
-                    message: "\(url): HTTP status \(status)",
-                    statusCode: status
-                )
-            )
+            return fail(.invalidDownloadStatusCode, "HTTP status \(status)", status: status)
         }
         if let acceptable = configuration.acceptableContentTypes, let mime = response.mimeType,
             !acceptable.contains(mime)
         {
-            return finish(
-                image: nil,
-                data: nil,
-                error: WebImageError(
-                    .invalidDownloadContentType,
-                    url: url,
-                    message: "\(url): unacceptable content type \(mime)",
-                    statusCode: status
-                )
-            )
+            return fail(.invalidDownloadContentType, "unacceptable content type \(mime)", status: status)
         }
-        let expected = response.expectedContentLength ?? Int64(data.count)
-        report(received: Int64(data.count), expected: expected, final: true)
+        report(
+            received: Int64(received.count),
+            expected: response.expectedContentLength ?? Int64(received.count),
+            final: true
+        )
+        if options.contains(.ignoreCachedResponse), let cached = context.cachedResponse?.data, cached == received {
+            return fail(.cacheNotModified, "the data equals the cached data", status: status)
+        }
+        var data = received
+        if let decryptor = hooks.decryptor {
+            guard let decrypted = decryptor(received, response) else {
+                return fail(.badImageData, "the decryptor could not decrypt the data", status: status)
+            }
+            data = decrypted
+        }
         guard configuration.decodesImages, !options.contains(.avoidDecodeImage) else {
             return finish(image: nil, data: data, error: nil)
         }
-        let coders = context.coders ?? .shared
         do {
-            let image = try coders.decode(data, options: context.decodingOptions(for: options))
+            let image = try (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
             finish(image: image, data: data, error: nil)
         } catch {
             finish(

@@ -43,10 +43,20 @@ public final class ImageDownloader: Sendable {
     }
 
     private let state = Mutex(State())
+    private let hooks: Mutex<Hooks>
+
+    /// Downloader-wide request/response hooks (SDWebImageDownloader's modifiers and decryptor).
+    struct Hooks: Sendable {
+        var headers: HTTPHeaderFields
+        var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
+        var responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)?
+        var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)?
+    }
 
     /// A downloader; `session` defaults to one made for it (with the configuration's credential).
     public init(configuration: Configuration = .default, session: HTTPSession? = nil) {
         self.configuration = configuration
+        hooks = Mutex(Hooks(headers: configuration.headers))
         if let session {
             self.session = session
         } else {
@@ -118,6 +128,34 @@ public final class ImageDownloader: Sendable {
         for operation in operations { operation.cancelAll() }
     }
 
+    /// Sets (or with `nil` removes) a header every download sends from now on.
+    public func setValue(_ value: String?, forHTTPHeaderField field: String) {
+        hooks.withLock { $0.headers[field] = value }
+    }
+
+    /// The value of a header every download sends.
+    public func value(forHTTPHeaderField field: String) -> String? { hooks.withLock { $0.headers[field] } }
+
+    /// Changes each request before it is sent (after the context's modifier), or returns `nil` to
+    /// cancel that load (its callers get `cancelled`).
+    public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? {
+        get { hooks.withLock { $0.requestModifier } }
+        set { hooks.withLock { $0.requestModifier = newValue } }
+    }
+
+    /// Changes each response head, or returns `nil` to reject it (`invalidDownloadResponse`).
+    public var responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)? {
+        get { hooks.withLock { $0.responseModifier } }
+        set { hooks.withLock { $0.responseModifier = newValue } }
+    }
+
+    /// Turns the received bytes into image data before decoding (`nil`: `badImageData`).
+    /// Progressive decoding is off while a decryptor is set.
+    public var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)? {
+        get { hooks.withLock { $0.decryptor } }
+        set { hooks.withLock { $0.decryptor = newValue } }
+    }
+
     /// While suspended, no waiting download starts (running ones go on).
     public func setSuspended(_ suspended: Bool) {
         state.withLock { $0.suspended = suspended }
@@ -172,7 +210,8 @@ public final class ImageDownloader: Sendable {
     /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO.
     private func startWaiting() {
         while let operation = nextToStart() {
-            operation.start(session: session, configuration: configuration) { [weak self] in
+            operation.start(session: session, configuration: configuration, hooks: hooks.withLock { $0 }) {
+                [weak self] in
                 self?.operationFinished(operation)
             }
         }
