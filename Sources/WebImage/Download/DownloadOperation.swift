@@ -24,6 +24,9 @@ final class DownloadOperation: Sendable {
         var task: HTTPSessionTask?
         var lastProgress: ContinuousClock.Instant?
         var expected: Int64 = 0
+        /// With `progressiveLoad`: the bytes so far and the preview decoder.
+        var received = Data()
+        var progressive: ProgressiveDecodingLoop?
     }
 
     let key: String
@@ -64,26 +67,33 @@ final class DownloadOperation: Sendable {
     /// Removes a caller and tells it `cancelled`. Returns `true` when no caller is left (the
     /// load has then been cancelled too).
     func cancel(id: UInt64) -> Bool {
-        let (handler, empty, task) = state.withLock { state -> (Handler?, Bool, HTTPSessionTask?) in
+        let (handler, empty, task, loop) = state.withLock {
+            state -> (Handler?, Bool, HTTPSessionTask?, ProgressiveDecodingLoop?) in
             let handler = state.handlers.removeValue(forKey: id)
             let empty = state.handlers.isEmpty && !state.finished
-            if empty { state.finished = true }
-            return (handler, empty, empty ? state.task : nil)
+            guard empty else { return (handler, false, nil, nil) }
+            state.finished = true
+            defer { state.progressive = nil }
+            return (handler, true, state.task, state.progressive)
         }
         handler?.completed?(nil, nil, .cancelled(url), true)
+        loop?.stop()
         task?.cancel()
         return empty
     }
 
     /// Cancels every caller and the load.
     func cancelAll() {
-        let (handlers, task) = state.withLock { state -> ([Handler], HTTPSessionTask?) in
+        let (handlers, task, loop) = state.withLock {
+            state -> ([Handler], HTTPSessionTask?, ProgressiveDecodingLoop?) in
             defer {
                 state.handlers.removeAll()
                 state.finished = true
+                state.progressive = nil
             }
-            return (Array(state.handlers.values), state.task)
+            return (Array(state.handlers.values), state.task, state.progressive)
         }
+        loop?.stop()
         task?.cancel()
         for handler in handlers { handler.completed?(nil, nil, .cancelled(url), true) }
     }
@@ -114,6 +124,15 @@ final class DownloadOperation: Sendable {
                 return onFinish()
             }
             request = modified
+        }
+        if options.contains(.progressiveLoad), hooks.decryptor == nil, configuration.decodesImages,
+            !options.contains(.avoidDecodeImage)
+        {
+            let loop = ProgressiveDecodingLoop(
+                coders: context.coders ?? .shared,
+                options: context.decodingOptions(for: options)
+            ) { [weak self] image in self?.deliverPartial(image) }
+            state.withLock { $0.progressive = loop }
         }
         let delegate = ProgressReporter(operation: self, interval: configuration.minimumProgressInterval)
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
@@ -230,15 +249,34 @@ final class DownloadOperation: Sendable {
         }
     }
 
+    /// Feeds a chunk to the preview decoder (when progressive).
+    func didReceive(_ chunk: Data) {
+        let (loop, snapshot) = state.withLock { state -> (ProgressiveDecodingLoop?, Data?) in
+            guard let loop = state.progressive, !state.finished else { return (nil, nil) }
+            state.received.append(chunk)
+            return (loop, state.received)
+        }
+        if let loop, let snapshot { loop.offer(snapshot) }
+    }
+
+    /// Delivers a preview to every caller, unless the final completion already went out.
+    private func deliverPartial(_ image: DecodedImage) {
+        let handlers = state.withLock { state in state.finished ? [] : state.handlers.values.compactMap(\.completed) }
+        for handler in handlers { handler(image, nil, nil, false) }
+    }
+
     /// Delivers the one completion to every remaining caller.
     private func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
-        let handlers = state.withLock { state -> [Handler] in
+        let (handlers, loop) = state.withLock { state -> ([Handler], ProgressiveDecodingLoop?) in
             defer {
                 state.handlers.removeAll()
                 state.finished = true
+                state.progressive = nil
+                state.received = Data()
             }
-            return Array(state.handlers.values)
+            return (Array(state.handlers.values), state.progressive)
         }
+        loop?.stop()
         for handler in handlers { handler.completed?(image, data, error, true) }
     }
 
@@ -266,6 +304,7 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
     }
 
     func task(_ task: HTTPSessionTask, didReceive data: Data) {
+        operation.didReceive(data)
         operation.report(
             received: task.countOfBytesReceived,
             expected: task.countOfBytesExpectedToReceive ?? 0,

@@ -205,6 +205,42 @@ public final class ImageDownloader: Sendable {
         return try result.get()
     }
 
+    /// The download as a stream: progress reports, partial images (with `progressiveLoad`), then
+    /// `.finished`; failures end the stream with a ``WebImageError``. Ending the iteration early
+    /// cancels this caller's interest.
+    public func events(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil
+    )
+        -> AsyncThrowingStream<ImageDownloadEvent, any Error>
+    {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ImageDownloadEvent.self)
+        let token = download(
+            with: url,
+            options: options,
+            context: context,
+            progress: { received, expected, _ in continuation.yield(.progress(received: received, expected: expected))
+            },
+            completed: { image, data, error, finished in
+                if !finished {
+                    if let image { continuation.yield(.partial(image)) }
+                    return
+                }
+                if let error {
+                    continuation.finish(throwing: error)
+                } else {
+                    continuation.yield(.finished(ImageDownloadResult(image: image, data: data ?? Data())))
+                    continuation.finish()
+                }
+            }
+        )
+        continuation.onTermination = { [weak self] termination in
+            if case .cancelled = termination, let token { self?.cancel(token) }
+        }
+        return stream
+    }
+
     // MARK: Queue
 
     /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO.
@@ -252,6 +288,16 @@ public final class ImageDownloader: Sendable {
         key += "|first=\(decoding.firstFrameOnly ? 1 : 0)|raw=\(options.contains(.avoidDecodeImage) ? 1 : 0)"
         return key
     }
+}
+
+/// One step of ``ImageDownloader/events(with:options:context:)``.
+public enum ImageDownloadEvent: Sendable {
+    /// Bytes received so far and expected (0 when unknown).
+    case progress(received: Int64, expected: Int64)
+    /// A preview decoded from the data so far.
+    case partial(DecodedImage)
+    /// The final result; the stream ends after it.
+    case finished(ImageDownloadResult)
 }
 
 /// What a finished download delivers.

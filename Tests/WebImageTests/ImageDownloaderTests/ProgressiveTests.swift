@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("ImageDownloader progressive loading", .timeLimit(.minutes(1)))
+struct ProgressiveTests {
+    @Test("A progressive JPEG served slowly gives partial images, then the one-shot pixels")
+    func progressiveJPEG() async throws {
+        let bitmap = GeneratedImages.noise(width: 160, height: 120)
+        let jpeg = try JPEGCoder().encode(
+            DecodedImage(bitmap: bitmap, format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/p.jpg",
+            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(15)))
+        )
+        let downloader = ImageDownloader()
+        let events = Box<[(partial: Bool, image: DecodedImage?)]>([])
+        downloader.download(with: origin.url("/p.jpg"), options: .progressiveLoad) { image, _, _, finished in
+            events.withLock { $0.append((!finished, image)) }
+        }
+        await DownloaderFixtures.wait { events.value.contains { !$0.partial } }
+        let all = events.value
+        let partials = all.filter(\.partial)
+        #expect(partials.count >= 2, "\(partials.count) partial images")
+        #expect(partials.allSatisfy { $0.image?.isPartial == true && $0.image?.width == 160 })
+        #expect(all.last?.partial == false, "nothing after the final completion")
+        let final = try #require(all.last?.image)
+        let oneShot = try JPEGCoder().decode(jpeg, options: .init())
+        #expect(GeneratedImages.maxDifference(final.bitmap, oneShot.bitmap) == 0)
+        await origin.stop()
+    }
+
+    @Test("Without progressiveLoad there are no partial completions")
+    func notProgressive() async throws {
+        let jpeg = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 64, height: 64), format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/q.jpg",
+            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 500, chunkInterval: .milliseconds(5)))
+        )
+        let downloader = ImageDownloader()
+        let finishedFlags = Box<[Bool]>([])
+        downloader.download(with: origin.url("/q.jpg")) { _, _, _, finished in
+            finishedFlags.withLock { $0.append(finished) }
+        }
+        await DownloaderFixtures.wait { finishedFlags.value.contains(true) }
+        #expect(finishedFlags.value == [true])
+        await origin.stop()
+    }
+}
+
+@Suite("ImageDownloader event stream", .timeLimit(.minutes(1)))
+struct EventStreamTests {
+    @Test("The stream yields progress, partial images and the final result; breaking off cancels")
+    func stream() async throws {
+        let jpeg = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 120, height: 90), format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/s.jpg",
+            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_000, chunkInterval: .milliseconds(10)))
+        )
+        let downloader = ImageDownloader()
+        var progress = 0
+        var partials = 0
+        var final: ImageDownloadResult?
+        for try await event in downloader.events(with: origin.url("/s.jpg"), options: .progressiveLoad) {
+            switch event {
+            case .progress: progress += 1
+            case .partial: partials += 1
+            case .finished(let result): final = result
+            }
+        }
+        #expect(progress >= 2 && partials >= 1)
+        #expect(final?.image?.width == 120 && final?.data == jpeg)
+
+        // Breaking off early cancels the only caller, so the load stops.
+        for try await event in downloader.events(with: origin.url("/s.jpg")) {
+            if case .progress = event { break }
+        }
+        await DownloaderFixtures.wait { downloader.currentDownloadCount == 0 }
+        #expect(downloader.currentDownloadCount == 0)
+        await origin.stop()
+    }
+}
