@@ -52,6 +52,9 @@ final class DownloadOperation: Sendable {
 
     var isFinished: Bool { state.withLock { $0.finished } }
 
+    /// The callers' combined options.
+    var options: ImageOptions { state.withLock { $0.options } }
+
     /// Adds a caller; returns `false` when the operation already finished (start a new one).
     func add(id: UInt64, options: ImageOptions, progress: Progress?, completed: Completed?) -> Bool {
         state.withLock { state in
@@ -103,6 +106,7 @@ final class DownloadOperation: Sendable {
         session: HTTPSession,
         configuration: ImageDownloader.Configuration,
         hooks: ImageDownloader.Hooks,
+        events: @escaping @Sendable (ImageDownloaderEvent) -> Void,
         onFinish: @escaping @Sendable () -> Void
     ) {
         let options = state.withLock { state -> ImageOptions? in
@@ -134,10 +138,16 @@ final class DownloadOperation: Sendable {
             ) { [weak self] image in self?.deliverPartial(image) }
             state.withLock { $0.progressive = loop }
         }
-        let delegate = ProgressReporter(operation: self, interval: configuration.minimumProgressInterval)
+        let delegate = ProgressReporter(
+            operation: self,
+            interval: configuration.minimumProgressInterval,
+            events: events
+        )
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
         // there is off the loops and serial for this operation.
-        let task = session.dataTask(with: request, delegate: delegate) { [self] data, response, error in
+        let task = session.dataTask(with: request, delegate: delegate) { [self, url] data, response, error in
+            events(.stopped(url))
+            if error == nil { events(.finished(url)) }
             complete(
                 data: data,
                 response: response,
@@ -155,6 +165,7 @@ final class DownloadOperation: Sendable {
         }
         guard proceed else { return onFinish() }
         report(received: 0, expected: 0, final: false)
+        events(.started(url))
         task.resume()
     }
 
@@ -297,10 +308,21 @@ final class DownloadOperation: Sendable {
 private final class ProgressReporter: HTTPSessionTaskDelegate {
     let operation: DownloadOperation
     let interval: TimeInterval
+    let events: @Sendable (ImageDownloaderEvent) -> Void
 
-    init(operation: DownloadOperation, interval: TimeInterval) {
+    init(
+        operation: DownloadOperation,
+        interval: TimeInterval,
+        events: @escaping @Sendable (ImageDownloaderEvent) -> Void
+    ) {
         self.operation = operation
         self.interval = interval
+        self.events = events
+    }
+
+    func task(_ task: HTTPSessionTask, didReceive response: HTTPSession.Response) async -> HTTPResponseDisposition {
+        events(.receivedResponse(operation.url, response))
+        return .allow
     }
 
     func task(_ task: HTTPSessionTask, didReceive data: Data) {

@@ -15,10 +15,11 @@ import WebImageHTTP
 /// ```
 ///
 /// **Coalescing.** Loads of the same URL with the same decoding settings (thumbnail size,
-/// `scaleDownLargeImages`, `decodeFirstFrameOnly`, `avoidDecodeImage`) and no request modifier
-/// share one network load; different decoding settings, or a context with a request modifier,
-/// make a separate load. A caller joining a load in flight gets its progress and completion.
-/// After a load completes, the next call starts a new one.
+/// `scaleDownLargeImages`, `decodeFirstFrameOnly`, `avoidDecodeImage`), the same
+/// `allowInvalidSSLCertificates` and `handleCookies`, and no request modifier share one network
+/// load; any of those differing, or a context with a request modifier, makes a separate load.
+/// A caller joining a load in flight gets its progress and completion. After a load completes,
+/// the next call starts a new one.
 ///
 /// Handlers run on the loading task (never on an event loop), outside the downloader's lock.
 public final class ImageDownloader: Sendable {
@@ -33,6 +34,8 @@ public final class ImageDownloader: Sendable {
     public let configuration: Configuration
     /// The session loads go through.
     public let session: HTTPSession
+    /// Made on first use, for loads with `allowInvalidSSLCertificates`.
+    private let permissiveSession = Mutex<HTTPSession?>(nil)
 
     private struct State {
         var operations: [String: DownloadOperation] = [:]
@@ -44,6 +47,7 @@ public final class ImageDownloader: Sendable {
 
     private let state = Mutex(State())
     private let hooks: Mutex<Hooks>
+    let eventHub = EventHub<ImageDownloaderEvent>()
 
     /// Downloader-wide request/response hooks (SDWebImageDownloader's modifiers and decryptor).
     struct Hooks: Sendable {
@@ -62,6 +66,8 @@ public final class ImageDownloader: Sendable {
         } else {
             var sessionConfiguration = HTTPSession.Configuration()
             sessionConfiguration.credential = configuration.credential
+            // Cookies are sent and stored only for loads with `handleCookies`.
+            sessionConfiguration.cookieStore = .shared
             sessionConfiguration.maximumConnectionsPerHost = max(configuration.maxConcurrentDownloads, 1)
             self.session = HTTPSession(configuration: sessionConfiguration)
         }
@@ -246,10 +252,26 @@ public final class ImageDownloader: Sendable {
     /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO.
     private func startWaiting() {
         while let operation = nextToStart() {
-            operation.start(session: session, configuration: configuration, hooks: hooks.withLock { $0 }) {
-                [weak self] in
-                self?.operationFinished(operation)
-            }
+            operation.start(
+                session: session(for: operation.options),
+                configuration: configuration,
+                hooks: hooks.withLock { $0 },
+                events: { [weak self] event in self?.publish(event) },
+                onFinish: { [weak self] in self?.operationFinished(operation) }
+            )
+        }
+    }
+
+    /// The shared session, or for `allowInvalidSSLCertificates` one that accepts any certificate.
+    private func session(for options: ImageOptions) -> HTTPSession {
+        guard options.contains(.allowInvalidSSLCertificates) else { return session }
+        return permissiveSession.withLock { permissive in
+            if let permissive { return permissive }
+            var configuration = session.configuration
+            configuration.securityPolicy = SecurityPolicy(allowInvalidCertificates: true)
+            let made = HTTPSession(configuration: configuration)
+            permissive = made
+            return made
         }
     }
 
@@ -286,6 +308,8 @@ public final class ImageDownloader: Sendable {
         key += "|thumb=\(decoding.thumbnailPixelSize.map { "\($0.width)x\($0.height)" } ?? "-")"
         key += "|scale=\(decoding.scaleDownLimitBytes.map(String.init) ?? "-")"
         key += "|first=\(decoding.firstFrameOnly ? 1 : 0)|raw=\(options.contains(.avoidDecodeImage) ? 1 : 0)"
+        key += "|tls=\(options.contains(.allowInvalidSSLCertificates) ? "any" : "checked")"
+        key += "|cookies=\(options.contains(.handleCookies) ? 1 : 0)"
         return key
     }
 }

@@ -1,0 +1,40 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageOrigin
+
+@Suite("ImageDownloader events", .timeLimit(.minutes(1)))
+struct EventsTests {
+    @Test("Start, response, stop and finish arrive in order, as a stream and as notifications")
+    func events() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/e.png", DownloaderFixtures.route())
+        let downloader = ImageDownloader()
+        let stream = downloader.downloadEvents
+        let notified = Box<[String]>([])
+        let observer = NotificationCenter.default.addObserver(
+            forName: .imageDownloadStart,
+            object: downloader,
+            queue: nil
+        ) { note in
+            let url = note.userInfo?["url"] as? URL
+            notified.withLock { $0.append(url?.path ?? "?") }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        _ = try await downloader.image(with: origin.url("/e.png"))
+        var names: [String] = []
+        for await event in stream {
+            switch event {
+            case .started: names.append("started")
+            case .receivedResponse(_, let response): names.append("response \(response.statusCode)")
+            case .stopped: names.append("stopped")
+            case .finished:
+                names.append("finished")
+            }
+            if names.count == 4 { break }
+        }
+        #expect(names == ["started", "response 200", "stopped", "finished"])
+        #expect(notified.value == ["/e.png"])
+        await origin.stop()
+    }
+}
