@@ -35,7 +35,13 @@ final class DownloadOperation: Sendable {
     private let context: ImageContext
     private let state: Mutex<State>
 
+    /// Operations alive in the process: a leak check for tests and soak runs.
+    static let liveCount = Atomic<Int>(0)
+
+    deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
+
     init(key: String, url: URL, sequence: UInt64, options: ImageOptions, context: ImageContext) {
+        Self.liveCount.add(1, ordering: .relaxed)
         self.key = key
         self.url = url
         self.sequence = sequence
@@ -284,6 +290,8 @@ final class DownloadOperation: Sendable {
                 state.finished = true
                 state.progressive = nil
                 state.received = Data()
+                // The task's completion holds this operation: letting go of the task breaks the cycle.
+                state.task = nil
             }
             return (Array(state.handlers.values), state.progressive)
         }
