@@ -43,7 +43,9 @@ struct DownloadTaskTests {
         let attributes = try FileManager.default.attributesOfItem(atPath: destination.path)
         #expect((attributes[.size] as? NSNumber)?.intValue == size)
         #expect(!FileManager.default.fileExists(atPath: destination.path + ".download"))
-        if let growth { #expect(growth < 64 << 20, "peak memory grew by \(growth / 1_048_576) MB for a 200 MB body") }
+        // Peak RSS is process-wide and other suites run in parallel; a body kept in memory would
+        // add at least its 200 MB, so 150 MB still tells streaming from collecting.
+        if let growth { #expect(growth < 150 << 20, "peak memory grew by \(growth / 1_048_576) MB for a 200 MB body") }
         directory.remove()
         await context.finish()
     }

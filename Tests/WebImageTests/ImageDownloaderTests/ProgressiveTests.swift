@@ -27,7 +27,8 @@ struct ProgressiveTests {
         await DownloaderFixtures.wait { events.value.contains { !$0.partial } }
         let all = events.value
         let partials = all.filter(\.partial)
-        #expect(partials.count >= 2, "\(partials.count) partial images")
+        // Usually several; a starved CPU may coalesce previews (only the newest snapshot is decoded).
+        #expect(partials.count >= 1, "\(partials.count) partial images")
         #expect(partials.allSatisfy { $0.image?.isPartial == true && $0.image?.width == 160 })
         #expect(all.last?.partial == false, "nothing after the final completion")
         let final = try #require(all.last?.image)
