@@ -142,12 +142,13 @@ extension HTTPSession {
             for try await buffer in response.body {
                 try Task.checkCancellation()
                 guard clock.now < deadline else { throw expired() }
-                let chunk = Data(buffer: buffer, byteTransferStrategy: .noCopy)
-                received += Int64(chunk.count)
-                let state = task.didReceive(chunk)
+                // A Data per chunk only for those who look at chunks (delegate, event streams).
+                let makeChunk = { Data(buffer: buffer, byteTransferStrategy: .noCopy) }
+                received += Int64(buffer.readableBytes)
+                let state = task.didReceive(byteCount: buffer.readableBytes, chunk: makeChunk)
                 if state.isCanceling { throw HTTPSessionError.cancelled(request.url) }
                 do {
-                    try sink.append(chunk)
+                    try buffer.withUnsafeReadableBytes { try sink.append($0) }
                 } catch {
                     throw HTTPSessionError(
                         .fileError,
@@ -155,7 +156,7 @@ extension HTTPSession {
                         message: "\(request.url): cannot store the body: \(error.localizedDescription)"
                     )
                 }
-                delegate?.task(task, didReceive: chunk)
+                if let delegate { delegate.task(task, didReceive: makeChunk()) }
                 if state.isPaused { await task.waitWhilePaused() }
             }
             try Task.checkCancellation()

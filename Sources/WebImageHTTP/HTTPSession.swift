@@ -247,7 +247,7 @@ final class CollectedBody: Sendable {
     private let state = Mutex(State())
 
     func reserve(_ count: Int) { state.withLock { $0.data.reserveCapacity(count) } }
-    func append(_ chunk: Data) { state.withLock { $0.data.append(chunk) } }
+    func append(_ bytes: UnsafeRawBufferPointer) { state.withLock { $0.data.append(contentsOf: bytes) } }
     func reset() { state.withLock { $0.data.removeAll(keepingCapacity: true) } }
     func take() -> Data { state.withLock { $0.data } }
     var metrics: HTTPTaskMetrics? {

@@ -193,16 +193,20 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     /// Counts a body chunk and publishes it to event subscribers, in one lock; tells the runner
     /// whether the task is now paused or being cancelled.
-    func didReceive(_ chunk: Data) -> (isPaused: Bool, isCanceling: Bool) {
+    /// `chunk` is made only when an event subscriber wants it.
+    func didReceive(byteCount: Int, chunk: () -> Data) -> (isPaused: Bool, isCanceling: Bool) {
         let (total, progress, continuations, paused, canceling) = storage.withLock {
-            $0.bytesReceived += Int64(chunk.count)
+            $0.bytesReceived += Int64(byteCount)
             return (
                 $0.bytesReceived, $0.downloadProgress, $0.eventContinuations, $0.machine.isPaused,
                 $0.machine.isCanceling
             )
         }
         progress?.completedUnitCount = total
-        for continuation in continuations { continuation.yield(.data(chunk)) }
+        if !continuations.isEmpty {
+            let data = chunk()
+            for continuation in continuations { continuation.yield(.data(data)) }
+        }
         return (paused, canceling)
     }
 

@@ -5,7 +5,8 @@ protocol ResponseBodySink: AnyObject, Sendable {
     /// The final response head arrived; returns the byte offset the body continues from
     /// (non-zero only when a download resumes with `206 Partial Content`).
     func begin(_ response: HTTPSession.Response) throws -> Int64
-    func append(_ chunk: Data) throws
+    /// Stores the next body bytes (valid only during the call).
+    func append(_ bytes: UnsafeRawBufferPointer) throws
     var metrics: HTTPTaskMetrics? { get set }
 }
 
@@ -72,7 +73,11 @@ final class FileBodySink: ResponseBodySink {
         return resuming ? state.withLock { $0.resumeOffset } : 0
     }
 
-    func append(_ chunk: Data) throws {
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        try append(Data(bytes))
+    }
+
+    private func append(_ chunk: Data) throws {
         try state.withLock { try $0.handle?.write(contentsOf: chunk) }
     }
 
