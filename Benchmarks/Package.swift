@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "swift-web-image", path: ".."),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The same work done directly through the C libraries: the reference figures.
@@ -26,6 +27,17 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Sources/HTTPBenchmarks"
+        ),
+        .executableTarget(
+            name: "webimage-downloader-benchmarks",
+            dependencies: [
+                .product(name: "WebImage", package: "swift-web-image"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "WebImageOrigin", package: "swift-web-image"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "CDirectCodecs",
+            ],
+            path: "Sources/DownloaderBenchmarks"
         ),
         .executableTarget(
             name: "webimage-benchmarks",

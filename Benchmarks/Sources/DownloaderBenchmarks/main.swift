@@ -1,0 +1,153 @@
+import AsyncHTTPClient
+import CDirectCodecs
+import Foundation
+import NIOCore
+import WebImage
+import WebImageOrigin
+
+// ImageDownloader throughput over loopback, 6 loads at a time, each beside the same work done
+// with raw AsyncHTTPClient in the same run: N distinct ~100 KB JPEGs without decoding, the same
+// with decoding (raw: AsyncHTTPClient + a direct libjpeg-turbo decode in each task), and N
+// callers of one URL (one request). Medians of rounds.
+//
+//   swift run -c release --package-path Benchmarks webimage-downloader-benchmarks [--images N] [--rounds R]
+
+func argument(_ name: String, default value: Int) -> Int {
+    CommandLine.arguments.firstIndex(of: name).flatMap {
+        CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
+    } ?? value
+}
+
+let imageCount = argument("--images", default: 1000)
+let rounds = argument("--rounds", default: 5)
+let concurrency = 6
+
+/// A photo-like 640×480 JPEG, about 100 KB.
+func photoJPEG() throws -> Data {
+    var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
+    var seed: UInt32 = 7
+    for y in 0..<480 {
+        for x in 0..<640 {
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            let grain = Double(seed >> 27) - 16
+            let offset = (y * 640 + x) * 4
+            pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(Double(x) / 37 + Double(y) / 51) + grain)))
+            pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(Double(x) / 23 - Double(y) / 41) + grain)))
+            pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos(Double(x + y) / 29) + grain)))
+        }
+    }
+    let bitmap = Bitmap(width: 640, height: 480, hasAlpha: false, pixels: pixels)
+    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// Loads per second for `imageCount` loads, `concurrency` at a time.
+func throughput(_ load: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var next = 0
+        while next < min(concurrency, imageCount) {
+            let index = next
+            group.addTask { try await load(index) }
+            next += 1
+        }
+        while try await group.next() != nil {
+            if next < imageCount {
+                let index = next
+                group.addTask { try await load(index) }
+                next += 1
+            }
+        }
+    }
+    return Double(imageCount) / seconds(clock.now - start)
+}
+
+let jpeg = try photoJPEG()
+let origin = try await OriginServer.start()
+for index in 0..<imageCount { origin.setRoute("/img/\(index).jpg", .data(jpeg, contentType: "image/jpeg")) }
+origin.setRoute("/one.jpg", .data(jpeg, contentType: "image/jpeg"))
+
+var raw = HTTPClient.Configuration()
+raw.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
+raw.decompression = .enabled(limit: .ratio(100))
+let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: raw)
+let downloader = ImageDownloader()
+
+func rawFetch(_ index: Int) async throws -> ByteBuffer {
+    let response = try await client.execute(
+        HTTPClientRequest(url: origin.url("/img/\(index).jpg").absoluteString),
+        timeout: .seconds(30)
+    )
+    return try await response.body.collect(upTo: 1 << 24)
+}
+
+let sides = [
+    "ImageDownloader, no decode", "raw AsyncHTTPClient", "ImageDownloader, decoded",
+    "raw AsyncHTTPClient + libjpeg-turbo",
+]
+var rates = Array(repeating: [Double](), count: sides.count)
+for round in 0...rounds {
+    for offset in 0..<sides.count {
+        let side = (round + offset) % sides.count
+        let rate: Double
+        switch side {
+        case 0:
+            rate = try await throughput {
+                _ = try await downloader.image(with: origin.url("/img/\($0).jpg"), options: .avoidDecodeImage)
+            }
+        case 1: rate = try await throughput { _ = try await rawFetch($0) }
+        case 2: rate = try await throughput { _ = try await downloader.image(with: origin.url("/img/\($0).jpg")) }
+        default:
+            rate = try await throughput { index in
+                let body = try await rawFetch(index)
+                var width: UInt32 = 0
+                var height: UInt32 = 0
+                let status = body.withUnsafeReadableBytes {
+                    direct_jpeg_decode(
+                        $0.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        $0.count,
+                        1,
+                        &width,
+                        &height
+                    )
+                }
+                precondition(status == 0)
+            }
+        }
+        if round > 0 { rates[side].append(rate) }
+    }
+}
+
+// N callers of one URL: all coalesce into one request.
+let before = origin.requestCount(for: "/one.jpg")
+let clock = ContinuousClock()
+let start = clock.now
+try await withThrowingTaskGroup(of: Void.self) { group in
+    for _ in 0..<imageCount { group.addTask { _ = try await downloader.image(with: origin.url("/one.jpg")) } }
+    try await group.waitForAll()
+}
+let coalescedSeconds = seconds(clock.now - start)
+let coalescedRequests = origin.requestCount(for: "/one.jpg") - before
+
+try await client.shutdown()
+await origin.stop()
+
+let medians = rates.map(median)
+print(
+    "| \(imageCount) JPEGs of \(jpeg.count / 1024) KB, \(concurrency) at a time | loads/s (median of \(rounds)) | ratio |"
+)
+print("|---|---:|---:|")
+print("| \(sides[0]) | \(Int(medians[0])) | \(String(format: "%.3f", medians[0] / medians[1])) of raw |")
+print("| \(sides[1]) | \(Int(medians[1])) | |")
+print("| \(sides[2]) | \(Int(medians[2])) | \(String(format: "%.3f", medians[2] / medians[3])) of raw + libjpeg |")
+print("| \(sides[3]) | \(Int(medians[3])) | |")
+print("")
+print(
+    "\(imageCount) callers of one URL: \(coalescedRequests) request(s), all done in \(String(format: "%.1f", coalescedSeconds * 1000)) ms"
+)
