@@ -135,33 +135,15 @@ public struct PropertyListRequestSerializer: RequestSerializer {
     )
         throws(HTTPSessionError) -> HTTPSession.Request
     {
-        if method.encodesParametersInURL {
-            return try URLEncodedRequestSerializer(timeout: timeout).request(
-                method: method,
-                url: url,
-                parameters: parameters,
-                headers: headers
-            )
-        }
-        var request = HTTPSession.Request(url: url, method: method, headers: headers, timeout: timeout)
-        guard let parameters else { return request }
-        do {
-            request.body = .data(
-                try PropertyListSerialization.data(
-                    fromPropertyList: HTTPParameter.dictionary(parameters).jsonObject,
-                    format: format,
-                    options: 0
-                )
-            )
-            if !request.headers.contains("Content-Type") { request.headers["Content-Type"] = "application/x-plist" }
-        } catch {
-            throw HTTPSessionError(
-                .requestSerializationFailed,
-                url: url,
-                message: "\(url): cannot encode the parameters as a property list (null is not allowed): \(error)"
-            )
-        }
-        return request
+        try bodyRequest(
+            method: method,
+            url: url,
+            parameters: parameters,
+            headers: headers,
+            timeout: timeout,
+            contentType: "application/x-plist",
+            formatName: "a property list (null is not allowed)"
+        ) { object in try PropertyListSerialization.data(fromPropertyList: object, format: format, options: 0) }
     }
 }
 

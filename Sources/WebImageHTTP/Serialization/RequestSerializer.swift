@@ -70,32 +70,52 @@ public struct JSONRequestSerializer: RequestSerializer {
     )
         throws(HTTPSessionError) -> HTTPSession.Request
     {
-        if method.encodesParametersInURL {
-            return try URLEncodedRequestSerializer(timeout: timeout).request(
-                method: method,
-                url: url,
-                parameters: parameters,
-                headers: headers
-            )
-        }
-        var request = HTTPSession.Request(url: url, method: method, headers: headers, timeout: timeout)
-        guard let parameters else { return request }
-        do {
-            let body = try JSONSerialization.data(
-                withJSONObject: HTTPParameter.dictionary(parameters).jsonObject,
-                options: writingOptions
-            )
-            if !request.headers.contains("Content-Type") { request.headers["Content-Type"] = "application/json" }
-            request.body = .data(body)
-        } catch {
-            throw HTTPSessionError(
-                .requestSerializationFailed,
-                url: url,
-                message: "\(url): cannot encode the parameters as JSON: \(error)"
-            )
-        }
-        return request
+        try bodyRequest(
+            method: method,
+            url: url,
+            parameters: parameters,
+            headers: headers,
+            timeout: timeout,
+            contentType: "application/json",
+            formatName: "JSON"
+        ) { object in try JSONSerialization.data(withJSONObject: object, options: writingOptions) }
     }
+}
+
+/// The shared shape of body serializers: GET, HEAD and DELETE put the parameters in the query
+/// string; other methods get a body made by `encode` (from JSON-compatible objects) and, unless
+/// the caller set one, `contentType`.
+func bodyRequest(
+    method: HTTPMethod,
+    url: URL,
+    parameters: HTTPParameters?,
+    headers: HTTPHeaderFields,
+    timeout: TimeInterval?,
+    contentType: String,
+    formatName: String,
+    encode: (Any) throws -> Data
+) throws(HTTPSessionError) -> HTTPSession.Request {
+    if method.encodesParametersInURL {
+        return try URLEncodedRequestSerializer(timeout: timeout).request(
+            method: method,
+            url: url,
+            parameters: parameters,
+            headers: headers
+        )
+    }
+    var request = HTTPSession.Request(url: url, method: method, headers: headers, timeout: timeout)
+    guard let parameters else { return request }
+    do {
+        request.body = .data(try encode(HTTPParameter.dictionary(parameters).jsonObject))
+    } catch {
+        throw HTTPSessionError(
+            .requestSerializationFailed,
+            url: url,
+            message: "\(url): cannot encode the parameters as \(formatName): \(error)"
+        )
+    }
+    if !request.headers.contains("Content-Type") { request.headers["Content-Type"] = contentType }
+    return request
 }
 
 extension RequestSerializer where Self == URLEncodedRequestSerializer {
