@@ -142,13 +142,6 @@ const char *wi_png_decoder_message(const wi_png_decoder *decoder) { return decod
 
 wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder) { return decoder->state; }
 
-uint8_t *wi_png_decoder_take_pixels(wi_png_decoder *decoder) {
-    if (decoder->state.pixels == decoder->external_pixels) return NULL;
-    uint8_t *pixels = decoder->state.pixels;
-    decoder->state.pixels = NULL;
-    return pixels;
-}
-
 // MARK: Encoding
 
 struct wi_png_buffer {

@@ -9,7 +9,6 @@ struct HTTPSessionTests {
     @Test("GET returns the body and response; default headers are sent")
     func get() async throws {
         let context = try await HTTPTestContext.make()
-        defer { Task { await context.finish() } }
         context.origin.setRoute("/hello", .data(Data("hi there".utf8), contentType: "text/plain; charset=utf-8"))
         let (response, text) = try await context.session.get(
             context.origin.url("/hello").absoluteString,

@@ -14,12 +14,14 @@ struct SecurityPolicyTests {
     }
 
     static func load(_ session: HTTPSession, _ url: URL) async -> Result<String, HTTPSessionError> {
-        defer { Task { try? await session.shutdown() } }
+        let result: Result<String, HTTPSessionError>
         do {
-            return .success(try await session.get(url.absoluteString, serializer: .string).1)
+            result = .success(try await session.get(url.absoluteString, serializer: .string).1)
         } catch {
-            return .failure(error)
+            result = .failure(error)
         }
+        try? await session.shutdown()
+        return result
     }
 
     static func start(_ identity: TestIdentity, http2: Bool = false) async throws -> OriginServer {

@@ -94,8 +94,6 @@ typedef struct {
 } wi_png_state;
 
 wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder);
-/// Hands the pixel buffer to the caller (who frees it) and forgets it.
-uint8_t *wi_png_decoder_take_pixels(wi_png_decoder *decoder);
 
 // MARK: PNG encoding
 
