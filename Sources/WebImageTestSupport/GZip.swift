@@ -14,12 +14,7 @@ public enum GZip {
             out += bytes[offset..<offset + length]
             offset += length
         } while offset < bytes.count
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        crc ^= 0xFFFF_FFFF
+        let crc = Checksum.crc32(bytes)
         let size = UInt32(truncatingIfNeeded: bytes.count)
         for value in [crc, size] { out += (0..<4).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
         return Data(out)

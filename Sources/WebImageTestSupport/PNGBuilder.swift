@@ -202,7 +202,7 @@ public struct PNGBuilder {
 
     private func chunk(_ type: String, _ payload: [UInt8]) -> [UInt8] {
         let typeBytes = Array(type.utf8)
-        return be32(UInt32(payload.count)) + typeBytes + payload + be32(crc32(typeBytes + payload))
+        return be32(UInt32(payload.count)) + typeBytes + payload + be32(Checksum.crc32(typeBytes + payload))
     }
 
     private func zlibStored(_ data: [UInt8]) -> [UInt8] {
@@ -223,15 +223,6 @@ public struct PNGBuilder {
             b = (b + a) % 65521
         }
         return out + be32(b << 16 | a)
-    }
-
-    private func crc32(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        return crc ^ 0xFFFF_FFFF
     }
 
     private func be32(_ value: UInt32) -> [UInt8] {

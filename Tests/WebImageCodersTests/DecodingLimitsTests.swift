@@ -76,12 +76,7 @@ struct DecodingLimitsTests {
         let size: [UInt8] = [0x00, 0x01, 0x86, 0xA0]
         bytes.replaceSubrange(16..<20, with: size)
         bytes.replaceSubrange(20..<24, with: size)
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes[12..<29] {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 != 0 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        crc ^= 0xFFFF_FFFF
+        let crc = Checksum.crc32(bytes[12..<29])
         bytes.replaceSubrange(
             29..<33,
             with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)]

@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import WebImageHTTP
 import WebImageOrigin
+import WebImageTestSupport
 
 /// A fresh origin and session for one test; `finish()` stops both.
 struct HTTPTestContext {
@@ -59,16 +59,5 @@ final class RecordingDelegate: HTTPSessionTaskDelegate {
 
     func task(_ task: HTTPSessionTask, didCompleteWith error: HTTPSessionError?, metrics: HTTPTaskMetrics) {
         state.withLock { $0.completed.append(error) }
-    }
-}
-
-/// A mutex-protected value for test bookkeeping.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<Result: Sendable>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        try mutex.withLock { try body(&$0) }
     }
 }

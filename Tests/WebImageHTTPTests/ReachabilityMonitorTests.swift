@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WebImageHTTP
+import WebImageTestSupport
 
 @Suite("Reachability", .timeLimit(.minutes(1)))
 struct ReachabilityMonitorTests {

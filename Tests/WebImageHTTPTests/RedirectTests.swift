@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WebImageHTTP
 import WebImageOrigin
+import WebImageTestSupport
 
 @Suite("Redirects", .timeLimit(.minutes(1)))
 struct RedirectTests {

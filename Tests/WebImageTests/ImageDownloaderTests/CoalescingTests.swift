@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WebImage
 import WebImageOrigin
+import WebImageTestSupport
 
 @Suite("ImageDownloader coalescing and cancellation", .timeLimit(.minutes(1)))
 struct CoalescingTests {
@@ -11,7 +12,7 @@ struct CoalescingTests {
         let gate = OriginGate()
         origin.setRoute("/a.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
         let downloader = ImageDownloader()
-        let completions = Box<[Int]>([])
+        let completions = Locked<[Int]>([])
         for index in 0..<20 {
             downloader.download(with: origin.url("/a.png")) { image, _, error, finished in
                 if finished, error == nil, image?.width == 32 { completions.withLock { $0.append(index) } }
@@ -39,8 +40,8 @@ struct CoalescingTests {
         let gate = OriginGate()
         origin.setRoute("/b.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
         let downloader = ImageDownloader()
-        let first = Box<[String]>([])
-        let second = Box<[String]>([])
+        let first = Locked<[String]>([])
+        let second = Locked<[String]>([])
         let token = downloader.download(with: origin.url("/b.png")) { _, _, error, _ in
             first.withLock { $0.append(error?.code.rawValue ?? "ok") }
         }
@@ -68,7 +69,7 @@ struct CoalescingTests {
             )
         )
         let downloader = ImageDownloader()
-        let results = Box<[String]>([])
+        let results = Locked<[String]>([])
         let tokens = (0..<3).map { _ in
             downloader.download(with: origin.url("/slow.png")) { _, _, error, _ in
                 results.withLock { $0.append(error?.code.rawValue ?? "ok") }

@@ -1,17 +1,8 @@
 import Foundation
-import Synchronization
 import WebImage
 import WebImageCoders
 import WebImageOrigin
 import WebImageTestSupport
-
-/// A value behind a mutex, for test bookkeeping.
-final class Box<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result { mutex.withLock { body(&$0) } }
-    var value: Value { mutex.withLock { $0 } }
-}
 
 enum DownloaderFixtures {
     static let png: Data = {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WebImage
 import WebImageOrigin
+import WebImageTestSupport
 
 @Suite("ImageDownloader events", .timeLimit(.minutes(1)))
 struct EventsTests {
@@ -11,7 +12,7 @@ struct EventsTests {
         origin.setRoute("/e.png", DownloaderFixtures.route())
         let downloader = ImageDownloader()
         let stream = downloader.downloadEvents
-        let notified = Box<[String]>([])
+        let notified = Locked<[String]>([])
         let observer = NotificationCenter.default.addObserver(
             forName: .imageDownloadStart,
             object: downloader,

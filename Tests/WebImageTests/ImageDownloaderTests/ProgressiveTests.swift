@@ -20,7 +20,7 @@ struct ProgressiveTests {
             .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(15)))
         )
         let downloader = ImageDownloader()
-        let events = Box<[(partial: Bool, image: DecodedImage?)]>([])
+        let events = Locked<[(partial: Bool, image: DecodedImage?)]>([])
         downloader.download(with: origin.url("/p.jpg"), options: .progressiveLoad) { image, _, _, finished in
             events.withLock { $0.append((!finished, image)) }
         }
@@ -50,7 +50,7 @@ struct ProgressiveTests {
             .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 500, chunkInterval: .milliseconds(5)))
         )
         let downloader = ImageDownloader()
-        let finishedFlags = Box<[Bool]>([])
+        let finishedFlags = Locked<[Bool]>([])
         downloader.download(with: origin.url("/q.jpg")) { _, _, _, finished in
             finishedFlags.withLock { $0.append(finished) }
         }

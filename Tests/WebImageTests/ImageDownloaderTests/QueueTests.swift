@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WebImage
 import WebImageOrigin
+import WebImageTestSupport
 
 @Suite("ImageDownloader queue", .timeLimit(.minutes(1)))
 struct QueueTests {
@@ -32,7 +33,7 @@ struct QueueTests {
         configuration.executionOrder = .lifo
         let downloader = ImageDownloader(configuration: configuration)
         downloader.setSuspended(true)
-        let done = Box(0)
+        let done = Locked(0)
         for (name, options) in [("a", ImageOptions()), ("b", .highPriority), ("c", []), ("d", .lowPriority)] {
             downloader.download(with: origin.url("/\(name).png"), options: options) { _, _, _, _ in
                 done.withLock { $0 += 1 }

@@ -3,6 +3,7 @@ import Testing
 import WebImage
 import WebImageCoders
 import WebImageOrigin
+import WebImageTestSupport
 
 @Suite("ImageDownloader responses", .timeLimit(.minutes(1)))
 struct ResponseTests {
@@ -34,7 +35,7 @@ struct ResponseTests {
     func invalidURLs() async throws {
         let downloader = ImageDownloader()
         for url in [nil, URL(string: "file:///tmp/x.png"), URL(string: "mailto:a@b.c")] {
-            let calls = Box<[WebImageError.Code?]>([])
+            let calls = Locked<[WebImageError.Code?]>([])
             let token = downloader.download(with: url) { _, _, error, finished in
                 if finished { calls.withLock { $0.append(error?.code) } }
             }
@@ -75,8 +76,8 @@ struct ResponseTests {
         var configuration = ImageDownloader.Configuration()
         configuration.minimumProgressInterval = 0.05
         let downloader = ImageDownloader(configuration: configuration)
-        let reports = Box<[Int64]>([])
-        let finished = Box(false)
+        let reports = Locked<[Int64]>([])
+        let finished = Locked(false)
         downloader.download(
             with: origin.url("/p.png"),
             progress: { received, _, _ in reports.withLock { $0.append(received) } },
