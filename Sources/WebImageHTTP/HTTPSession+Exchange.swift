@@ -157,7 +157,10 @@ extension HTTPSession {
                     )
                 }
                 if let delegate { delegate.task(task, didReceive: makeChunk()) }
-                if state.isPaused { await task.waitWhilePaused() }
+                if state.isPaused {
+                    await task.waitWhilePaused()
+                    if task.isCanceling { throw HTTPSessionError.cancelled(request.url) }
+                }
             }
             try Task.checkCancellation()
             if let expected = head.expectedContentLength, received < expected, request.method != .head,

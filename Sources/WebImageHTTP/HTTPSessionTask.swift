@@ -24,6 +24,8 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var bytesSent: Int64 = 0
         var bytesExpectedToSend: Int64?
         var eventContinuations: [AsyncStream<HTTPTaskEvent>.Continuation] = []
+        /// The runner, parked while the task is suspended; released by resume() or cancel().
+        var pausedRunner: CheckedContinuation<Void, Never>?
         /// Made on first use, so tasks nobody watches pay nothing for Foundation's Progress.
         var downloadProgress: Progress?
         var uploadProgress: Progress?
@@ -121,7 +123,12 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     /// Starts the task, or continues a suspended one.
     public func resume() {
-        let action = storage.withLock { $0.machine.resume() }
+        let (action, parked) = storage.withLock { storage in
+            let action = storage.machine.resume()
+            defer { if action == .unpause { storage.pausedRunner = nil } }
+            return (action, action == .unpause ? storage.pausedRunner : nil)
+        }
+        parked?.resume()
         guard action == .start else { return }
         let work = Task { await runner(self) }
         storage.withLock { $0.work = work }
@@ -144,7 +151,11 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     /// Cancels the task; it completes with a `cancelled` error (once).
     public func cancel() {
-        let (action, work) = storage.withLock { ($0.machine.cancel(), $0.work) }
+        let (action, work, parked) = storage.withLock { storage in
+            defer { storage.pausedRunner = nil }
+            return (storage.machine.cancel(), storage.work, storage.pausedRunner)
+        }
+        parked?.resume()
         switch action {
         case .completeCancelled:
             finish(.cancelled(originalRequest.url), alreadyMarkedComplete: true)
@@ -164,9 +175,25 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     var isCanceling: Bool { storage.withLock { $0.machine.isCanceling } }
 
     /// Waits while the task is suspended.
+    /// Parks the runner while the task is suspended (no polling); returns on resume or cancel.
     func waitWhilePaused() async {
-        while storage.withLock({ $0.machine.isPaused }) && !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(10))
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // Checked under the lock the cancel handler also takes: either the handler ran
+                // first (and Task.isCancelled is already true here) or it will find this waiter.
+                let park = storage.withLock { storage -> Bool in
+                    guard storage.machine.isPaused, !Task.isCancelled else { return false }
+                    storage.pausedRunner = continuation
+                    return true
+                }
+                if !park { continuation.resume() }
+            }
+        } onCancel: {
+            let parked = storage.withLock { storage in
+                defer { storage.pausedRunner = nil }
+                return storage.pausedRunner
+            }
+            parked?.resume()
         }
     }
 

@@ -145,6 +145,27 @@ struct HTTPSessionTaskTests {
         await context.finish()
     }
 
+    @Test("Cancelling a suspended task ends it at once with cancelled")
+    func cancelWhileSuspended() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute(
+            "/slow",
+            OriginRoute(body: Data(count: 40_000), behavior: .init(chunkSize: 4_000, chunkInterval: .milliseconds(20)))
+        )
+        let task = context.session.dataTask(with: .init(url: context.origin.url("/slow")))
+        let events = task.events
+        task.resume()
+        while task.countOfBytesReceived == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        task.suspend()
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        var completion: HTTPSessionError?
+        for await event in events { if case .completed(let error) = event { completion = error } }
+        #expect(completion?.code == .cancelled)
+        #expect(task.countOfBytesReceived < 40_000)
+        await context.finish()
+    }
+
     @Test("Closure style: success with the value, failure with the error")
     func closureStyle() async throws {
         let context = try await HTTPTestContext.make()
