@@ -261,7 +261,7 @@ struct OtherSerializerTests {
         #expect(feed.children.map(\.text) == ["First", "Second"] && feed.children[1].attributes["id"] == "2")
 
         let plist = try PropertyListSerialization.data(
-            fromPropertyList: ["name": "Ada", "count": 3, "ok": true],
+            fromPropertyList: ["name": "Ada", "count": 3, "one": 1, "zero": 0, "ok": true],
             format: .xml,
             options: 0
         )
@@ -271,6 +271,7 @@ struct OtherSerializerTests {
             serializer: PropertyListResponseSerializer()
         )
         #expect(value["name"] == .string("Ada") && value["count"] == .integer(3) && value["ok"] == .bool(true))
+        #expect(value["one"] == .integer(1) && value["zero"] == .integer(0), "integers 0 and 1 are not booleans")
 
         let (_, echoed) = try await context.session.post(
             context.origin.url("/echo").absoluteString,

@@ -20,7 +20,7 @@ public indirect enum PropertyListValue: Sendable, Hashable {
         case let value as String: self = .string(value)
         case let value as Date: self = .date(value)
         case let value as Data: self = .data(value)
-        case let value as Bool where JSONValue.isBoolean(value): self = .bool(value)
+        case let value as Bool where JSONValue.isBoolean(object): self = .bool(value)
         case let value as Int: self = .integer(value)
         case let value as Double: self = .real(value)
         case let value as [Any]: self = .array(value.compactMap(PropertyListValue.init))
