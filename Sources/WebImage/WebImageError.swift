@@ -53,11 +53,13 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 
-    static func cancelled(_ url: URL?) -> WebImageError {
+    /// The error a caller gets when its load was cancelled.
+    public static func cancelled(_ url: URL?) -> WebImageError {
         WebImageError(.cancelled, url: url, message: "\(url?.absoluteString ?? "(no URL)"): cancelled")
     }
 
-    static func invalidURL(_ text: String) -> WebImageError {
+    /// The error for text that is not a loadable URL (the text is quoted in the message).
+    public static func invalidURL(_ text: String) -> WebImageError {
         WebImageError(.invalidURL, url: nil, message: "\(text.isEmpty ? "(empty)" : text): not a valid image URL")
     }
 }

@@ -3,13 +3,14 @@ import Synchronization
 import WebImageCoders
 import WebImageHTTP
 
-/// One network load of one URL and the callers waiting for it (SDWebImageDownloaderOperation).
+/// The default ``ImageDownloadOperation`` (SDWebImageDownloaderOperation): one HTTP load, its
+/// callers' progress and partial images, then decoding.
 ///
 /// Callers attach handlers; every handler gets progress and exactly one completion. Decoding
 /// runs in the operation's own task, never on an event loop.
-final class DownloadOperation: Sendable {
-    typealias Progress = ImageDownloader.ProgressHandler
-    typealias Completed = ImageDownloader.CompletedHandler
+public final class DownloadOperation: ImageDownloadOperation {
+    public typealias Progress = ImageDownloader.ProgressHandler
+    public typealias Completed = ImageDownloader.CompletedHandler
 
     private struct Handler {
         var progress: Progress?
@@ -17,7 +18,7 @@ final class DownloadOperation: Sendable {
     }
 
     private struct State {
-        var handlers: [UInt64: Handler] = [:]
+        var handlers: [DownloadToken: Handler] = [:]
         var options: ImageOptions
         var started = false
         var finished = false
@@ -29,9 +30,7 @@ final class DownloadOperation: Sendable {
         var progressive: ProgressiveDecodingLoop?
     }
 
-    let key: String
-    let url: URL
-    let sequence: UInt64
+    public let url: URL
     private let context: ImageContext
     private let state: Mutex<State>
 
@@ -40,32 +39,29 @@ final class DownloadOperation: Sendable {
 
     deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
 
-    init(key: String, url: URL, sequence: UInt64, options: ImageOptions, context: ImageContext) {
+    /// An operation for `url`; `options` are the first caller's, `context` its settings.
+    public init(url: URL, options: ImageOptions, context: ImageContext) {
         Self.liveCount.add(1, ordering: .relaxed)
-        self.key = key
         self.url = url
-        self.sequence = sequence
         self.context = context
         state = Mutex(State(options: options))
     }
 
-    /// Priority from the callers' options: high wins over normal, normal over low.
-    var priority: Int {
-        state.withLock { state in
-            state.options.contains(.highPriority) ? 1 : state.options.contains(.lowPriority) ? -1 : 0
-        }
-    }
+    public var isFinished: Bool { state.withLock { $0.finished } }
 
-    var isFinished: Bool { state.withLock { $0.finished } }
+    /// The callers' combined options: high priority when any caller asked for it, low only when
+    /// every caller did.
+    public var options: ImageOptions { state.withLock { $0.options } }
 
-    /// The callers' combined options.
-    var options: ImageOptions { state.withLock { $0.options } }
-
-    /// Adds a caller; returns `false` when the operation already finished (start a new one).
-    func add(id: UInt64, options: ImageOptions, progress: Progress?, completed: Completed?) -> Bool {
+    public func addHandlers(
+        for token: DownloadToken,
+        options: ImageOptions,
+        progress: Progress?,
+        completed: @escaping Completed
+    ) -> Bool {
         state.withLock { state in
             guard !state.finished else { return false }
-            state.handlers[id] = Handler(progress: progress, completed: completed)
+            state.handlers[token] = Handler(progress: progress, completed: completed)
             // A high-priority caller raises a waiting load; low priority only when everyone is low.
             if options.contains(.highPriority) { state.options.insert(.highPriority) }
             if !options.contains(.lowPriority) { state.options.remove(.lowPriority) }
@@ -73,12 +69,10 @@ final class DownloadOperation: Sendable {
         }
     }
 
-    /// Removes a caller and tells it `cancelled`. Returns `true` when no caller is left (the
-    /// load has then been cancelled too).
-    func cancel(id: UInt64) -> Bool {
+    public func cancelHandlers(for token: DownloadToken) -> Bool {
         let (handler, empty, task, loop) = state.withLock {
             state -> (Handler?, Bool, HTTPSessionTask?, ProgressiveDecodingLoop?) in
-            let handler = state.handlers.removeValue(forKey: id)
+            let handler = state.handlers.removeValue(forKey: token)
             let empty = state.handlers.isEmpty && !state.finished
             guard empty else { return (handler, false, nil, nil) }
             state.finished = true
@@ -91,8 +85,7 @@ final class DownloadOperation: Sendable {
         return empty
     }
 
-    /// Cancels every caller and the load.
-    func cancelAll() {
+    public func cancel() {
         let (handlers, task, loop) = state.withLock {
             state -> ([Handler], HTTPSessionTask?, ProgressiveDecodingLoop?) in
             defer {
@@ -107,14 +100,10 @@ final class DownloadOperation: Sendable {
         for handler in handlers { handler.completed?(nil, nil, .cancelled(url), true) }
     }
 
-    /// Runs the load; `onFinish` runs once at the end (after every completion was delivered).
-    func start(
-        session: HTTPSession,
-        configuration: ImageDownloader.Configuration,
-        hooks: ImageDownloader.Hooks,
-        events: @escaping @Sendable (ImageDownloaderEvent) -> Void,
-        onFinish: @escaping @Sendable () -> Void
-    ) {
+    public func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void) {
+        let (session, configuration, hooks, events) = (
+            environment.session, environment.configuration, environment, environment.publish
+        )
         let options = state.withLock { state -> ImageOptions? in
             guard !state.finished else { return nil }
             state.started = true
@@ -181,7 +170,7 @@ final class DownloadOperation: Sendable {
         error: HTTPSessionError?,
         options: ImageOptions,
         configuration: ImageDownloader.Configuration,
-        hooks: ImageDownloader.Hooks
+        hooks: ImageDownloadEnvironment
     ) {
         func fail(
             _ code: WebImageError.Code,

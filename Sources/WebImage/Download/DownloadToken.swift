@@ -5,13 +5,11 @@ import Foundation
 public final class DownloadToken: Sendable, Hashable {
     /// The URL the caller asked for.
     public let url: URL
-    let id: UInt64
     let key: String
     private let downloaderReference: WeakDownloader
 
-    init(url: URL, id: UInt64, key: String, downloader: ImageDownloader) {
+    init(url: URL, key: String, downloader: ImageDownloader) {
         self.url = url
-        self.id = id
         self.key = key
         downloaderReference = WeakDownloader(downloader: downloader)
     }

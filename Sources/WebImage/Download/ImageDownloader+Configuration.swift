@@ -33,6 +33,12 @@ extension ImageDownloader {
             "Accept": "image/webp,image/avif,image/png,image/jpeg,image/gif,image/*;q=0.8,*/*;q=0.5"
         ]
 
+        /// Makes the operation for a new network load: `(url, first caller's options, context)`.
+        /// Default: ``DownloadOperation``. Replace it to run loads your own way.
+        public var operationFactory: @Sendable (URL, ImageOptions, ImageContext) -> any ImageDownloadOperation = {
+            DownloadOperation(url: $0, options: $1, context: $2)
+        }
+
         public init() {}
 
         public static let `default` = Configuration()

@@ -38,8 +38,8 @@ public final class ImageDownloader: Sendable {
     private let permissiveSession = Mutex<HTTPSession?>(nil)
 
     private struct State {
-        var operations: [String: DownloadOperation] = [:]
-        var waiting: [DownloadOperation] = []
+        var operations: [String: Entry] = [:]
+        var waiting: [Entry] = []
         var running = 0
         var suspended = false
         var nextID: UInt64 = 1
@@ -91,33 +91,55 @@ public final class ImageDownloader: Sendable {
         }
         let context = context ?? ImageContext()
         let key = Self.key(url: url, options: options, context: context)
-        let (token, startNow) = state.withLock { state -> (DownloadToken, Bool) in
+        let (token, outcome) = state.withLock { state -> (DownloadToken, JoinOutcome) in
             let id = state.nextID
             state.nextID += 1
-            let token = DownloadToken(url: url, id: id, key: key, downloader: self)
+            let token = DownloadToken(url: url, key: key, downloader: self)
             if let existing = state.operations[key],
-                existing.add(id: id, options: options, progress: progress, completed: completed)
+                existing.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
             {
-                return (token, false)
+                return (token, .joined)
             }
-            let operation = DownloadOperation(key: key, url: url, sequence: id, options: options, context: context)
-            _ = operation.add(id: id, options: options, progress: progress, completed: completed)
-            state.operations[key] = operation
-            state.waiting.append(operation)
-            return (token, true)
+            let entry = Entry(
+                key: key,
+                sequence: id,
+                operation: configuration.operationFactory(url, options, context)
+            )
+            guard entry.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
+            else { return (token, .refused) }
+            state.operations[key] = entry
+            state.waiting.append(entry)
+            return (token, .queued)
         }
-        if startNow { startWaiting() }
+        switch outcome {
+        case .joined: break
+        case .queued: startWaiting()
+        case .refused:
+            completed(
+                nil,
+                nil,
+                WebImageError(
+                    .invalidDownloadOperation,
+                    url: url,
+                    message: "\(url): the download operation refused its first caller"
+                ),
+                true
+            )
+            return nil
+        }
         return token
     }
+
+    private enum JoinOutcome { case joined, queued, refused }
 
     /// Cancels one caller's interest: its completion gets `cancelled`; the load stops when it was
     /// the last caller.
     public func cancel(_ token: DownloadToken) {
-        guard let operation = state.withLock({ $0.operations[token.key] }) else { return }
-        if operation.cancel(id: token.id) {
+        guard let entry = state.withLock({ $0.operations[token.key] }) else { return }
+        if entry.operation.cancelHandlers(for: token) {
             state.withLock { state in
-                if state.operations[token.key] === operation { state.operations[token.key] = nil }
-                state.waiting.removeAll { $0 === operation }
+                if state.operations[token.key] === entry { state.operations[token.key] = nil }
+                state.waiting.removeAll { $0 === entry }
             }
         }
     }
@@ -131,7 +153,7 @@ public final class ImageDownloader: Sendable {
             }
             return Array(state.operations.values)
         }
-        for operation in operations { operation.cancelAll() }
+        for entry in operations { entry.operation.cancel() }
     }
 
     /// Sets (or with `nil` removes) a header every download sends from now on.
@@ -251,14 +273,18 @@ public final class ImageDownloader: Sendable {
 
     /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO.
     private func startWaiting() {
-        while let operation = nextToStart() {
-            operation.start(
-                session: session(for: operation.options),
+        while let entry = nextToStart() {
+            let hooks = hooks.withLock { $0 }
+            let environment = ImageDownloadEnvironment(
+                session: session(for: entry.operation.options),
                 configuration: configuration,
-                hooks: hooks.withLock { $0 },
-                events: { [weak self] event in self?.publish(event) },
-                onFinish: { [weak self] in self?.operationFinished(operation) }
+                headers: hooks.headers,
+                requestModifier: hooks.requestModifier,
+                responseModifier: hooks.responseModifier,
+                decryptor: hooks.decryptor,
+                publish: { [weak self] event in self?.publish(event) }
             )
+            entry.operation.start(in: environment) { [weak self] in self?.operationFinished(entry) }
         }
     }
 
@@ -275,10 +301,10 @@ public final class ImageDownloader: Sendable {
         }
     }
 
-    private func nextToStart() -> DownloadOperation? {
+    private func nextToStart() -> Entry? {
         state.withLock { state in
             guard !state.suspended, state.running < max(1, configuration.maxConcurrentDownloads) else { return nil }
-            state.waiting.removeAll { $0.isFinished }
+            state.waiting.removeAll { $0.operation.isFinished }
             guard !state.waiting.isEmpty else { return nil }
             let lifo = configuration.executionOrder == .lifo
             let best = state.waiting.indices.max { a, b in
@@ -292,12 +318,31 @@ public final class ImageDownloader: Sendable {
         }
     }
 
-    private func operationFinished(_ operation: DownloadOperation) {
+    private func operationFinished(_ entry: Entry) {
         state.withLock { state in
             state.running -= 1
-            if state.operations[operation.key] === operation { state.operations[operation.key] = nil }
+            if state.operations[entry.key] === entry { state.operations[entry.key] = nil }
         }
         startWaiting()
+    }
+
+    /// An operation in the downloader's books: its coalescing key and arrival order.
+    final class Entry: Sendable {
+        let key: String
+        let sequence: UInt64
+        let operation: any ImageDownloadOperation
+
+        init(key: String, sequence: UInt64, operation: any ImageDownloadOperation) {
+            self.key = key
+            self.sequence = sequence
+            self.operation = operation
+        }
+
+        /// High wins over normal, normal over low.
+        var priority: Int {
+            let options = operation.options
+            return options.contains(.highPriority) ? 1 : options.contains(.lowPriority) ? -1 : 0
+        }
     }
 
     /// Loads of one URL share an operation only with the same decoding settings.

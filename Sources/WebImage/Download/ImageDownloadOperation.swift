@@ -1,0 +1,75 @@
+import Foundation
+import WebImageHTTP
+
+/// One network load of one URL and the callers waiting for it: the unit ``ImageDownloader``
+/// queues and coalesces callers into (the seeds' `SDWebImageDownloaderOperation` protocol).
+///
+/// ``DownloadOperation`` is the default. To replace it, conform a class to this protocol and set
+/// ``ImageDownloader/Configuration/operationFactory``. The downloader calls these methods from
+/// any thread; implementations must be thread-safe and must call each caller's completion
+/// exactly once with `finished == true`.
+public protocol ImageDownloadOperation: AnyObject, Sendable {
+    /// The URL this operation loads.
+    var url: URL { get }
+    /// The callers' combined options; a waiting operation's priority is read from them.
+    var options: ImageOptions { get }
+    /// Whether every caller has had its final completion (or was cancelled).
+    var isFinished: Bool { get }
+
+    /// Adds a caller. Returns `false` when the operation has already finished, so the downloader
+    /// starts a new one.
+    func addHandlers(
+        for token: DownloadToken,
+        options: ImageOptions,
+        progress: ImageDownloader.ProgressHandler?,
+        completed: @escaping ImageDownloader.CompletedHandler
+    ) -> Bool
+
+    /// Removes one caller and calls its completion with `cancelled`. Returns `true` when no caller
+    /// is left; the operation has then stopped its network load.
+    func cancelHandlers(for token: DownloadToken) -> Bool
+
+    /// Cancels the load; every remaining caller gets `cancelled`.
+    func cancel()
+
+    /// Runs the load with the downloader's session, configuration and hooks. Must call
+    /// `onFinish` exactly once, after the last completion was delivered (or at once when the
+    /// operation was cancelled before it started), so the downloader can start the next load.
+    func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void)
+}
+
+/// What an ``ImageDownloadOperation`` runs with: the downloader's session, configuration and
+/// request/response hooks at the moment the operation starts.
+public struct ImageDownloadEnvironment: Sendable {
+    /// The session to load with (the permissive one for `allowInvalidSSLCertificates`).
+    public var session: HTTPSession
+    public var configuration: ImageDownloader.Configuration
+    /// Headers every request sends (``ImageDownloader/setValue(_:forHTTPHeaderField:)``).
+    public var headers: HTTPHeaderFields
+    /// ``ImageDownloader/requestModifier``.
+    public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
+    /// ``ImageDownloader/responseModifier``.
+    public var responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)?
+    /// ``ImageDownloader/decryptor``.
+    public var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)?
+    /// Publishes a lifecycle event as a notification and on ``ImageDownloader/downloadEvents``.
+    public var publish: @Sendable (ImageDownloaderEvent) -> Void
+
+    public init(
+        session: HTTPSession,
+        configuration: ImageDownloader.Configuration,
+        headers: HTTPHeaderFields = [:],
+        requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? = nil,
+        responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)? = nil,
+        decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)? = nil,
+        publish: @escaping @Sendable (ImageDownloaderEvent) -> Void = { _ in }
+    ) {
+        self.session = session
+        self.configuration = configuration
+        self.headers = headers
+        self.requestModifier = requestModifier
+        self.responseModifier = responseModifier
+        self.decryptor = decryptor
+        self.publish = publish
+    }
+}
