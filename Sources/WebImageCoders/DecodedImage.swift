@@ -18,22 +18,72 @@ public struct DecodedImage: Sendable {
         }
     }
 
+    /// Every stored property, behind one immutable reference (see ``Storage``).
+    struct Fields: Sendable {
+        var frames: [Frame]
+        var loopCount: Int
+        var format: ImageFormat
+        var orientation: ImageOrientation
+        var isPartial: Bool
+        var sourceSize: PixelSize
+        var sourceFrameCount: Int
+    }
+
+    /// The image's contents, shared by every copy. Immutable: a setter makes a new one (cheap,
+    /// the frames' pixels are shared). A reference lets a cache hold an image weakly and find it
+    /// again while any copy of it is still in use.
+    package final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    package private(set) var storage: Storage
+
+    package init(storage: Storage) { self.storage = storage }
+
+    private mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = storage.fields
+        change(&fields)
+        storage = Storage(fields)
+    }
+
     /// The frames, at least one.
-    public var frames: [Frame]
+    public var frames: [Frame] {
+        get { storage.fields.frames }
+        set { update { $0.frames = newValue } }
+    }
     /// How many times the animation plays; 0 means forever (SDWebImage's convention).
     /// GIF's NETSCAPE value *n* is *n* repeats after the first play, so it becomes *n* + 1;
     /// a GIF without the extension, and every still image, plays once (1).
-    public var loopCount: Int
+    public var loopCount: Int {
+        get { storage.fields.loopCount }
+        set { update { $0.loopCount = newValue } }
+    }
     /// The format the image was decoded from.
-    public var format: ImageFormat
+    public var format: ImageFormat {
+        get { storage.fields.format }
+        set { update { $0.format = newValue } }
+    }
     /// The EXIF orientation of the stored pixels. `.up` once orientation has been applied.
-    public var orientation: ImageOrientation
+    public var orientation: ImageOrientation {
+        get { storage.fields.orientation }
+        set { update { $0.orientation = newValue } }
+    }
     /// `true` for an image decoded from incomplete data (a progressive preview).
-    public var isPartial: Bool
+    public var isPartial: Bool {
+        get { storage.fields.isPartial }
+        set { update { $0.isPartial = newValue } }
+    }
     /// Pixel size of the source before any thumbnail or scale-down, as stored (not oriented).
-    public var sourceSize: PixelSize
+    public var sourceSize: PixelSize {
+        get { storage.fields.sourceSize }
+        set { update { $0.sourceSize = newValue } }
+    }
     /// The number of frames the source declares, even when only the first was decoded.
-    public var sourceFrameCount: Int
+    public var sourceFrameCount: Int {
+        get { storage.fields.sourceFrameCount }
+        set { update { $0.sourceFrameCount = newValue } }
+    }
 
     public init(
         frames: [Frame],
@@ -45,13 +95,17 @@ public struct DecodedImage: Sendable {
         sourceFrameCount: Int? = nil
     ) {
         precondition(!frames.isEmpty, "a decoded image has at least one frame")
-        self.frames = frames
-        self.loopCount = loopCount
-        self.format = format
-        self.orientation = orientation
-        self.isPartial = isPartial
-        self.sourceSize = sourceSize ?? PixelSize(width: frames[0].bitmap.width, height: frames[0].bitmap.height)
-        self.sourceFrameCount = sourceFrameCount ?? frames.count
+        storage = Storage(
+            Fields(
+                frames: frames,
+                loopCount: loopCount,
+                format: format,
+                orientation: orientation,
+                isPartial: isPartial,
+                sourceSize: sourceSize ?? PixelSize(width: frames[0].bitmap.width, height: frames[0].bitmap.height),
+                sourceFrameCount: sourceFrameCount ?? frames.count
+            )
+        )
     }
 
     /// A still image of one bitmap.
@@ -73,6 +127,9 @@ public struct DecodedImage: Sendable {
     public var duration: TimeInterval { frames.reduce(0) { $0 + $1.duration } }
     /// Bytes held by every frame's pixels: the cost a memory cache charges for this image.
     public var cost: Int { frames.reduce(0) { $0 + $1.bitmap.byteCount } }
+
+    /// Whether `self` and `other` are copies of one decoded image (not merely equal pixels).
+    public func isSameInstance(as other: DecodedImage) -> Bool { storage === other.storage }
 }
 
 /// A size in whole pixels.
