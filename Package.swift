@@ -55,6 +55,8 @@ let package = Package(
             name: "CWebImageShims",
             dependencies: ["CJPEG", "CPNG"]
         ),
+        // POSIX helpers the Glibc module does not expose (statx for the disk cache).
+        .target(name: "CWebImageSystem"),
         .target(
             name: "WebImageCoders",
             dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CWebImageShims"],
@@ -77,7 +79,10 @@ let package = Package(
         ),
         .target(
             name: "WebImage",
-            dependencies: ["WebImageCoders", "WebImageHTTP"],
+            dependencies: [
+                "WebImageCoders", "WebImageHTTP", "CWebImageSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // A local origin server with scriptable behaviours, for tests, the demo and benchmarks.
@@ -103,6 +108,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A child process for the disk cache's kill and multi-process tests.
+        .executableTarget(
+            name: "webimage-cache-stress",
+            dependencies: ["WebImage", "WebImageTestSupport"],
+            path: "Sources/CacheStressTool",
+            swiftSettings: swiftSettings
+        ),
         // Test-only helpers: generated images, PNG/GIF builders, the WEBIMAGE_CORPUS loader.
         .target(
             name: "WebImageTestSupport",
@@ -126,7 +138,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageTests",
-            dependencies: ["WebImage", "WebImageOrigin", "WebImageTestSupport"],
+            dependencies: ["WebImage", "WebImageOrigin", "WebImageTestSupport", "webimage-cache-stress"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -40,6 +40,11 @@ let package = Package(
             path: "Sources/DownloaderBenchmarks"
         ),
         .executableTarget(
+            name: "webimage-cache-benchmarks",
+            dependencies: [.product(name: "WebImage", package: "swift-web-image")],
+            path: "Sources/CacheBenchmarks"
+        ),
+        .executableTarget(
             name: "webimage-benchmarks",
             dependencies: [
                 .product(name: "WebImageCoders", package: "swift-web-image"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every check: bootstrap -> format lint -> build (warnings are
-# errors) -> tests. Set WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks.
+# errors) -> tests -> stress tests under ThreadSanitizer. Set WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,3 +11,9 @@ swift format lint --strict --recursive --parallel Package.swift Sources Tests Be
 
 echo "==> swift test (warnings as errors)" >&2
 swift test -Xswiftc -warnings-as-errors "$@"
+
+# The stress tests of the concurrent types, again under ThreadSanitizer (a separate build folder,
+# so the plain build above stays incremental). Any report fails the run.
+echo "==> swift test --sanitize=thread (stress tests)" >&2
+TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" \
+    swift test --sanitize=thread --build-path .build-tsan -Xswiftc -warnings-as-errors --filter '[Ss]tress'

@@ -9,3 +9,10 @@ public enum ImageCacheType: String, Sendable, Hashable, CaseIterable {
     /// Both caches (for queries and stores).
     case all
 }
+
+extension ImageCacheType {
+    /// Whether this type covers the memory cache (`.memory` or `.all`).
+    public var includesMemory: Bool { self == .memory || self == .all }
+    /// Whether this type covers the disk cache (`.disk` or `.all`).
+    public var includesDisk: Bool { self == .disk || self == .all }
+}

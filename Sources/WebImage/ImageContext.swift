@@ -12,6 +12,9 @@ public struct ImageContext: Sendable {
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
     /// The coders to decode with (default: the shared registry).
     public var coders: ImageCodersManager?
+    /// Where loaded images are stored (downloads by ``ImageManager``, disk hits promoted by
+    /// ``ImageCache``). Default `.all`; `.disk` keeps disk hits out of memory, `.none` stores nothing.
+    public var storeCacheType: ImageCacheType = .all
     /// The cached copy the caller already has (`refreshCached`): its validators make the request
     /// conditional, and with `ignoreCachedResponse` identical data ends as `cacheNotModified`.
     public var cachedResponse: CachedResponse?

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// An ordered list of coders (SDWebImage's `SDImageCodersManager`). For any data, the first
 /// coder that claims it decodes it; coders added later come first, so a user's coder wins for
@@ -10,11 +9,11 @@ public final class ImageCodersManager: Sendable {
     /// The process-wide manager with the built-in JPEG, PNG/APNG, GIF and WebP coders.
     public static let shared = ImageCodersManager()
 
-    private let storage: Mutex<[any ImageCoding]>
+    private let storage: Protected<[any ImageCoding]>
 
     /// A manager holding `coders`, highest priority first (default: the built-in coders).
     public init(coders: [any ImageCoding] = ImageCodersManager.builtInCoders) {
-        storage = Mutex(coders)
+        storage = Protected(coders)
     }
 
     /// The built-in coders: JPEG, PNG (with APNG), GIF and WebP.

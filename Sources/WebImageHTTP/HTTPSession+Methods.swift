@@ -1,4 +1,5 @@
 import Foundation
+import WebImageCoders
 
 extension HTTPSession {
     // MARK: async/await
@@ -132,7 +133,7 @@ extension HTTPSession {
             failure(nil, error)
             return nil
         }
-        let box = LockedValue<HTTPSessionTask?>(nil)
+        let box = Protected<HTTPSessionTask?>(nil)
         let delegate = progress.map { ProgressForwarder(onProgress: $0) }
         let task = dataTask(with: request, delegate: delegate) { data, response, error in
             guard let task = box.withLock({ $0 }) else { return }

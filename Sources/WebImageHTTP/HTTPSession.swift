@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import Synchronization
+import WebImageCoders
 
 /// An HTTP client session on AsyncHTTPClient (AFURLSessionManager + AFHTTPSessionManager).
 ///
@@ -224,7 +224,7 @@ public final class HTTPSession: Sendable {
     ) async throws(HTTPSessionError)
         -> (Data, Response)
     {
-        let outcome = Mutex<Result<(Data, Response), HTTPSessionError>?>(nil)
+        let outcome = Protected<Result<(Data, Response), HTTPSessionError>?>(nil)
         let task = dataTask(with: request, delegate: delegate) { data, response, error in
             let result: Result<(Data, Response), HTTPSessionError> =
                 if let error { .failure(error) } else if let response { .success((data, response)) } else {
@@ -244,7 +244,7 @@ final class CollectedBody: Sendable {
         var metrics: HTTPTaskMetrics?
     }
 
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     func reserve(_ count: Int) { state.withLock { $0.data.reserveCapacity(count) } }
     func append(_ bytes: UnsafeRawBufferPointer) { state.withLock { $0.data.append(contentsOf: bytes) } }
@@ -263,7 +263,7 @@ final class TaskHolder: Sendable {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     func set(_ task: HTTPSessionTask) {
         let cancelled = state.withLock {

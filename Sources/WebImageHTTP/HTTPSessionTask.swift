@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import WebImageCoders
 
 /// One request in flight (NSURLSessionTask's role): a unique identifier, a state, progress,
 /// cancel and suspend/resume, and its events as an `AsyncSequence`.
@@ -62,8 +63,8 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     }
 
     /// Weak so a forgotten task does not keep its session alive; read under the lock.
-    private let sessionBox: Mutex<WeakSession>
-    private let storage: Mutex<Storage>
+    private let sessionBox: Protected<WeakSession>
+    private let storage: Protected<Storage>
     private let runner: @Sendable (HTTPSessionTask) async -> Void
     private let onFinish: @Sendable (HTTPSessionTask, HTTPSessionError?) -> Void
 
@@ -75,8 +76,8 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     ) {
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
         originalRequest = request
-        sessionBox = Mutex(WeakSession(session: session))
-        storage = Mutex(Storage(currentRequest: request))
+        sessionBox = Protected(WeakSession(session: session))
+        storage = Protected(Storage(currentRequest: request))
         self.runner = runner
         self.onFinish = onFinish
     }

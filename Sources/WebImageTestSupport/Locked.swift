@@ -1,10 +1,10 @@
-import Synchronization
+import WebImageCoders
 
 /// A value behind a mutex, for test bookkeeping shared across tasks.
 public final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
+    private let mutex: Protected<Value>
 
-    public init(_ value: Value) { mutex = Mutex(value) }
+    public init(_ value: Value) { mutex = Protected(value) }
 
     public func withLock<Result: Sendable>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         try mutex.withLock { try body(&$0) }

@@ -32,7 +32,7 @@ public final class DownloadOperation: ImageDownloadOperation {
 
     public let url: URL
     private let context: ImageContext
-    private let state: Mutex<State>
+    private let state: Protected<State>
 
     /// Operations alive in the process: a leak check for tests and soak runs.
     static let liveCount = Atomic<Int>(0)
@@ -44,7 +44,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         Self.liveCount.add(1, ordering: .relaxed)
         self.url = url
         self.context = context
-        state = Mutex(State(options: options))
+        state = Protected(State(options: options))
     }
 
     public var isFinished: Bool { state.withLock { $0.finished } }

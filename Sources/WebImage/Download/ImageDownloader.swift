@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import WebImageCoders
 import WebImageHTTP
 
@@ -35,7 +34,7 @@ public final class ImageDownloader: Sendable {
     /// The session loads go through.
     public let session: HTTPSession
     /// Made on first use, for loads with `allowInvalidSSLCertificates`.
-    private let permissiveSession = Mutex<HTTPSession?>(nil)
+    private let permissiveSession = Protected<HTTPSession?>(nil)
 
     private struct State {
         var operations: [String: Entry] = [:]
@@ -45,8 +44,8 @@ public final class ImageDownloader: Sendable {
         var nextID: UInt64 = 1
     }
 
-    private let state = Mutex(State())
-    private let hooks: Mutex<Hooks>
+    private let state = Protected(State())
+    private let hooks: Protected<Hooks>
     let eventHub = EventHub<ImageDownloaderEvent>()
 
     /// Downloader-wide request/response hooks (SDWebImageDownloader's modifiers and decryptor).
@@ -60,7 +59,7 @@ public final class ImageDownloader: Sendable {
     /// A downloader; `session` defaults to one made for it (with the configuration's credential).
     public init(configuration: Configuration = .default, session: HTTPSession? = nil) {
         self.configuration = configuration
-        hooks = Mutex(Hooks(headers: configuration.headers))
+        hooks = Protected(Hooks(headers: configuration.headers))
         if let session {
             self.session = session
         } else {
@@ -204,7 +203,7 @@ public final class ImageDownloader: Sendable {
     )
         async throws(WebImageError) -> ImageDownloadResult
     {
-        let holder = Mutex<(token: DownloadToken?, cancelled: Bool)>((nil, false))
+        let holder = Protected<(token: DownloadToken?, cancelled: Bool)>((nil, false))
         let result: Result<ImageDownloadResult, WebImageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let token = download(with: url, options: options, context: context) { image, data, error, finished in

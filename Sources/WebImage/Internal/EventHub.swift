@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
+import WebImageCoders
 
 /// Fans events out to any number of `AsyncStream` subscribers.
 final class EventHub<Event: Sendable>: Sendable {
-    private let continuations = Mutex<[UUID: AsyncStream<Event>.Continuation]>([:])
+    private let continuations = Protected<[UUID: AsyncStream<Event>.Continuation]>([:])
 
     func subscribe() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import WebImageCoders
 
 /// A cookie as RFC 6265 stores it.
 public struct HTTPCookieRecord: Sendable, Hashable {
@@ -26,7 +26,7 @@ public final class HTTPCookieStore: Sendable {
     /// A process-wide store.
     public static let shared = HTTPCookieStore()
 
-    private let cookies = Mutex<[HTTPCookieRecord]>([])
+    private let cookies = Protected<[HTTPCookieRecord]>([])
 
     public init() {}
 

@@ -1,4 +1,5 @@
 import Foundation
+import WebImageCoders
 
 /// Where a task's response body goes: memory for data tasks, a file for download tasks.
 protocol ResponseBodySink: AnyObject, Sendable {
@@ -24,7 +25,7 @@ final class FileBodySink: ResponseBodySink {
     let destination: URL
     let partialURL: URL
     let validatorURL: URL
-    private let state = LockedValue<(handle: FileHandle?, metrics: HTTPTaskMetrics?, resumeOffset: Int64)>(
+    private let state = Protected<(handle: FileHandle?, metrics: HTTPTaskMetrics?, resumeOffset: Int64)>(
         (nil, nil, 0)
     )
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import WebImageCoders
 
 /// Network reachability on Linux (AFNetworkReachabilityManager): read from the kernel's routing
 /// table (`/proc/net/route`, `/proc/net/ipv6_route`) and interface kinds (`/sys/class/net`).
@@ -61,7 +61,7 @@ public final class ReachabilityMonitor: Sendable {
         var continuations: [UUID: AsyncStream<Status>.Continuation] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     public init(host: String? = nil, interval: Duration = .seconds(2)) {
         self.host = host

@@ -1,0 +1,34 @@
+#ifndef CWEBIMAGESYSTEM_H
+#define CWEBIMAGESYSTEM_H
+
+// Small POSIX helpers Swift's Glibc module does not expose (statx).
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The times and size of one file, in seconds since 1970.
+typedef struct {
+    int64_t size;
+    double access_time;
+    double modification_time;
+    /// The birth time when the file system reports one, else the modification time.
+    double creation_time;
+    int is_regular;
+} wi_file_times;
+
+/// Fills `times` for `path` (relative to the open directory `dir_fd`, or AT_FDCWD).
+/// Does not follow symbolic links. Returns 0, or -1 with errno set.
+int wi_file_times_at(int dir_fd, const char *path, wi_file_times *times);
+
+/// Sets the access and modification times of an open file (seconds since 1970).
+/// A negative value leaves that time unchanged. Returns 0, or -1 with errno set.
+int wi_set_file_times(int fd, double access_time, double modification_time);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

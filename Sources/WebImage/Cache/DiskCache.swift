@@ -1,0 +1,394 @@
+import CWebImageSystem
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Image bytes on disk, one file per key, in one folder (the disk half of SDImageCache).
+///
+/// - File names are the SHA-256 of the key plus the key's file extension, so any key (a query
+///   string, unicode, `/`, `..`, 10 KB) maps to a safe name inside the folder.
+/// - Writes go to a temporary file that is renamed over the entry: a process killed at any
+///   moment leaves each entry whole or absent, and processes sharing the folder never see a
+///   half-written entry. Readers tolerate entries deleted under them.
+/// - Each entry keeps its key, content type, `ETag`, `Last-Modified`, stored date and optional
+///   extended data in a trailer after the image bytes (see ``DiskCacheMetadata``).
+/// - Opening a cache touches nothing; size, count and cleanup scan the folder when asked.
+///
+/// Methods are synchronous and thread-safe; they do blocking file I/O, so call them off event
+/// loops (``ImageCache`` runs them on its I/O queue).
+public final class DiskCache: Sendable {
+    /// Which file date ``DiskCache/Configuration/maxAge`` counts from.
+    public enum ExpireType: String, Sendable, Hashable, CaseIterable {
+        /// The last read (the cache records reads itself; file systems mounted `noatime` do not).
+        case accessDate
+        /// The last write (the default, as in SDWebImage).
+        case modificationDate
+        /// The file's birth time where the file system reports it, else its last write.
+        case creationDate
+    }
+
+    public struct Configuration: Sendable {
+        /// Entries older than this (by `expireType`) are removed by cleanup. `nil`: never.
+        /// Default one week.
+        public var maxAge: TimeInterval? = 7 * 24 * 60 * 60
+        public var expireType: ExpireType = .modificationDate
+        /// Cleanup trims the folder, oldest first, to half this many bytes once it is over.
+        /// `nil`: no limit. Default 1 GiB.
+        public var maxSize: Int? = 1 << 30
+        /// `fsync` each entry before renaming it into place: survives power loss, costs ~0.5 ms a
+        /// write. Default `false` (a killed process never leaves a torn entry either way).
+        public var syncsWrites = false
+        /// The clock for stored, access and expiry dates (inject one in tests).
+        public var now: @Sendable () -> Date = { Date() }
+
+        public init() {}
+    }
+
+    /// What a cleanup did.
+    public struct CleanupResult: Sendable, Hashable {
+        public var expiredRemoved = 0
+        public var trimmedRemoved = 0
+        public var temporaryRemoved = 0
+        public var remainingCount = 0
+        public var remainingSize = 0
+    }
+
+    /// The folder holding the entries.
+    public let directory: URL
+    public let configuration: Configuration
+    private let directoryPath: String
+
+    /// A cache in `directory` (created on the first write).
+    public init(directory: URL, configuration: Configuration = Configuration()) {
+        self.directory = directory.standardizedFileURL
+        self.configuration = configuration
+        directoryPath = self.directory.path
+    }
+
+    // MARK: Names
+
+    /// The entry's file name: SHA-256 of the key in hex, plus the key's extension when it is
+    /// 1–8 ASCII letters or digits.
+    public static func fileName(forKey key: String) -> String {
+        let digest = SHA256.hash(data: Data(key.utf8))
+        var name = digest.map { String(format: "%02x", $0) }.joined()
+        if let ext = pathExtension(of: key) { name += "." + ext }
+        return name
+    }
+
+    /// The file `key` is stored in.
+    public func fileURL(forKey key: String) -> URL {
+        URL(fileURLWithPath: path(forKey: key), isDirectory: false)
+    }
+
+    private func path(forKey key: String) -> String { directoryPath + "/" + Self.fileName(forKey: key) }
+
+    static func pathExtension(of key: String) -> String? {
+        let path = key.prefix { $0 != "?" && $0 != "#" }
+        let last = path.split(separator: "/", omittingEmptySubsequences: false).last ?? Substring(path)
+        guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return nil }
+        let ext = last[last.index(after: dot)...]
+        guard (1...8).contains(ext.count), ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            return nil
+        }
+        return ext.lowercased()
+    }
+
+    static func isEntryName(_ name: String) -> Bool {
+        let hash = name.prefix(64)
+        guard hash.count == 64, hash.allSatisfy(\.isHexDigit) else { return false }
+        let rest = name.dropFirst(64)
+        return rest.isEmpty || (rest.first == "." && rest.count >= 2 && rest.count <= 9)
+    }
+
+    static let temporaryPrefix = ".tmp-"
+
+    // MARK: Writing
+
+    /// Stores `data` under `key` with `metadata`, replacing any entry atomically.
+    /// - Throws: ``DiskCacheError`` naming the file and the system error.
+    public func store(
+        _ data: Data,
+        forKey key: String,
+        metadata: DiskCacheMetadata = DiskCacheMetadata()
+    )
+        throws(DiskCacheError)
+    {
+        let now = configuration.now()
+        let trailer = DiskCacheEntryFormat.trailer(key: key, metadata: metadata, storedDate: now)
+        let finalPath = path(forKey: key)
+        let temporaryPath =
+            directoryPath + "/" + Self.temporaryPrefix + "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        var fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        if fd < 0 && errno == ENOENT {
+            try createDirectory()
+            fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        }
+        guard fd >= 0 else { throw DiskCacheError("create", path: temporaryPath) }
+        var succeeded = false
+        defer {
+            if !succeeded { unlink(temporaryPath) }
+        }
+        do {
+            defer { close(fd) }
+            guard data.withUnsafeBytes({ writeAll(fd, $0) }), trailer.withUnsafeBytes({ writeAll(fd, $0) }) else {
+                throw DiskCacheError("write", path: temporaryPath)
+            }
+            let seconds = now.timeIntervalSince1970
+            _ = wi_set_file_times(fd, seconds, seconds)
+            if configuration.syncsWrites && fsync(fd) != 0 { throw DiskCacheError("fsync", path: temporaryPath) }
+        }
+        guard rename(temporaryPath, finalPath) == 0 else { throw DiskCacheError("rename", path: finalPath) }
+        succeeded = true
+    }
+
+    /// Writes every byte; `false` with `errno` set on failure.
+    private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+
+    private func createDirectory() throws(DiskCacheError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)
+        } catch {
+            throw DiskCacheError("create directory", path: directoryPath, message: "\(error)")
+        }
+    }
+
+    // MARK: Reading
+
+    /// The image bytes stored under `key`, or `nil` (absent, deleted meanwhile, or damaged).
+    /// With the `accessDate` expiry the read is recorded.
+    public func data(forKey key: String) -> Data? { read(key, wantsEntry: false)?.data }
+
+    /// The image bytes and the entry's metadata.
+    public func dataAndEntry(forKey key: String) -> (data: Data, entry: DiskCacheEntry)? {
+        guard let (data, entry) = read(key, wantsEntry: true), let entry else { return nil }
+        return (data, entry)
+    }
+
+    /// The entry's metadata without its bytes (reads only the trailer).
+    public func entry(forKey key: String) -> DiskCacheEntry? { entry(atPath: path(forKey: key)) }
+
+    /// Whether an entry exists for `key`.
+    public func contains(_ key: String) -> Bool { access(path(forKey: key), F_OK) == 0 }
+
+    private func read(_ key: String, wantsEntry: Bool) -> (data: Data, entry: DiskCacheEntry?)? {
+        let path = path(forKey: key)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_size >= DiskCacheEntryFormat.footerSize else { return nil }
+        let size = Int(status.st_size)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        var filled = 0
+        while filled < size {
+            let count = pread(fd, buffer + filled, size - filled, off_t(filled))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            filled += count
+        }
+        let all = UnsafeRawBufferPointer(start: buffer, count: filled)
+        guard filled == size,
+            let (dataLength, payloadLength) = DiskCacheEntryFormat.dataLength(
+                fileSize: size,
+                footer: UnsafeRawBufferPointer(rebasing: all[(size - DiskCacheEntryFormat.footerSize)...])
+            )
+        else {
+            buffer.deallocate()
+            return nil
+        }
+        var entry: DiskCacheEntry?
+        if wantsEntry {
+            guard
+                let decoded = DiskCacheEntryFormat.decode(
+                    payload: UnsafeRawBufferPointer(rebasing: all[dataLength..<dataLength + payloadLength])
+                )
+            else {
+                buffer.deallocate()
+                return nil
+            }
+            entry = DiskCacheEntry(
+                key: decoded.key,
+                metadata: decoded.metadata,
+                storedDate: decoded.stored,
+                dataSize: dataLength,
+                fileURL: URL(fileURLWithPath: path)
+            )
+        }
+        if configuration.expireType == .accessDate {
+            _ = wi_set_file_times(fd, configuration.now().timeIntervalSince1970, -1)
+        }
+        let data = Data(
+            bytesNoCopy: buffer,
+            count: dataLength,
+            deallocator: .custom { pointer, _ in pointer.deallocate() }
+        )
+        return (data, entry)
+    }
+
+    private func entry(atPath path: String) -> DiskCacheEntry? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { return nil }
+        let size = Int(status.st_size)
+        var footer = [UInt8](repeating: 0, count: DiskCacheEntryFormat.footerSize)
+        guard size >= footer.count,
+            footer.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, off_t(size - $0.count)) })
+                == footer.count,
+            let (dataLength, payloadLength) = footer.withUnsafeBytes({
+                DiskCacheEntryFormat.dataLength(fileSize: size, footer: $0)
+            })
+        else { return nil }
+        var payload = [UInt8](repeating: 0, count: payloadLength)
+        guard
+            payload.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, off_t(dataLength)) }) == payloadLength,
+            let decoded = payload.withUnsafeBytes({ DiskCacheEntryFormat.decode(payload: $0) })
+        else { return nil }
+        return DiskCacheEntry(
+            key: decoded.key,
+            metadata: decoded.metadata,
+            storedDate: decoded.stored,
+            dataSize: dataLength,
+            fileURL: URL(fileURLWithPath: path)
+        )
+    }
+
+    // MARK: Removing
+
+    /// Removes the entry for `key` (no error when there is none).
+    public func remove(forKey key: String) { unlink(path(forKey: key)) }
+
+    /// Removes every entry (and leftover temporary files); other files in the folder stay.
+    public func removeAll() {
+        scan(includeTemporary: true) { fd, files in
+            for file in files { unlinkat(fd, file.name, 0) }
+        }
+    }
+
+    /// Removes expired entries, temporary files left by killed writers (older than a minute),
+    /// then, when the folder is over `maxSize`, the oldest entries until it is under half of it.
+    @discardableResult
+    public func removeExpiredEntries() -> CleanupResult {
+        scan(includeTemporary: true) { fd, files in removeExpired(fd: fd, files: files) }
+    }
+
+    private func removeExpired(fd: Int32, files: [ScannedFile]) -> CleanupResult {
+        var result = CleanupResult()
+        let now = configuration.now().timeIntervalSince1970
+        let realNow = Date().timeIntervalSince1970
+        var kept: [ScannedFile] = []
+        for file in files {
+            if file.isTemporary {
+                if realNow - file.times.modification_time > 60 {
+                    unlinkat(fd, file.name, 0)
+                    result.temporaryRemoved += 1
+                }
+                continue
+            }
+            if let maxAge = configuration.maxAge, now - date(of: file) > maxAge {
+                unlinkat(fd, file.name, 0)
+                result.expiredRemoved += 1
+            } else {
+                kept.append(file)
+            }
+        }
+        var total = kept.reduce(0) { $0 + Int($1.times.size) }
+        if let maxSize = configuration.maxSize, total > maxSize {
+            kept.sort { date(of: $0) < date(of: $1) }
+            var removed = 0
+            for file in kept where total > maxSize / 2 {
+                unlinkat(fd, file.name, 0)
+                total -= Int(file.times.size)
+                removed += 1
+            }
+            kept.removeFirst(removed)
+            result.trimmedRemoved = removed
+        }
+        result.remainingCount = kept.count
+        result.remainingSize = total
+        return result
+    }
+
+    private func date(of file: ScannedFile) -> Double {
+        switch configuration.expireType {
+        case .accessDate: max(file.times.access_time, file.times.modification_time)
+        case .modificationDate: file.times.modification_time
+        case .creationDate: file.times.creation_time
+        }
+    }
+
+    // MARK: Size
+
+    /// Bytes taken by the entries' files.
+    public var totalSize: Int { scan(includeTemporary: false) { $1.reduce(0) { $0 + Int($1.times.size) } } }
+
+    /// The number of entries.
+    public var count: Int { scan(includeTemporary: false) { $1.count } }
+
+    /// Every entry's metadata, oldest write first (reads each trailer).
+    public func entries() -> [DiskCacheEntry] {
+        scan(includeTemporary: false) { _, files in
+            files.sorted { $0.times.modification_time < $1.times.modification_time }
+                .compactMap { entry(atPath: directoryPath + "/" + $0.name) }
+        }
+    }
+
+    private struct ScannedFile {
+        var name: String
+        var times: wi_file_times
+        var isTemporary: Bool
+    }
+
+    /// Lists our files in the folder with their times and runs `body` with the open directory's
+    /// descriptor (for `unlinkat`) and the list.
+    private func scan<Result>(includeTemporary: Bool, _ body: (Int32, [ScannedFile]) -> Result) -> Result {
+        guard let stream = opendir(directoryPath) else { return body(-1, []) }
+        defer { closedir(stream) }
+        let fd = dirfd(stream)
+        var files: [ScannedFile] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
+            }
+            let isTemporary = name.hasPrefix(Self.temporaryPrefix)
+            guard isTemporary ? includeTemporary : Self.isEntryName(name) else { continue }
+            var times = wi_file_times()
+            guard wi_file_times_at(fd, name, &times) == 0, times.is_regular != 0 else { continue }
+            files.append(ScannedFile(name: name, times: times, isTemporary: isTemporary))
+        }
+        return body(fd, files)
+    }
+}
+
+/// A disk cache operation that failed: which, on which file, and the system's reason.
+public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
+    public let operation: String
+    public let path: String
+    public let message: String
+
+    init(_ operation: String, path: String, message: String? = nil) {
+        self.operation = operation
+        self.path = path
+        self.message = message ?? String(cString: strerror(errno))
+    }
+
+    public var description: String { "\(path): \(operation) failed: \(message)" }
+}

@@ -1,0 +1,130 @@
+import Foundation
+
+/// What the disk cache keeps beside an image's bytes.
+public struct DiskCacheMetadata: Sendable, Hashable {
+    /// The MIME type the server sent (`image/png`).
+    public var contentType: String?
+    /// The response's `ETag`, for conditional requests (`refreshCached`).
+    public var etag: String?
+    /// The response's `Last-Modified`, for conditional requests.
+    public var lastModified: String?
+    /// Any bytes the caller wants kept with the entry (SDWebImage 5's `sd_extendedObject`).
+    public var extendedData: Data?
+
+    public init(contentType: String? = nil, etag: String? = nil, lastModified: String? = nil, extendedData: Data? = nil)
+    {
+        self.contentType = contentType
+        self.etag = etag
+        self.lastModified = lastModified
+        self.extendedData = extendedData
+    }
+}
+
+/// One entry of a ``DiskCache``, as read from its file.
+public struct DiskCacheEntry: Sendable, Hashable {
+    /// The key it was stored under.
+    public var key: String
+    public var metadata: DiskCacheMetadata
+    /// When it was written.
+    public var storedDate: Date
+    /// The image bytes' length (the file is slightly larger).
+    public var dataSize: Int
+    /// The entry's file.
+    public var fileURL: URL
+}
+
+/// The entry file format: the image bytes as they were given, then a trailer, so a reader of
+/// the image data never copies it and the file still opens as an image elsewhere.
+///
+///     data | payload | UInt32 payload length (LE) | "WICACHE1"
+///     payload = UInt8 version (1) | Float64 stored date (LE bits)
+///               | field key | field contentType | field etag | field lastModified | field extended
+///     field   = UInt32 length (LE; 0xFFFF_FFFF when absent) | bytes
+///
+/// Every length is checked against the bytes present: a damaged or foreign file reads as
+/// `nil`, never out of bounds.
+enum DiskCacheEntryFormat {
+    static let magic: [UInt8] = Array("WICACHE1".utf8)
+    static let version: UInt8 = 1
+    /// Length field plus magic.
+    static let footerSize = 4 + 8
+    static let absent: UInt32 = .max
+
+    static func trailer(key: String, metadata: DiskCacheMetadata, storedDate: Date) -> [UInt8] {
+        var payload: [UInt8] = [version]
+        append(storedDate.timeIntervalSince1970.bitPattern, to: &payload)
+        for field in [
+            Data(key.utf8), metadata.contentType.map { Data($0.utf8) }, metadata.etag.map { Data($0.utf8) },
+            metadata.lastModified.map { Data($0.utf8) }, metadata.extendedData,
+        ] {
+            if let field {
+                append(UInt32(field.count), to: &payload)
+                payload.append(contentsOf: field)
+            } else {
+                append(absent, to: &payload)
+            }
+        }
+        var trailer = payload
+        append(UInt32(payload.count), to: &trailer)
+        trailer.append(contentsOf: magic)
+        return trailer
+    }
+
+    /// The image bytes' length in a file of `fileBytes` ending with `footer` (its last 12 bytes);
+    /// `nil` when the footer is not ours or does not fit.
+    static func dataLength(fileSize: Int, footer: UnsafeRawBufferPointer) -> (data: Int, payload: Int)? {
+        guard fileSize >= footerSize, footer.count == footerSize, footer[4...].elementsEqual(magic) else { return nil }
+        let payloadLength = Int(readUInt32(footer, at: 0))
+        guard payloadLength <= fileSize - footerSize else { return nil }
+        return (fileSize - footerSize - payloadLength, payloadLength)
+    }
+
+    /// Decodes a payload; `nil` when it is damaged.
+    static func decode(payload: UnsafeRawBufferPointer) -> (key: String, metadata: DiskCacheMetadata, stored: Date)? {
+        var offset = 0
+        guard payload.count >= 9, payload[0] == version else { return nil }
+        offset = 1
+        let stored = Date(timeIntervalSince1970: Double(bitPattern: readUInt64(payload, at: offset)))
+        offset += 8
+        var fields: [Data?] = []
+        for _ in 0..<5 {
+            guard offset + 4 <= payload.count else { return nil }
+            let length = readUInt32(payload, at: offset)
+            offset += 4
+            if length == absent {
+                fields.append(nil)
+                continue
+            }
+            guard Int(length) <= payload.count - offset else { return nil }
+            fields.append(Data(payload[offset..<offset + Int(length)]))
+            offset += Int(length)
+        }
+        guard offset == payload.count, let keyData = fields[0], let key = String(data: keyData, encoding: .utf8) else {
+            return nil
+        }
+        func text(_ data: Data?) -> String? { data.flatMap { String(data: $0, encoding: .utf8) } }
+        let metadata = DiskCacheMetadata(
+            contentType: text(fields[1]),
+            etag: text(fields[2]),
+            lastModified: text(fields[3]),
+            extendedData: fields[4]
+        )
+        return (key, metadata, stored)
+    }
+
+    private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private static func readUInt32(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
+        var value: UInt32 = 0
+        for index in 0..<4 { value |= UInt32(bytes[offset + index]) << (8 * index) }
+        return value
+    }
+
+    private static func readUInt64(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << (8 * index) }
+        return value
+    }
+}

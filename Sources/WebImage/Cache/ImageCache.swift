@@ -1,0 +1,363 @@
+import Foundation
+import WebImageCoders
+
+/// A memory cache in front of a disk cache (SDImageCache): the cache ``ImageManager`` uses.
+///
+/// - Memory: a ``MemoryCache`` (LRU, cost and count limits, a lower watermark, and a weak map of
+///   evicted images still in use).
+/// - Disk: a ``DiskCache`` folder; every disk operation runs on the cache's own serial I/O queue,
+///   never on the caller's thread or an event loop. Disk hits are decoded off that queue and
+///   promoted to memory unless the context's `storeCacheType` leaves memory out.
+/// - Completions: a memory answer runs the completion before the call returns; disk answers and
+///   store/remove completions run on a background queue.
+///
+/// ```swift
+/// let cache = ImageCache(namespace: "avatars")
+/// cache.store(image, data: bytes, forKey: url.absoluteString)
+/// let result = await cache.queryImage(forKey: url.absoluteString)
+/// ```
+public final class ImageCache: ImageCaching {
+    public struct Configuration: Sendable {
+        /// Memory cache limits. Default: a quarter of physical memory (at most 1 GiB), purged to
+        /// 60 %; no count limit.
+        public var memoryLimits = MemoryCache.Limits()
+        /// Keep memory images at all. Default `true`.
+        public var cachesImagesInMemory = true
+        /// Find evicted images again while something else still holds them. Default `true`.
+        public var keepsEvictedImagesInUse = true
+        /// Use the disk at all. Default `true`.
+        public var usesDiskCache = true
+        /// Disk expiry, size limit, durability and clock. Defaults: a week by modification date,
+        /// 1 GiB trimmed to half, no fsync.
+        public var disk = DiskCache.Configuration()
+        /// Seconds between automatic expired-file cleanups; `nil` turns them off. Default one
+        /// hour (the first runs an interval after the cache opens, never at open).
+        public var cleanupInterval: TimeInterval? = 60 * 60
+
+        public init() {}
+    }
+
+    /// The process-wide cache: namespace `default` under ``defaultRootDirectory``.
+    public static let shared = ImageCache(namespace: "default")
+
+    /// `$XDG_CACHE_HOME/webimage`, else `~/.cache/webimage`.
+    public static var defaultRootDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("webimage", isDirectory: true)
+        }
+        return FileManager.default.homeDirectoryForCurrentUser
+            .appendingPathComponent(".cache/webimage", isDirectory: true)
+    }
+
+    public let configuration: Configuration
+    public let memoryCache: MemoryCache
+    public let diskCache: DiskCache
+    /// Serial: disk operations run in the order they were asked for.
+    private let ioQueue: DispatchQueue
+    /// Decodes disk hits, several at once.
+    private let decodeQueue: DispatchQueue
+    private let cleanupTask: Task<Void, Never>?
+
+    /// A cache in the folder `namespace` under `root` (default ``defaultRootDirectory``).
+    /// Characters other than letters, digits, `.`, `_` and `-` in `namespace` become `_`, so it
+    /// always names one folder directly under the root.
+    public convenience init(
+        namespace: String,
+        root: URL? = nil,
+        configuration: Configuration = Configuration()
+    ) {
+        self.init(
+            directory: (root ?? Self.defaultRootDirectory)
+                .appendingPathComponent(Self.folderName(forNamespace: namespace), isDirectory: true),
+            configuration: configuration
+        )
+    }
+
+    /// A cache whose disk entries live directly in `directory` (created on the first write).
+    public init(directory: URL, configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        memoryCache = MemoryCache(
+            limits: configuration.memoryLimits,
+            keepsEvictedImagesInUse: configuration.keepsEvictedImagesInUse
+        )
+        diskCache = DiskCache(directory: directory, configuration: configuration.disk)
+        ioQueue = DispatchQueue(label: "swift-web-image.ImageCache.io")
+        decodeQueue = DispatchQueue(label: "swift-web-image.ImageCache.decode", attributes: .concurrent)
+        if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
+            let disk = diskCache
+            let queue = ioQueue
+            cleanupTask = Task.detached(priority: .background) {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(interval))
+                    if Task.isCancelled { break }
+                    queue.async { disk.removeExpiredEntries() }
+                }
+            }
+        } else {
+            cleanupTask = nil
+        }
+    }
+
+    deinit { cleanupTask?.cancel() }
+
+    static func folderName(forNamespace namespace: String) -> String {
+        let cleaned = String(
+            namespace.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" }
+        )
+        if cleaned.isEmpty || cleaned.allSatisfy({ $0 == "." }) { return "_" + cleaned }
+        return cleaned
+    }
+
+    // MARK: Store
+
+    /// Stores `image` in memory and `data` on disk (SDImageCache `storeImage:imageData:forKey:`).
+    /// With `image` but no `data`, the disk gets the image re-encoded in its own format (PNG when
+    /// that format has no encoder). `completion` runs after the disk write, with its error.
+    public func store(
+        _ image: DecodedImage?,
+        data: Data?,
+        forKey key: String,
+        metadata: DiskCacheMetadata? = nil,
+        cacheType: ImageCacheType = .all,
+        completion: (@Sendable ((any Error)?) -> Void)? = nil
+    ) {
+        if cacheType.includesMemory, configuration.cachesImagesInMemory, let image {
+            memoryCache.setImage(image, forKey: key)
+        }
+        guard cacheType.includesDisk, configuration.usesDiskCache, image != nil || data != nil else {
+            completion?(nil)
+            return
+        }
+        ioQueue.async { [diskCache] in
+            do {
+                let bytes = try data ?? Self.encodeForDisk(image!)
+                var metadata = metadata ?? DiskCacheMetadata()
+                if metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: bytes).mimeType }
+                try diskCache.store(bytes, forKey: key, metadata: metadata)
+                completion?(nil)
+            } catch {
+                completion?(error)
+            }
+        }
+    }
+
+    /// Stores in memory and, when `toDisk`, on disk (SDImageCache's `toDisk:` form).
+    public func store(
+        _ image: DecodedImage?,
+        data: Data?,
+        forKey key: String,
+        toDisk: Bool,
+        completion: (@Sendable ((any Error)?) -> Void)? = nil
+    ) {
+        store(image, data: data, forKey: key, cacheType: toDisk ? .all : .memory, completion: completion)
+    }
+
+    static func encodeForDisk(_ image: DecodedImage) throws -> Data {
+        let coders = ImageCodersManager.shared
+        if let data = try? coders.encode(image, as: image.format, options: ImageEncodingOptions()) { return data }
+        return try coders.encode(image, as: .png, options: ImageEncodingOptions())
+    }
+
+    // MARK: Query
+
+    /// Looks `key` up: memory first, then disk (decoded with the context's thumbnail and
+    /// scale-down settings and the options' `decodeFirstFrameOnly`, promoted to memory unless
+    /// `storeCacheType` leaves memory out). `avoidDecodeImage` returns disk bytes undecoded;
+    /// `queryMemoryData` also reads the bytes on a memory hit.
+    @discardableResult
+    public func queryImage(
+        forKey key: String,
+        options: ImageOptions,
+        context: ImageContext?,
+        cacheType: ImageCacheType,
+        completion: @escaping @Sendable (ImageCacheQueryResult) -> Void
+    ) -> (any ImageCacheOperation)? {
+        let memoryImage = cacheType.includesMemory ? memoryCache.image(forKey: key) : nil
+        if let memoryImage, !options.contains(.queryMemoryData) {
+            completion(ImageCacheQueryResult(image: memoryImage, cacheType: .memory))
+            return nil
+        }
+        guard cacheType.includesDisk || memoryImage != nil, configuration.usesDiskCache || memoryImage != nil else {
+            completion(.miss)
+            return nil
+        }
+        let operation = ImageCacheQueryOperation()
+        let context = context ?? ImageContext()
+        ioQueue.async { [self] in
+            guard !operation.isCancelled else { return }
+            let found = configuration.usesDiskCache ? diskCache.dataAndEntry(forKey: key) : nil
+            if let memoryImage {
+                completion(
+                    ImageCacheQueryResult(
+                        image: memoryImage,
+                        data: found?.data,
+                        cacheType: .memory,
+                        metadata: found?.entry.metadata
+                    )
+                )
+                return
+            }
+            guard let (data, entry) = found else {
+                completion(.miss)
+                return
+            }
+            if options.contains(.avoidDecodeImage) {
+                completion(ImageCacheQueryResult(data: data, cacheType: .disk, metadata: entry.metadata))
+                return
+            }
+            decodeQueue.async { [self] in
+                guard !operation.isCancelled else { return }
+                let image = decodeDiskData(data, forKey: key, options: options, context: context)
+                guard !operation.isCancelled else { return }
+                completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: entry.metadata))
+            }
+        }
+        return operation
+    }
+
+    private func decodeDiskData(
+        _ data: Data,
+        forKey key: String,
+        options: ImageOptions,
+        context: ImageContext
+    )
+        -> DecodedImage?
+    {
+        guard let image = try? (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
+        else { return nil }
+        if context.storeCacheType.includesMemory, configuration.cachesImagesInMemory {
+            memoryCache.setImage(image, forKey: key)
+        }
+        return image
+    }
+
+    /// The memory cache's image for `key` (no disk access).
+    public func imageFromMemoryCache(forKey key: String) -> DecodedImage? { memoryCache.image(forKey: key) }
+
+    /// Reads and decodes `key` from disk on the calling thread, promoting it to memory
+    /// (SDImageCache `imageFromDiskCacheForKey:`). Blocking: keep it off event loops.
+    public func imageFromDiskCache(
+        forKey key: String,
+        options: ImageOptions = [],
+        context: ImageContext? = nil
+    )
+        -> DecodedImage?
+    {
+        guard configuration.usesDiskCache, let data = diskCache.data(forKey: key) else { return nil }
+        return decodeDiskData(data, forKey: key, options: options, context: context ?? ImageContext())
+    }
+
+    /// Memory, then disk, on the calling thread.
+    public func imageFromCache(
+        forKey key: String,
+        options: ImageOptions = [],
+        context: ImageContext? = nil
+    )
+        -> DecodedImage?
+    {
+        imageFromMemoryCache(forKey: key) ?? imageFromDiskCache(forKey: key, options: options, context: context)
+    }
+
+    /// The disk bytes for `key`, read on the calling thread.
+    public func diskImageData(forKey key: String) -> Data? {
+        configuration.usesDiskCache ? diskCache.data(forKey: key) : nil
+    }
+
+    /// Whether the disk has `key`, checked on the calling thread.
+    public func diskImageDataExists(forKey key: String) -> Bool {
+        configuration.usesDiskCache && diskCache.contains(key)
+    }
+
+    /// Whether the disk has `key`, checked on the I/O queue.
+    public func diskImageExists(withKey key: String, completion: @escaping @Sendable (Bool) -> Void) {
+        ioQueue.async { [self] in completion(diskImageDataExists(forKey: key)) }
+    }
+
+    /// Whether the disk has `key`, checked on the I/O queue.
+    public func diskImageExists(withKey key: String) async -> Bool {
+        await withCheckedContinuation { continuation in
+            diskImageExists(withKey: key) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The disk entry's metadata for `key` (its validators, stored date, extended data).
+    public func diskEntry(forKey key: String) async -> DiskCacheEntry? {
+        await onIOQueue { $0.diskCache.entry(forKey: key) }
+    }
+
+    // MARK: Remove
+
+    /// Removes `key` from memory and, when `fromDisk`, from disk.
+    public func removeImage(forKey key: String, fromDisk: Bool = true, completion: (@Sendable () -> Void)? = nil) {
+        removeImage(forKey: key, cacheType: fromDisk ? .all : .memory, completion: completion)
+    }
+
+    public func removeImage(forKey key: String, cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        if cacheType.includesMemory { memoryCache.removeImage(forKey: key) }
+        guard cacheType.includesDisk else {
+            completion?()
+            return
+        }
+        ioQueue.async { [diskCache] in
+            diskCache.remove(forKey: key)
+            completion?()
+        }
+    }
+
+    public func containsImage(
+        forKey key: String,
+        cacheType: ImageCacheType,
+        completion: @escaping @Sendable (ImageCacheType) -> Void
+    ) {
+        if cacheType.includesMemory, memoryCache.contains(key) { return completion(.memory) }
+        guard cacheType.includesDisk else { return completion(.none) }
+        diskImageExists(withKey: key) { completion($0 ? .disk : .none) }
+    }
+
+    public func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
+        if cacheType.includesMemory { clearMemory() }
+        guard cacheType.includesDisk else {
+            completion?()
+            return
+        }
+        clearDisk(completion: completion)
+    }
+
+    /// Empties the memory cache.
+    public func clearMemory() { memoryCache.removeAll() }
+
+    /// Empties the disk cache on the I/O queue.
+    public func clearDisk(completion: (@Sendable () -> Void)? = nil) {
+        ioQueue.async { [diskCache] in
+            diskCache.removeAll()
+            completion?()
+        }
+    }
+
+    /// Removes expired entries and trims to the size limit, on the I/O queue.
+    public func deleteOldFiles(completion: (@Sendable (DiskCache.CleanupResult) -> Void)? = nil) {
+        ioQueue.async { [diskCache] in
+            let result = diskCache.removeExpiredEntries()
+            completion?(result)
+        }
+    }
+
+    /// Removes expired entries and trims to the size limit.
+    @discardableResult
+    public func deleteOldFiles() async -> DiskCache.CleanupResult {
+        await onIOQueue { $0.diskCache.removeExpiredEntries() }
+    }
+
+    /// Bytes on disk.
+    public func totalDiskSize() async -> Int { await onIOQueue { $0.diskCache.totalSize } }
+
+    /// Entries on disk.
+    public func totalDiskCount() async -> Int { await onIOQueue { $0.diskCache.count } }
+
+    private func onIOQueue<Result: Sendable>(_ body: @escaping @Sendable (ImageCache) -> Result) async -> Result {
+        await withCheckedContinuation { continuation in
+            ioQueue.async { [self] in continuation.resume(returning: body(self)) }
+        }
+    }
+}

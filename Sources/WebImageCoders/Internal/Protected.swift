@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A value behind a `pthread_mutex_t`: the lock every concurrent type in the package uses.
+///
+/// Like `Synchronization.Mutex`, but built on pthreads, which ThreadSanitizer understands
+/// (the standard library's futex-based `Mutex` is invisible to it on Linux, so every access
+/// under it is reported as a race). Keep the closures short: they run with the lock held.
+package final class Protected<Value: Sendable>: @unchecked Sendable {
+    // Safety: `value` is read and written only inside `withLock`, between `pthread_mutex_lock`
+    // and `pthread_mutex_unlock` of `mutex`, so no two threads ever touch it at once; `Value` is
+    // Sendable, so what leaves the lock may cross threads.
+    private var value: Value
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    package init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the value.
+    @inline(__always)
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure)
+        -> Result
+    {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
