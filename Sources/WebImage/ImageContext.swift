@@ -12,6 +12,8 @@ public struct ImageContext: Sendable {
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
     /// The coders to decode with (default: the shared registry).
     public var coders: ImageCodersManager?
+    /// Transforms each downloaded image before it is cached; the cache key gains its key.
+    public var transformer: (any ImageTransformer)?
     /// Where loaded images are stored (downloads by ``ImageManager``, disk hits promoted by
     /// ``ImageCache``). Default `.all`; `.disk` keeps disk hits out of memory, `.none` stores nothing.
     public var storeCacheType: ImageCacheType = .all
@@ -37,8 +39,10 @@ public struct ImageContext: Sendable {
         scaleDownLimitBytes: Int = 60 * 1024 * 1024,
         requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? = nil,
         coders: ImageCodersManager? = nil,
-        cachedResponse: CachedResponse? = nil
+        cachedResponse: CachedResponse? = nil,
+        transformer: (any ImageTransformer)? = nil
     ) {
+        self.transformer = transformer
         self.cachedResponse = cachedResponse
         self.thumbnailPixelSize = thumbnailPixelSize
         self.scaleDownLimitBytes = scaleDownLimitBytes

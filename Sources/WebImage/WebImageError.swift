@@ -27,6 +27,9 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         case networkError
         /// An option name was not recognised.
         case invalidOption
+        /// The image is not cached and the load may not use the network (`fromCacheOnly`, or the
+        /// manager's `shouldDownloadImage` said no).
+        case cacheMiss
     }
 
     public let code: Code

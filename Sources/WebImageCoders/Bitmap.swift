@@ -15,7 +15,7 @@ public struct Bitmap: Sendable, Hashable {
     /// `false` guarantees every alpha byte is 255.
     public var hasAlpha: Bool
     /// The pixel bytes, `bytesPerRow * height` of them.
-    public internal(set) var pixels: [UInt8]
+    public package(set) var pixels: [UInt8]
 
     /// Wraps existing RGBA bytes.
     /// - Precondition: `pixels.count >= bytesPerRow * height` and `bytesPerRow >= width * 4`.

@@ -65,6 +65,16 @@ struct OriginResponder: HTTPResponder {
         for (name, value) in route.headers {
             if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
         }
+        // Conditional GETs: a validator matching the route's ETag / Last-Modified is "not modified".
+        func routeHeader(_ name: String) -> String? {
+            route.headers.first { $0.0.lowercased() == name }?.1
+        }
+        let notModified =
+            route.status == 200
+            && ((recorded.header("if-none-match").map { $0 == routeHeader("etag") } ?? false)
+                || (recorded.header("if-none-match") == nil
+                    && recorded.header("if-modified-since").map { $0 == routeHeader("last-modified") } ?? false))
+        if notModified { return Response(status: .notModified, headers: headers) }
         if route.status == 304 || route.status == 204 || recorded.method == "HEAD" && behavior.truncateAfter == nil {
             if recorded.method == "HEAD" { headers[.contentLength] = String(route.body.count) }
             return Response(status: .init(code: route.status), headers: headers)

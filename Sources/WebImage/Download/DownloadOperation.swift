@@ -25,6 +25,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         var task: HTTPSessionTask?
         var lastProgress: ContinuousClock.Instant?
         var expected: Int64 = 0
+        var response: HTTPSession.Response?
         /// With `progressiveLoad`: the bytes so far and the preview decoder.
         var received = Data()
         var progressive: ProgressiveDecodingLoop?
@@ -205,6 +206,7 @@ public final class DownloadOperation: ImageDownloadOperation {
             )
         }
         guard var response = head else { return finish(image: nil, data: nil, error: .cancelled(url)) }
+        state.withLock { $0.response = response }
         if let modifier = hooks.responseModifier {
             guard let modified = modifier(response) else {
                 return fail(
@@ -215,6 +217,7 @@ public final class DownloadOperation: ImageDownloadOperation {
             }
             response = modified
         }
+        state.withLock { $0.response = response }
         let status = response.statusCode
         if status == 304 { return fail(.cacheNotModified, "not modified (304)", status: 304) }
         guard configuration.acceptableStatusCodes.contains(status) else {
@@ -273,7 +276,7 @@ public final class DownloadOperation: ImageDownloadOperation {
 
     /// Delivers the one completion to every remaining caller.
     private func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
-        let (handlers, loop) = state.withLock { state -> ([Handler], ProgressiveDecodingLoop?) in
+        let (handlers, loop) = state.withLock { state -> ([(DownloadToken, Handler)], ProgressiveDecodingLoop?) in
             defer {
                 state.handlers.removeAll()
                 state.finished = true
@@ -282,10 +285,11 @@ public final class DownloadOperation: ImageDownloadOperation {
                 // The task's completion holds this operation: letting go of the task breaks the cycle.
                 state.task = nil
             }
-            return (Array(state.handlers.values), state.progressive)
+            if let response = state.response { for token in state.handlers.keys { token.recordResponse(response) } }
+            return (Array(state.handlers.map { ($0.key, $0.value) }), state.progressive)
         }
         loop?.stop()
-        for handler in handlers { handler.completed?(image, data, error, true) }
+        for (_, handler) in handlers { handler.completed?(image, data, error, true) }
     }
 
     /// Reports progress to every caller: the first and final reports always, others at most

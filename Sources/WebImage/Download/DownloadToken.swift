@@ -1,4 +1,6 @@
 import Foundation
+import WebImageCoders
+import WebImageHTTP
 
 /// One caller's interest in a download (SDWebImageDownloadToken). Cancel it to stop caring:
 /// the caller's completion gets `cancelled`; the network load stops only when no caller is left.
@@ -7,6 +9,16 @@ public final class DownloadToken: Sendable, Hashable {
     public let url: URL
     let key: String
     private let downloaderReference: WeakDownloader
+    private let recorded = Protected<HTTPSession.Response?>(nil)
+
+    /// The response head of the load this caller joined, once it arrived (SDWebImageDownloadToken's
+    /// `response`): its status, `ETag`, `Last-Modified` and content type. Set before the caller's
+    /// final completion runs.
+    public var response: HTTPSession.Response? { recorded.withLock { $0 } }
+
+    /// Records the load's response for this caller. Operations call it before completing; a custom
+    /// ``ImageDownloadOperation`` should too.
+    public func recordResponse(_ response: HTTPSession.Response) { recorded.withLock { $0 = response } }
 
     init(url: URL, key: String, downloader: ImageDownloader) {
         self.url = url

@@ -1,0 +1,582 @@
+import Foundation
+import WebImageCoders
+import WebImageHTTP
+
+/// Joins the cache and the downloader behind one call (SDWebImageManager).
+///
+/// A load looks in the cache (memory, then disk), and when the image is missing (or
+/// `refreshCached` asks to revalidate) downloads it once however many callers want it,
+/// transforms it, stores it, and delivers it. URLs that failed for good are remembered
+/// (the failed-URL blacklist) and fail at once with `blackListed` until `retryFailed`.
+///
+/// ```swift
+/// let result = try await ImageManager.shared.loadImage(with: url)
+/// let operation = ImageManager.shared.loadImage(with: url, progress: nil) { image, data, error, cacheType, finished, url in … }
+/// operation.cancel()
+/// ```
+///
+/// **Threads.** Completions run on ``callbackQueue`` when it is set; by default (`nil`) they run
+/// directly on the thread that produced the result: the caller's thread for memory hits, a
+/// background thread otherwise, never an event loop. `async` APIs resume on the caller's executor.
+public final class ImageManager: Sendable {
+    /// `(image, data, error, cacheType, finished, url)`. `finished == false` carries a
+    /// progressive preview. Exactly one call has `finished == true`, except with `refreshCached`
+    /// where a cached image and then a changed one may both arrive finished.
+    public typealias CompletedHandler =
+        @Sendable (DecodedImage?, Data?, WebImageError?, ImageCacheType, Bool, URL?) -> Void
+    /// `(receivedBytes, expectedBytes, url)`.
+    public typealias ProgressHandler = ImageDownloader.ProgressHandler
+
+    /// The process-wide manager: ``ImageCache/shared`` and ``ImageDownloader/shared``.
+    public static let shared = ImageManager(cache: ImageCache.shared, loader: .shared)
+
+    /// Where images are looked up and stored.
+    public let imageCache: any ImageCaching
+    /// Where missing images are downloaded.
+    public let imageLoader: ImageDownloader
+
+    private struct Hooks: Sendable {
+        var cacheKeyFilter: (@Sendable (URL) -> String)?
+        var cacheSerializer: (@Sendable (DecodedImage, Data?, URL) -> Data?)?
+        var shouldDownloadImage: (@Sendable (URL) -> Bool)?
+        var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)?
+        var callbackQueue: DispatchQueue?
+    }
+
+    private let hooks = Protected(Hooks())
+    private let failed = Protected<Set<URL>>([])
+    private let running = Protected<Set<ImageLoadOperation>>([])
+
+    /// A manager over `cache` and `loader`.
+    public init(cache: any ImageCaching, loader: ImageDownloader) {
+        imageCache = cache
+        imageLoader = loader
+    }
+
+    // MARK: Hooks
+
+    /// Maps a URL to its cache key (SDWebImageCacheKeyFilter). Default: the absolute URL.
+    public var cacheKeyFilter: (@Sendable (URL) -> String)? {
+        get { hooks.withLock { $0.cacheKeyFilter } }
+        set { hooks.withLock { $0.cacheKeyFilter = newValue } }
+    }
+
+    /// The bytes stored on disk for a transformed image `(image, originalData, url)`; `nil`
+    /// stores the image re-encoded with our encoders (the default).
+    public var cacheSerializer: (@Sendable (DecodedImage, Data?, URL) -> Data?)? {
+        get { hooks.withLock { $0.cacheSerializer } }
+        set { hooks.withLock { $0.cacheSerializer = newValue } }
+    }
+
+    /// Whether to download a URL missing from the cache (the delegate's
+    /// `shouldDownloadImageForURL:`). A `false` ends the load with `cacheMiss`.
+    public var shouldDownloadImage: (@Sendable (URL) -> Bool)? {
+        get { hooks.withLock { $0.shouldDownloadImage } }
+        set { hooks.withLock { $0.shouldDownloadImage = newValue } }
+    }
+
+    /// Transforms each downloaded image before it is cached (the delegate's
+    /// `transformDownloadedImage:`); animated images only with `transformAnimatedImage`.
+    public var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)? {
+        get { hooks.withLock { $0.transformDownloadedImage } }
+        set { hooks.withLock { $0.transformDownloadedImage = newValue } }
+    }
+
+    /// Where completions and progress run; `nil` (default) runs them on the producing thread.
+    public var callbackQueue: DispatchQueue? {
+        get { hooks.withLock { $0.callbackQueue } }
+        set { hooks.withLock { $0.callbackQueue = newValue } }
+    }
+
+    // MARK: Keys and state
+
+    /// The cache key for `url`: ``cacheKeyFilter`` or the absolute URL, then the thumbnail size
+    /// and the transformer's key when the context has them.
+    public func cacheKey(for url: URL?, context: ImageContext? = nil) -> String {
+        guard let url else { return "" }
+        var key = cacheKeyFilter?(url) ?? url.absoluteString
+        if let size = context?.thumbnailPixelSize { key += "-thumbnail(\(size.width)x\(size.height))" }
+        if let transformer = context?.transformer {
+            key = transformedCacheKey(key, transformerKey: transformer.transformerKey)
+        }
+        return key
+    }
+
+    /// URLs that failed for good and fail at once until loaded with `retryFailed`.
+    public var failedURLs: Set<URL> { failed.withLock { $0 } }
+
+    /// Forgets that `url` failed.
+    public func removeFailedURL(_ url: URL) { failed.withLock { _ = $0.remove(url) } }
+
+    /// Forgets every failure.
+    public func removeAllFailedURLs() { failed.withLock { $0.removeAll() } }
+
+    /// Whether any load is running.
+    public var isRunning: Bool { running.withLock { !$0.isEmpty } }
+
+    /// Cancels every running load; each caller gets `cancelled`.
+    public func cancelAll() {
+        for operation in running.withLock({ Array($0) }) { operation.cancel() }
+    }
+
+    /// Where `url`'s image is cached (`.none` when nowhere).
+    public func cachedImageExists(for url: URL?, context: ImageContext? = nil) async -> ImageCacheType {
+        guard url != nil else { return .none }
+        return await imageCache.containsImage(forKey: cacheKey(for: url, context: context), cacheType: .all)
+    }
+
+    /// Whether `url`'s image is on disk.
+    public func diskImageExists(for url: URL?, context: ImageContext? = nil) async -> Bool {
+        guard url != nil else { return false }
+        return await imageCache.containsImage(forKey: cacheKey(for: url, context: context), cacheType: .disk) == .disk
+    }
+
+    /// Stores `image` for `url` in memory and on disk (re-encoded).
+    public func saveImageToCache(_ image: DecodedImage, for url: URL?, data: Data? = nil) async throws {
+        guard let url else { return }
+        try await imageCache.store(image, data: data, forKey: cacheKey(for: url), metadata: nil, cacheType: .all)
+    }
+
+    // MARK: Loading
+
+    /// Loads `url` with `options`; see the type's documentation for the steps and threads.
+    /// Returns the operation to cancel this caller's load.
+    @discardableResult
+    public func loadImage(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil,
+        progress: ProgressHandler? = nil,
+        completed: @escaping CompletedHandler
+    ) -> ImageLoadOperation {
+        start(url: url, options: options, context: context ?? ImageContext()) { event in
+            switch event {
+            case .progress(let received, let expected, let url): progress?(received, expected, url)
+            case .partial(let image, let url): completed(image, nil, nil, .none, false, url)
+            case .image(let result, _): completed(result.image, result.data, nil, result.cacheType, true, result.url)
+            case .failure(let error, let url): completed(nil, nil, error, .none, true, url)
+            case .notModified: break
+            }
+        }
+    }
+
+    /// Loads `url` and returns the image. With `refreshCached` and a cached image, returns the
+    /// revalidated image (the cached one when the server says "not modified"). Cancelling the
+    /// Swift task cancels the load.
+    public func loadImage(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil
+    ) async throws(WebImageError) -> ImageLoadResult {
+        // A plain memory hit needs no continuation.
+        if let url, options.isDisjoint(with: [.refreshCached, .fromLoaderOnly, .queryMemoryData]),
+            let cache = imageCache as? ImageCache, context?.storeCacheType.includesMemory ?? true,
+            !failedURLs.contains(url) || options.contains(.retryFailed),
+            let image = cache.imageFromMemoryCache(forKey: cacheKey(for: url, context: context))
+        {
+            return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
+        }
+        let holder = Protected<(operation: ImageLoadOperation?, cancelled: Bool)>((nil, false))
+        let outcome: Result<ImageLoadResult, WebImageError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let latest = Protected<ImageLoadResult?>(nil)
+                let operation = start(url: url, options: options, context: context ?? ImageContext()) { event in
+                    switch event {
+                    case .progress, .partial: break
+                    case .image(let result, let final):
+                        if final {
+                            continuation.resume(returning: .success(result))
+                        } else {
+                            latest.withLock { $0 = result }
+                        }
+                    case .failure(let error, _):
+                        if let cached = latest.withLock({ $0 }), error.code != .cancelled {
+                            continuation.resume(returning: .success(cached))
+                        } else {
+                            continuation.resume(returning: .failure(error))
+                        }
+                    case .notModified(let cached): continuation.resume(returning: .success(cached))
+                    }
+                }
+                let cancelled = holder.withLock { state in
+                    state.operation = operation
+                    return state.cancelled
+                }
+                if cancelled { operation.cancel() }
+            }
+        } onCancel: {
+            let operation = holder.withLock { state in
+                state.cancelled = true
+                return state.operation
+            }
+            operation?.cancel()
+        }
+        return try outcome.get()
+    }
+
+    /// The load as a stream of progress, previews and images; failures end it with a
+    /// ``WebImageError``. Ending the iteration early cancels the load.
+    public func images(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil
+    ) -> AsyncThrowingStream<ImageLoadEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ImageLoadEvent.self)
+        let operation = start(url: url, options: options, context: context ?? ImageContext()) { event in
+            switch event {
+            case .progress(let received, let expected, _):
+                continuation.yield(.progress(received: received, expected: expected))
+            case .partial(let image, _): continuation.yield(.partial(image))
+            case .image(let result, let final):
+                continuation.yield(.image(result))
+                if final { continuation.finish() }
+            case .failure(let error, _):
+                continuation.finish(throwing: error)
+            case .notModified: continuation.finish()
+            }
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { operation.cancel() }
+        }
+        return stream
+    }
+
+    // MARK: The pipeline
+
+    /// What the pipeline reports; `final` events end the load.
+    enum Event: Sendable {
+        case progress(Int64, Int64, URL)
+        case partial(DecodedImage, URL?)
+        /// An image; `final == false` for the cached image `refreshCached` delivers first.
+        case image(ImageLoadResult, final: Bool)
+        case failure(WebImageError, URL?)
+        /// `refreshCached` revalidated the cached image (already delivered): nothing new.
+        case notModified(ImageLoadResult)
+
+        var isFinal: Bool {
+            switch self {
+            case .progress, .partial: false
+            case .image(_, let final): final
+            case .failure, .notModified: true
+            }
+        }
+    }
+
+    private func start(
+        url: URL?,
+        options: ImageOptions,
+        context: ImageContext,
+        sink: @escaping @Sendable (Event) -> Void
+    ) -> ImageLoadOperation {
+        let queue = callbackQueue
+        let operationBox = Protected<ImageLoadOperation?>(nil)
+        let deliver: @Sendable (Event) -> Void = { [weak self] event in
+            guard let operation = operationBox.withLock({ $0 }) else { return }
+            if event.isFinal {
+                guard operation.claimFinish() else { return }
+                self?.running.withLock { _ = $0.remove(operation) }
+            } else if operation.isFinished {
+                return
+            }
+            if let queue { queue.async { sink(event) } } else { sink(event) }
+        }
+        let operation = ImageLoadOperation(url: url) { deliver(.failure(.cancelled(url), url)) }
+        operationBox.withLock { $0 = operation }
+        running.withLock { _ = $0.insert(operation) }
+
+        guard let url, Self.isLoadable(url) else {
+            deliver(.failure(.invalidURL(url?.absoluteString ?? ""), url))
+            return operation
+        }
+        if !options.contains(.retryFailed), failed.withLock({ $0.contains(url) }) {
+            deliver(
+                .failure(
+                    WebImageError(
+                        .blackListed,
+                        url: url,
+                        message: "\(url): failed before; not retried without retryFailed"
+                    ),
+                    url
+                )
+            )
+            return operation
+        }
+        let key = cacheKey(for: url, context: context)
+        if options.contains(.fromLoaderOnly) {
+            download(
+                url: url,
+                key: key,
+                options: options,
+                context: context,
+                cached: nil,
+                operation: operation,
+                deliver: deliver
+            )
+            return operation
+        }
+        var queryOptions = options
+        if options.contains(.refreshCached) { queryOptions.insert(.queryMemoryData) }
+        let query = imageCache.queryImage(forKey: key, options: queryOptions, context: context, cacheType: .all) {
+            [self] cached in
+            guard !operation.isCancelled else { return }
+            guard cached.isHit else {
+                download(
+                    url: url,
+                    key: key,
+                    options: options,
+                    context: context,
+                    cached: nil,
+                    operation: operation,
+                    deliver: deliver
+                )
+                return
+            }
+            let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
+            guard options.contains(.refreshCached), !options.contains(.fromCacheOnly) else {
+                deliver(.image(result, final: true))
+                return
+            }
+            deliver(.image(result, final: false))
+            download(
+                url: url,
+                key: key,
+                options: options,
+                context: context,
+                cached: (result, cached.metadata),
+                operation: operation,
+                deliver: deliver
+            )
+        }
+        _ = operation.attach(cacheOperation: query)
+        return operation
+    }
+
+    private func download(
+        url: URL,
+        key: String,
+        options: ImageOptions,
+        context: ImageContext,
+        cached: (result: ImageLoadResult, metadata: DiskCacheMetadata?)?,
+        operation: ImageLoadOperation,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) {
+        let allowed = !options.contains(.fromCacheOnly) && (shouldDownloadImage?(url) ?? true)
+        guard allowed else {
+            if let cached {
+                deliver(.notModified(cached.result))
+            } else {
+                deliver(
+                    .failure(
+                        WebImageError(
+                            .cacheMiss,
+                            url: url,
+                            message: "\(url): not cached, and the network is not allowed"
+                        ),
+                        url
+                    )
+                )
+            }
+            return
+        }
+        if url.isFileURL {
+            loadFile(url: url, key: key, options: options, context: context, operation: operation, deliver: deliver)
+            return
+        }
+        var downloadContext = context
+        if let cached {
+            downloadContext.cachedResponse = ImageContext.CachedResponse(
+                etag: cached.metadata?.etag,
+                lastModified: cached.metadata?.lastModified,
+                data: cached.result.data
+            )
+        }
+        let tokenBox = Protected<DownloadToken?>(nil)
+        let token = imageLoader.download(
+            with: url,
+            options: options,
+            context: downloadContext,
+            progress: { received, expected, url in deliver(.progress(received, expected, url)) },
+            completed: { [self] image, data, error, finished in
+                guard finished else {
+                    if let image { deliver(.partial(image, url)) }
+                    return
+                }
+                if let error {
+                    if error.code == .cacheNotModified, let cached {
+                        deliver(.notModified(cached.result))
+                        return
+                    }
+                    if Self.shouldBlock(error) { failed.withLock { _ = $0.insert(url) } }
+                    deliver(.failure(error, url))
+                    return
+                }
+                let response = tokenBox.withLock { $0 }?.response
+                finishDownload(
+                    url: url,
+                    key: key,
+                    image: image,
+                    data: data,
+                    metadata: DiskCacheMetadata(
+                        contentType: response?.mimeType,
+                        etag: response?.headers["ETag"],
+                        lastModified: response?.headers["Last-Modified"]
+                    ),
+                    options: options,
+                    context: context,
+                    deliver: deliver
+                )
+            }
+        )
+        tokenBox.withLock { $0 = token }
+        _ = operation.attach(downloadToken: token)
+    }
+
+    /// Reads a `file://` URL off the caller's thread and decodes it like a download.
+    private func loadFile(
+        url: URL,
+        key: String,
+        options: ImageOptions,
+        context: ImageContext,
+        operation: ImageLoadOperation,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) {
+        DispatchQueue.global().async { [self] in
+            guard !operation.isCancelled else { return }
+            let data: Data
+            do {
+                data = try Data(contentsOf: url)
+            } catch {
+                failed.withLock { _ = $0.insert(url) }
+                deliver(
+                    .failure(
+                        WebImageError(
+                            .networkError,
+                            url: url,
+                            message: "\(url.path): cannot read: \(error.localizedDescription)"
+                        ),
+                        url
+                    )
+                )
+                return
+            }
+            var image: DecodedImage?
+            if !options.contains(.avoidDecodeImage) {
+                do {
+                    image = try (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
+                } catch {
+                    failed.withLock { _ = $0.insert(url) }
+                    deliver(.failure(WebImageError(.badImageData, url: url, message: "\(url.path): \(error)"), url))
+                    return
+                }
+            }
+            finishDownload(
+                url: url,
+                key: key,
+                image: image,
+                data: data,
+                metadata: DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType),
+                options: options,
+                context: context,
+                deliver: deliver
+            )
+        }
+    }
+
+    /// Transforms, stores and delivers a downloaded image.
+    private func finishDownload(
+        url: URL,
+        key: String,
+        image: DecodedImage?,
+        data: Data?,
+        metadata: DiskCacheMetadata,
+        options: ImageOptions,
+        context: ImageContext,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) {
+        if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }
+        let storeType: ImageCacheType =
+            options.contains(.cacheMemoryOnly)
+            ? (context.storeCacheType.includesMemory ? .memory : .none)
+            : context.storeCacheType
+        var delivered = image
+        var storedData = data
+        if var transformed = image, !transformed.isAnimated || options.contains(.transformAnimatedImage) {
+            var changed = false
+            if let hook = transformDownloadedImage, let result = hook(transformed, url) {
+                transformed = result
+                changed = true
+            }
+            if let transformer = context.transformer {
+                guard let result = transformer.transform(transformed, forKey: key) else {
+                    deliver(
+                        .failure(
+                            WebImageError(
+                                .badImageData,
+                                url: url,
+                                message: "\(url): the transformer \(transformer.transformerKey) gave no image"
+                            ),
+                            url
+                        )
+                    )
+                    return
+                }
+                transformed = result
+                changed = true
+            }
+            if changed {
+                delivered = transformed
+                storedData = cacheSerializer?(transformed, data, url)
+                // Keep the original bytes too, so another transformation needs no download.
+                if let data, storeType.includesDisk, context.transformer != nil {
+                    let originalKey = cacheKey(for: url, context: nil)
+                    imageCache.store(
+                        nil,
+                        data: data,
+                        forKey: originalKey,
+                        metadata: metadata,
+                        cacheType: .disk,
+                        completion: nil
+                    )
+                }
+            }
+        }
+        if storeType != .none, delivered != nil || storedData != nil {
+            imageCache.store(
+                delivered,
+                data: storedData,
+                forKey: key,
+                metadata: metadata,
+                cacheType: storeType,
+                completion: nil
+            )
+        }
+        deliver(.image(ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url), final: true))
+    }
+
+    static func isLoadable(_ url: URL) -> Bool {
+        switch url.scheme?.lowercased() {
+        case "http", "https": url.host?.isEmpty == false
+        case "file": !url.path.isEmpty
+        default: false
+        }
+    }
+
+    /// Failures that will not fix themselves (SDWebImage's rules): bad URLs and data, 4xx other
+    /// than 429, TLS and redirect failures. Cancellation, transient network trouble and statuses
+    /// a server recovers from (5xx, 429) are not remembered.
+    static func shouldBlock(_ error: WebImageError) -> Bool {
+        switch error.code {
+        case .cancelled, .cacheNotModified, .cacheMiss, .blackListed: return false
+        case .invalidDownloadStatusCode:
+            guard let status = error.statusCode else { return true }
+            return (400..<500).contains(status) && status != 429 && status != 408
+        case .networkError:
+            switch error.underlying?.code {
+            case .timedOut, .cannotFindHost, .cannotConnect, .connectionLost, .networkError, .cancelled, nil:
+                return false
+            default: return true
+            }
+        default: return true
+        }
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import WebImageCoders
+
+/// Warms the caches with a list of URLs (SDWebImagePrefetcher): at most
+/// ``maxConcurrentPrefetchCount`` loads at a time, low priority by default. Cached URLs count as
+/// finished without touching the network.
+public final class ImagePrefetcher: Sendable {
+    /// Counts for one prefetch.
+    public struct Progress: Sendable, Hashable {
+        /// URLs done, however they ended.
+        public var finished = 0
+        /// URLs that failed (SDWebImagePrefetcher's "skipped").
+        public var skipped = 0
+        /// URLs that were already cached (a subset of `finished`).
+        public var cached = 0
+        /// URLs asked for.
+        public var total = 0
+    }
+
+    /// The prefetcher over ``ImageManager/shared``.
+    public static let shared = ImagePrefetcher(manager: .shared)
+
+    public let manager: ImageManager
+    private struct Settings {
+        var maxConcurrent = 3
+        var options: ImageOptions = [.lowPriority]
+        var context: ImageContext?
+    }
+
+    private let settings = Protected(Settings())
+    private let tokens = Protected<Set<ImagePrefetchToken>>([])
+
+    public init(manager: ImageManager) { self.manager = manager }
+
+    /// Loads running at once per prefetch. Default 3.
+    public var maxConcurrentPrefetchCount: Int {
+        get { settings.withLock { $0.maxConcurrent } }
+        set { settings.withLock { $0.maxConcurrent = max(1, newValue) } }
+    }
+
+    /// Options for prefetches that do not pass their own. Default `[.lowPriority]`.
+    public var options: ImageOptions {
+        get { settings.withLock { $0.options } }
+        set { settings.withLock { $0.options = newValue } }
+    }
+
+    /// Context for prefetches that do not pass their own.
+    public var context: ImageContext? {
+        get { settings.withLock { $0.context } }
+        set { settings.withLock { $0.context = newValue } }
+    }
+
+    /// Prefetches `urls`. `progress(finished, total)` runs after each URL; `completed(finished,
+    /// skipped)` runs once at the end, or when the token is cancelled (with the counts so far).
+    @discardableResult
+    public func prefetch(
+        _ urls: [URL?],
+        options: ImageOptions? = nil,
+        context: ImageContext? = nil,
+        progress: (@Sendable (Int, Int) -> Void)? = nil,
+        completed: (@Sendable (Int, Int) -> Void)? = nil
+    ) -> ImagePrefetchToken {
+        let settings = settings.withLock { $0 }
+        let token = ImagePrefetchToken(
+            urls: urls,
+            manager: manager,
+            options: options ?? settings.options,
+            context: context ?? settings.context,
+            maxConcurrent: settings.maxConcurrent,
+            progress: progress
+        ) { [weak self] token, counts in
+            _ = self?.tokens.withLock { $0.remove(token) }
+            completed?(counts.finished, counts.skipped)
+        }
+        tokens.withLock { _ = $0.insert(token) }
+        token.begin()
+        return token
+    }
+
+    /// Prefetches `urls` and returns the counts; cancelling the Swift task cancels the prefetch.
+    public func prefetch(
+        _ urls: [URL?],
+        options: ImageOptions? = nil,
+        context: ImageContext? = nil
+    ) async
+        -> Progress
+    {
+        let holder = Protected<(token: ImagePrefetchToken?, cancelled: Bool)>((nil, false))
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let token = prefetch(urls, options: options, context: context)
+                token.onEnd { continuation.resume(returning: $0) }
+                let cancelled = holder.withLock { state in
+                    state.token = token
+                    return state.cancelled
+                }
+                if cancelled { token.cancel() }
+            }
+        } onCancel: {
+            holder.withLock { state in
+                state.cancelled = true
+                return state.token
+            }?.cancel()
+        }
+    }
+
+    /// Cancels every prefetch.
+    public func cancelPrefetching() {
+        for token in tokens.withLock({ Array($0) }) { token.cancel() }
+    }
+}
+
+/// One running prefetch; cancel it to stop its remaining loads.
+public final class ImagePrefetchToken: Sendable, Hashable {
+    private struct State {
+        var next = 0
+        var running: [Int: ImageLoadOperation] = [:]
+        /// URLs counted already (`refreshCached` may finish a load twice).
+        var done: Set<Int> = []
+        var counts = ImagePrefetcher.Progress()
+        var ended = false
+        var endHandlers: [@Sendable (ImagePrefetcher.Progress) -> Void] = []
+    }
+
+    private let urls: [URL?]
+    private let manager: ImageManager
+    private let options: ImageOptions
+    private let context: ImageContext?
+    private let maxConcurrent: Int
+    private let progress: (@Sendable (Int, Int) -> Void)?
+    private let completion: @Sendable (ImagePrefetchToken, ImagePrefetcher.Progress) -> Void
+    private let state: Protected<State>
+
+    init(
+        urls: [URL?],
+        manager: ImageManager,
+        options: ImageOptions,
+        context: ImageContext?,
+        maxConcurrent: Int,
+        progress: (@Sendable (Int, Int) -> Void)?,
+        completion: @escaping @Sendable (ImagePrefetchToken, ImagePrefetcher.Progress) -> Void
+    ) {
+        self.urls = urls
+        self.manager = manager
+        self.options = options
+        self.context = context
+        self.maxConcurrent = maxConcurrent
+        self.progress = progress
+        self.completion = completion
+        state = Protected(State(counts: ImagePrefetcher.Progress(total: urls.count)))
+    }
+
+    /// The counts so far.
+    public var counts: ImagePrefetcher.Progress { state.withLock { $0.counts } }
+
+    func begin() {
+        if urls.isEmpty { return end() }
+        for _ in 0..<min(maxConcurrent, urls.count) { startNext() }
+    }
+
+    func onEnd(_ handler: @escaping @Sendable (ImagePrefetcher.Progress) -> Void) {
+        let ended = state.withLock { state -> ImagePrefetcher.Progress? in
+            if state.ended { return state.counts }
+            state.endHandlers.append(handler)
+            return nil
+        }
+        if let ended { handler(ended) }
+    }
+
+    private func startNext() {
+        let index = state.withLock { state -> Int? in
+            guard !state.ended, state.next < urls.count else { return nil }
+            defer { state.next += 1 }
+            return state.next
+        }
+        guard let index else { return }
+        let operation = manager.loadImage(with: urls[index], options: options, context: context) {
+            [self] _, _, error, cacheType, finished, _ in
+            guard finished else { return }
+            let counts = state.withLock { state -> ImagePrefetcher.Progress? in
+                guard !state.ended, state.done.insert(index).inserted else { return nil }
+                state.running[index] = nil
+                state.counts.finished += 1
+                if error != nil { state.counts.skipped += 1 }
+                if error == nil && cacheType != .none { state.counts.cached += 1 }
+                return state.counts
+            }
+            guard let counts else { return }
+            progress?(counts.finished, counts.total)
+            if counts.finished == counts.total { end() } else { startNext() }
+        }
+        state.withLock { state in
+            if !state.ended, !state.done.contains(index) { state.running[index] = operation }
+        }
+    }
+
+    /// Stops the remaining loads; `completed` gets the counts so far.
+    public func cancel() {
+        let running = state.withLock { state -> [ImageLoadOperation] in
+            guard !state.ended else { return [] }
+            return Array(state.running.values)
+        }
+        end()
+        for operation in running { operation.cancel() }
+    }
+
+    private func end() {
+        let finished = state.withLock {
+            state -> (ImagePrefetcher.Progress, [@Sendable (ImagePrefetcher.Progress) -> Void])? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            state.running.removeAll()
+            defer { state.endHandlers.removeAll() }
+            return (state.counts, state.endHandlers)
+        }
+        guard let (counts, handlers) = finished else { return }
+        completion(self, counts)
+        for handler in handlers { handler(counts) }
+    }
+
+    public static func == (lhs: ImagePrefetchToken, rhs: ImagePrefetchToken) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

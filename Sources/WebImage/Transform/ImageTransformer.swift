@@ -1,0 +1,346 @@
+import Foundation
+import WebImageCoders
+
+/// Changes a loaded image before it is cached and delivered (SDImageTransformer).
+///
+/// ``ImageManager`` caches a transformed image under the original key plus
+/// ``transformerKey``, so transformed and original images never mix. Transformers run off
+/// the callback queue, on the loading task.
+public protocol ImageTransformer: Sendable {
+    /// A stable key naming the transformation and its parameters (`Resize(fill,100x100)`).
+    var transformerKey: String { get }
+    /// The transformed image, or `nil` when it cannot be made (the load then fails with
+    /// `badImageData`).
+    func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage?
+}
+
+/// A transformer applied to every frame's bitmap the same way.
+public protocol BitmapTransformer: ImageTransformer {
+    func transform(_ bitmap: Bitmap) -> Bitmap?
+}
+
+extension BitmapTransformer {
+    public func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
+        var frames: [DecodedImage.Frame] = []
+        frames.reserveCapacity(image.frames.count)
+        for frame in image.frames {
+            guard let bitmap = transform(frame.bitmap) else { return nil }
+            frames.append(DecodedImage.Frame(bitmap: bitmap, duration: frame.duration))
+        }
+        return DecodedImage(
+            frames: frames,
+            loopCount: image.loopCount,
+            format: image.format,
+            orientation: image.orientation,
+            isPartial: image.isPartial,
+            sourceSize: image.sourceSize,
+            sourceFrameCount: image.sourceFrameCount
+        )
+    }
+}
+
+/// The key a transformed image is cached under: the original key, `-`, the transformer's key.
+public func transformedCacheKey(_ key: String, transformerKey: String) -> String {
+    key + "-" + transformerKey
+}
+
+/// Several transformers in order (SDImagePipelineTransformer); its key joins theirs.
+public struct PipelineTransformer: ImageTransformer {
+    public var transformers: [any ImageTransformer]
+
+    public init(_ transformers: [any ImageTransformer]) { self.transformers = transformers }
+
+    public var transformerKey: String { transformers.map(\.transformerKey).joined(separator: "-") }
+
+    public func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
+        var current = image
+        for transformer in transformers {
+            guard let next = transformer.transform(current, forKey: key) else { return nil }
+            current = next
+        }
+        return current
+    }
+}
+
+/// Resizes to `size`: `.fit` inside it keeping the aspect ratio, `.fill` covering it and
+/// cropping the centre, `.exact` stretching to it.
+public struct ResizeTransformer: BitmapTransformer {
+    public enum Mode: String, Sendable, Hashable {
+        case fit, fill, exact
+    }
+
+    public var size: PixelSize
+    public var mode: Mode
+
+    public init(size: PixelSize, mode: Mode = .fit) {
+        self.size = size
+        self.mode = mode
+    }
+
+    public var transformerKey: String { "Resize(\(mode.rawValue),\(size.width)x\(size.height))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        guard size.width > 0, size.height > 0 else { return nil }
+        let scaleX = Double(size.width) / Double(bitmap.width)
+        let scaleY = Double(size.height) / Double(bitmap.height)
+        switch mode {
+        case .exact:
+            return bitmap.resized(to: size)
+        case .fit:
+            let scale = min(scaleX, scaleY)
+            return bitmap.resized(to: scaled(bitmap, scale))
+        case .fill:
+            let scale = max(scaleX, scaleY)
+            let covering = bitmap.resized(to: scaled(bitmap, scale))
+            let x = (covering.width - size.width) / 2
+            let y = (covering.height - size.height) / 2
+            return covering.cropped(x: x, y: y, width: size.width, height: size.height)
+        }
+    }
+
+    private func scaled(_ bitmap: Bitmap, _ scale: Double) -> PixelSize {
+        PixelSize(
+            width: max(1, Int((Double(bitmap.width) * scale).rounded())),
+            height: max(1, Int((Double(bitmap.height) * scale).rounded()))
+        )
+    }
+}
+
+/// Cuts out a rectangle (clipped to the image; `nil` when nothing is left).
+public struct CropTransformer: BitmapTransformer {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    public var transformerKey: String { "Crop(\(x),\(y),\(width)x\(height))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        let left = max(0, x)
+        let top = max(0, y)
+        let right = min(bitmap.width, x + width)
+        let bottom = min(bitmap.height, y + height)
+        guard right > left, bottom > top else { return nil }
+        return bitmap.cropped(x: left, y: top, width: right - left, height: bottom - top)
+    }
+}
+
+/// Makes the corners transparent with an anti-aliased quarter circle of `radius` pixels.
+public struct RoundCornerTransformer: BitmapTransformer {
+    public var radius: Double
+
+    public init(radius: Double) { self.radius = radius }
+
+    public var transformerKey: String { "RoundCorner(\(radius))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        let radius = max(0, min(radius, Double(min(bitmap.width, bitmap.height)) / 2))
+        guard radius > 0 else { return bitmap }
+        let (w, h) = (Double(bitmap.width), Double(bitmap.height))
+        var result = bitmap.packed()
+        result.hasAlpha = true
+        result.updatePixels { x, y, pixel in
+            let px = Double(x) + 0.5
+            let py = Double(y) + 0.5
+            let cx = px < radius ? radius : (px > w - radius ? w - radius : px)
+            let cy = py < radius ? radius : (py > h - radius ? h - radius : py)
+            let distance = ((px - cx) * (px - cx) + (py - cy) * (py - cy)).squareRoot()
+            let coverage = max(0, min(1, radius - distance + 0.5))
+            if coverage < 1 { pixel.a = UInt8((Double(pixel.a) * coverage).rounded()) }
+        }
+        return result
+    }
+}
+
+/// Mirrors horizontally and/or vertically.
+public struct FlipTransformer: BitmapTransformer {
+    public var horizontal: Bool
+    public var vertical: Bool
+
+    public init(horizontal: Bool, vertical: Bool = false) {
+        self.horizontal = horizontal
+        self.vertical = vertical
+    }
+
+    public var transformerKey: String { "Flip(\(horizontal ? "h" : "")\(vertical ? "v" : ""))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        switch (horizontal, vertical) {
+        case (true, true): bitmap.applyingOrientation(.down)
+        case (true, false): bitmap.applyingOrientation(.upMirrored)
+        case (false, true): bitmap.applyingOrientation(.downMirrored)
+        case (false, false): bitmap
+        }
+    }
+}
+
+/// Rotates clockwise by a multiple of 90°.
+public struct RotateTransformer: BitmapTransformer {
+    /// Clockwise quarter turns (negative turns counter-clockwise).
+    public var quarterTurns: Int
+
+    public init(quarterTurns: Int) { self.quarterTurns = quarterTurns }
+
+    public var transformerKey: String { "Rotate(\(((quarterTurns % 4) + 4) % 4 * 90))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        // An EXIF orientation names how the stored pixels are turned; applying `.right` turns
+        // them clockwise.
+        switch ((quarterTurns % 4) + 4) % 4 {
+        case 1: bitmap.applyingOrientation(.right)
+        case 2: bitmap.applyingOrientation(.down)
+        case 3: bitmap.applyingOrientation(.left)
+        default: bitmap
+        }
+    }
+}
+
+/// Grey by luma (ITU-R BT.601 weights), alpha kept.
+public struct GrayscaleTransformer: BitmapTransformer {
+    public init() {}
+
+    public var transformerKey: String { "Grayscale" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        var result = bitmap.packed()
+        result.updatePixels { _, _, pixel in
+            let luma = (299 * Int(pixel.r) + 587 * Int(pixel.g) + 114 * Int(pixel.b) + 500) / 1000
+            pixel.r = UInt8(luma)
+            pixel.g = UInt8(luma)
+            pixel.b = UInt8(luma)
+        }
+        return result
+    }
+}
+
+/// Blends `color` over every pixel by `fraction` (0 keeps the image, 1 paints it), alpha kept.
+public struct TintTransformer: BitmapTransformer {
+    public var color: RGBA
+    public var fraction: Double
+
+    public init(color: RGBA, fraction: Double = 0.5) {
+        self.color = color
+        self.fraction = fraction
+    }
+
+    public var transformerKey: String { "Tint(\(color.r),\(color.g),\(color.b),\(color.a),\(fraction))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        let amount = max(0, min(1, fraction)) * Double(color.a) / 255
+        var result = bitmap.packed()
+        result.updatePixels { _, _, pixel in
+            pixel.r = UInt8((Double(pixel.r) * (1 - amount) + Double(color.r) * amount).rounded())
+            pixel.g = UInt8((Double(pixel.g) * (1 - amount) + Double(color.g) * amount).rounded())
+            pixel.b = UInt8((Double(pixel.b) * (1 - amount) + Double(color.b) * amount).rounded())
+        }
+        return result
+    }
+}
+
+/// A Gaussian-like blur: three box blurs of `radius` pixels, in premultiplied alpha so
+/// transparent pixels do not darken their neighbours.
+public struct BlurTransformer: BitmapTransformer {
+    public var radius: Int
+
+    public init(radius: Int) { self.radius = radius }
+
+    public var transformerKey: String { "Blur(\(radius))" }
+
+    public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        guard radius > 0 else { return bitmap }
+        let source = bitmap.packed()
+        let (width, height) = (source.width, source.height)
+        var channels = [Double](repeating: 0, count: width * height * 4)
+        for index in 0..<width * height {
+            let alpha = Double(source.pixels[index * 4 + 3]) / 255
+            for channel in 0..<3 { channels[index * 4 + channel] = Double(source.pixels[index * 4 + channel]) * alpha }
+            channels[index * 4 + 3] = Double(source.pixels[index * 4 + 3])
+        }
+        for _ in 0..<3 {
+            boxBlur(&channels, width: width, height: height, horizontal: true)
+            boxBlur(&channels, width: width, height: height, horizontal: false)
+        }
+        var result = source
+        result.updatePixels { x, y, pixel in
+            let offset = (y * width + x) * 4
+            let alpha = channels[offset + 3]
+            pixel.a = UInt8(max(0, min(255, alpha.rounded())))
+            let unpremultiply = alpha > 0 ? 255 / alpha : 0
+            pixel.r = UInt8(max(0, min(255, (channels[offset] * unpremultiply).rounded())))
+            pixel.g = UInt8(max(0, min(255, (channels[offset + 1] * unpremultiply).rounded())))
+            pixel.b = UInt8(max(0, min(255, (channels[offset + 2] * unpremultiply).rounded())))
+        }
+        return result
+    }
+
+    /// One box pass along rows or columns; edges repeat the border pixel.
+    private func boxBlur(_ values: inout [Double], width: Int, height: Int, horizontal: Bool) {
+        let (lines, length) = horizontal ? (height, width) : (width, height)
+        let window = Double(2 * radius + 1)
+        var line = [Double](repeating: 0, count: length * 4)
+        for lineIndex in 0..<lines {
+            func offset(_ position: Int) -> Int {
+                let clamped = max(0, min(length - 1, position))
+                return (horizontal ? lineIndex * width + clamped : clamped * width + lineIndex) * 4
+            }
+            for channel in 0..<4 {
+                var sum = 0.0
+                for position in -radius...radius { sum += values[offset(position) + channel] }
+                for position in 0..<length {
+                    line[position * 4 + channel] = sum / window
+                    sum += values[offset(position + radius + 1) + channel] - values[offset(position - radius) + channel]
+                }
+            }
+            for position in 0..<length {
+                let target = offset(position)
+                for channel in 0..<4 { values[target + channel] = line[position * 4 + channel] }
+            }
+        }
+    }
+}
+
+extension Bitmap {
+    /// The same pixels with rows packed (`bytesPerRow == width * 4`).
+    func packed() -> Bitmap {
+        if bytesPerRow == width * 4 { return self }
+        return cropped(x: 0, y: 0, width: width, height: height)
+    }
+
+    /// A copy of the rectangle at (`x`, `y`); the caller keeps it inside the bitmap.
+    func cropped(x: Int, y: Int, width: Int, height: Int) -> Bitmap {
+        var pixels = [UInt8]()
+        pixels.reserveCapacity(width * height * 4)
+        for row in y..<y + height {
+            let start = row * bytesPerRow + x * 4
+            pixels.append(contentsOf: self.pixels[start..<start + width * 4])
+        }
+        return Bitmap(width: width, height: height, hasAlpha: hasAlpha, pixels: pixels)
+    }
+
+    /// Rewrites every pixel of a packed bitmap in place.
+    mutating func updatePixels(_ update: (Int, Int, inout RGBA) -> Void) {
+        let width = width
+        pixels.withUnsafeMutableBufferPointer { buffer in
+            for index in 0..<buffer.count / 4 {
+                var pixel = RGBA(
+                    r: buffer[index * 4],
+                    g: buffer[index * 4 + 1],
+                    b: buffer[index * 4 + 2],
+                    a: buffer[index * 4 + 3]
+                )
+                update(index % width, index / width, &pixel)
+                buffer[index * 4] = pixel.r
+                buffer[index * 4 + 1] = pixel.g
+                buffer[index * 4 + 2] = pixel.b
+                buffer[index * 4 + 3] = pixel.a
+            }
+        }
+    }
+}

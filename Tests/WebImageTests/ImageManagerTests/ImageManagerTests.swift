@@ -1,0 +1,291 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageOrigin
+import WebImageTestSupport
+
+/// A manager over a fresh cache in a temporary folder and a fresh downloader.
+struct ManagerFixture {
+    let folder: TemporaryDirectory
+    let cache: ImageCache
+    let downloader: ImageDownloader
+    let manager: ImageManager
+
+    init() throws {
+        folder = try TemporaryDirectory()
+        cache = CacheFixtures.cache(folder)
+        downloader = ImageDownloader()
+        manager = ImageManager(cache: cache, loader: downloader)
+    }
+
+    /// Waits for the cache's I/O queue to finish earlier work (stores are asynchronous).
+    func settle() async { _ = await cache.totalDiskCount() }
+}
+
+enum ManagerImages {
+    static let red = DecodedImage(
+        bitmap: GeneratedImages.solid(width: 40, height: 30, color: .init(r: 255, g: 0, b: 0, a: 255)),
+        format: .png
+    )
+    static let blue = DecodedImage(
+        bitmap: GeneratedImages.solid(width: 40, height: 30, color: .init(r: 0, g: 0, b: 255, a: 255)),
+        format: .png
+    )
+    static let redPNG = try! PNGCoder().encode(red, as: .png, options: .init())
+    static let bluePNG = try! PNGCoder().encode(blue, as: .png, options: .init())
+}
+
+@Suite("ImageManager", .timeLimit(.minutes(1)))
+struct ImageManagerTests {
+    @Test("First load downloads; the second is a memory hit; after clearing memory a disk hit")
+    func cacheLevels() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        let url = origin.url("/a.png")
+
+        let first = try await fixture.manager.loadImage(with: url)
+        #expect(first.cacheType == .none)
+        #expect(first.image?.width == 40)
+        #expect(first.data == ManagerImages.redPNG)
+        let second = try await fixture.manager.loadImage(with: url)
+        #expect(second.cacheType == .memory)
+        #expect(origin.requestCount(for: "/a.png") == 1)
+
+        await fixture.settle()
+        fixture.cache.clearMemory()
+        let third = try await fixture.manager.loadImage(with: url)
+        #expect(third.cacheType == .disk)
+        #expect(third.image?.bitmap == first.image?.bitmap)
+        #expect(origin.requestCount(for: "/a.png") == 1)
+        #expect(await fixture.manager.cachedImageExists(for: url) == .memory)
+        #expect(await fixture.manager.diskImageExists(for: url))
+
+        // The completion-handler form reports the same, with the URL.
+        let done = Locked<[String]>([])
+        await withCheckedContinuation { continuation in
+            fixture.manager.loadImage(with: url) { image, _, error, cacheType, finished, loaded in
+                done.withLock {
+                    $0.append("\(image?.width ?? 0) \(error == nil) \(cacheType) \(finished) \(loaded == url)")
+                }
+                continuation.resume()
+            }
+        }
+        #expect(done.value == ["40 true memory true true"])
+        await origin.stop()
+    }
+
+    @Test("refreshCached: cached first; 304 adds nothing; a changed image arrives second and replaces the entry")
+    func refreshCached() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/r.png",
+            OriginRoute(
+                status: 200,
+                headers: [("Content-Type", "image/png"), ("ETag", "\"v1\"")],
+                body: ManagerImages.redPNG
+            )
+        )
+        let url = origin.url("/r.png")
+        _ = try await fixture.manager.loadImage(with: url)
+        await fixture.settle()
+        #expect(await fixture.cache.diskEntry(forKey: url.absoluteString)?.metadata.etag == "\"v1\"")
+
+        // Not modified: one completion (the cached image), and the request was conditional.
+        var events: [String] = []
+        for try await event in fixture.manager.images(with: url, options: .refreshCached) {
+            if case .image(let result) = event { events.append("\(result.cacheType)") }
+        }
+        #expect(events == ["memory"])
+        #expect(origin.requests.last?.header("if-none-match") == "\"v1\"")
+        #expect(origin.requestCount(for: "/r.png") == 2)
+
+        // Changed: the cached image, then the new one, which replaces the cache entry.
+        origin.setRoute(
+            "/r.png",
+            OriginRoute(
+                status: 200,
+                headers: [("Content-Type", "image/png"), ("ETag", "\"v2\"")],
+                body: ManagerImages.bluePNG
+            )
+        )
+        let colors = Locked<[String]>([])
+        await withCheckedContinuation { continuation in
+            fixture.manager.loadImage(with: url, options: .refreshCached) { image, _, _, cacheType, finished, _ in
+                guard finished, let image else { return }
+                let count = colors.withLock {
+                    $0.append("\(cacheType):\(image.bitmap[0, 0].b == 255 ? "blue" : "red")")
+                    return $0.count
+                }
+                if count == 2 { continuation.resume() }
+            }
+        }
+        #expect(colors.value == ["memory:red", "none:blue"])
+        let after = try await fixture.manager.loadImage(with: url)
+        #expect(after.cacheType == .memory)
+        #expect(after.image?.bitmap[0, 0].b == 255)
+        await origin.stop()
+    }
+
+    @Test("Failed URLs are blacklisted (404, bad data), not for 500; retryFailed retries and clears")
+    func blacklist() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/bad.png", .data(Data("not an image".utf8), contentType: "image/png"))
+        origin.setRoute("/busy.png", OriginRoute(status: 500, body: Data("busy".utf8)))
+        let missing = origin.url("/missing.png")
+
+        await #expect(throws: WebImageError.self) { try await fixture.manager.loadImage(with: missing) }
+        do {
+            _ = try await fixture.manager.loadImage(with: missing)
+            Issue.record("a blacklisted URL loaded")
+        } catch {
+            #expect(error.code == .blackListed)
+        }
+        #expect(origin.requestCount(for: "/missing.png") == 1)
+        #expect(fixture.manager.failedURLs.contains(missing))
+
+        let bad = origin.url("/bad.png")
+        do {
+            _ = try await fixture.manager.loadImage(with: bad)
+        } catch { #expect(error.code == .badImageData) }
+        #expect(fixture.manager.failedURLs.contains(bad))
+
+        let busy = origin.url("/busy.png")
+        do {
+            _ = try await fixture.manager.loadImage(with: busy)
+        } catch { #expect(error.statusCode == 500) }
+        #expect(!fixture.manager.failedURLs.contains(busy))
+
+        // retryFailed goes to the network again; a success clears the entry.
+        origin.setRoute("/missing.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        let retried = try await fixture.manager.loadImage(with: missing, options: .retryFailed)
+        #expect(retried.image?.width == 40)
+        #expect(!fixture.manager.failedURLs.contains(missing))
+        fixture.manager.removeAllFailedURLs()
+        #expect(fixture.manager.failedURLs.isEmpty)
+        await origin.stop()
+    }
+
+    @Test("Cancelling during the cache query and during the download: one cancelled completion each")
+    func cancellation() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        let gate = OriginGate()
+        origin.setRoute("/slow.png", .data(ManagerImages.redPNG, contentType: "image/png", behavior: .init(gate: gate)))
+        let url = origin.url("/slow.png")
+
+        let outcomes = Locked<[String]>([])
+        let duringDownload = fixture.manager.loadImage(with: url) { _, _, error, _, finished, _ in
+            outcomes.withLock { $0.append("download:\(error?.code.rawValue ?? "ok"):\(finished)") }
+        }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/slow.png") == 1 }
+        duringDownload.cancel()
+        duringDownload.cancel()
+        await DownloaderFixtures.wait { origin.abandonedResponses >= 1 || outcomes.value.count == 1 }
+
+        // Park the cache's I/O queue so the disk query is still pending when cancelled.
+        let parked = DispatchSemaphore(value: 0)
+        fixture.cache.diskImageExists(withKey: "park") { _ in parked.wait() }
+        let duringQuery = fixture.manager.loadImage(with: origin.url("/other.png")) { _, _, error, _, _, _ in
+            outcomes.withLock { $0.append("query:\(error?.code.rawValue ?? "ok")") }
+        }
+        duringQuery.cancel()
+        parked.signal()
+        await fixture.settle()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(outcomes.value == ["download:cancelled:true", "query:cancelled"])
+        #expect(origin.requestCount(for: "/other.png") == 0)
+        #expect(!fixture.manager.isRunning)
+        #expect(fixture.manager.failedURLs.isEmpty)
+        gate.open()
+        await origin.stop()
+    }
+
+    @Test("Transformed results are cached apart from originals; cacheMemoryOnly and fromCacheOnly")
+    func keysAndStoreOptions() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/t.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        origin.setRoute("/m.png", .data(ManagerImages.bluePNG, contentType: "image/png"))
+        let url = origin.url("/t.png")
+
+        let context = ImageContext(transformer: ResizeTransformer(size: PixelSize(width: 10, height: 10), mode: .fill))
+        let small = try await fixture.manager.loadImage(with: url, context: context)
+        #expect(small.image?.width == 10 && small.image?.height == 10)
+        let key = fixture.manager.cacheKey(for: url, context: context)
+        #expect(key == url.absoluteString + "-Resize(fill,10x10)")
+        #expect(fixture.cache.imageFromMemoryCache(forKey: key)?.width == 10)
+        #expect(fixture.cache.imageFromMemoryCache(forKey: url.absoluteString) == nil)
+        let original = try await fixture.manager.loadImage(with: url)
+        #expect(original.image?.width == 40)
+        #expect(original.cacheType == .disk)  // the original bytes were kept on disk
+        #expect(origin.requestCount(for: "/t.png") == 1)
+
+        let memoryOnly = origin.url("/m.png")
+        _ = try await fixture.manager.loadImage(with: memoryOnly, options: .cacheMemoryOnly)
+        await fixture.settle()
+        #expect(fixture.cache.imageFromMemoryCache(forKey: memoryOnly.absoluteString) != nil)
+        #expect(!fixture.cache.diskImageDataExists(forKey: memoryOnly.absoluteString))
+
+        do {
+            _ = try await fixture.manager.loadImage(with: origin.url("/never.png"), options: .fromCacheOnly)
+            Issue.record("fromCacheOnly loaded from the network")
+        } catch {
+            #expect(error.code == .cacheMiss)
+        }
+        #expect(origin.requestCount(for: "/never.png") == 0)
+        // fromLoaderOnly skips the cache.
+        let fresh = try await fixture.manager.loadImage(with: url, options: .fromLoaderOnly)
+        #expect(fresh.cacheType == .none)
+        #expect(origin.requestCount(for: "/t.png") == 2)
+        await origin.stop()
+    }
+
+    @Test("Invalid URLs fail at once with invalidURL; file URLs load from disk")
+    func urls() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        for url in [nil, URL(string: "ftp://example.com/a.png"), URL(string: "http://")] as [URL?] {
+            do {
+                _ = try await fixture.manager.loadImage(with: url)
+                Issue.record("\(String(describing: url)) loaded")
+            } catch {
+                #expect(error.code == .invalidURL)
+            }
+        }
+        let file = fixture.folder.file("local.png")
+        try ManagerImages.redPNG.write(to: file)
+        let local = try await fixture.manager.loadImage(with: file)
+        #expect(local.image?.width == 40)
+        #expect(try await fixture.manager.loadImage(with: file).cacheType == .memory)
+        do {
+            _ = try await fixture.manager.loadImage(with: fixture.folder.file("absent.png"))
+        } catch {
+            #expect(error.message.contains("absent.png"))
+        }
+    }
+
+    @Test("Completions run on the callback queue when one is set")
+    func callbackQueue() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let queue = DispatchQueue(label: "test.callbacks")
+        let key = DispatchSpecificKey<Int>()
+        queue.setSpecific(key: key, value: 7)
+        fixture.manager.callbackQueue = queue
+        try await fixture.cache.store(ManagerImages.red, data: nil, forKey: "https://example.com/q.png")
+        let onQueue = await withCheckedContinuation { continuation in
+            fixture.manager.loadImage(with: URL(string: "https://example.com/q.png")) { _, _, _, _, _, _ in
+                continuation.resume(returning: DispatchQueue.getSpecific(key: key) == 7)
+            }
+        }
+        #expect(onQueue)
+    }
+}
