@@ -89,6 +89,7 @@ let package = Package(
         .target(
             name: "WebImageOrigin",
             dependencies: [
+                "WebImageCoders",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -1,4 +1,5 @@
 import Foundation
+import WebImageCoders
 
 /// What the origin answers for one path: status, headers, body, and how it sends them.
 public struct OriginRoute: Sendable {
@@ -69,7 +70,7 @@ public struct OriginRoute: Sendable {
 
 /// A one-shot gate a test opens to let held responses proceed.
 public final class OriginGate: Sendable {
-    private let state = OriginLocked(false)
+    private let state = Protected(false)
 
     public init() {}
 

@@ -6,6 +6,7 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
+import WebImageCoders
 
 /// A local HTTP origin on 127.0.0.1 with scripted routes, for tests, the demo and benchmarks.
 ///
@@ -134,11 +135,11 @@ enum OriginError: Error {
 
 /// Shared state of one origin.
 final class OriginState: Sendable {
-    let routes = OriginLocked<[String: OriginRoute]>([:])
-    let requests = OriginLocked<[OriginRecordedRequest]>([])
-    let concurrency = OriginLocked<(current: Int, max: Int)>((0, 0))
-    let abandoned = OriginLocked(0)
-    let stopping = OriginLocked(false)
+    let routes = Protected<[String: OriginRoute]>([:])
+    let requests = Protected<[OriginRecordedRequest]>([])
+    let concurrency = Protected<(current: Int, max: Int)>((0, 0))
+    let abandoned = Protected(0)
+    let stopping = Protected(false)
 
     var isStopping: Bool { stopping.withLock { $0 } }
 

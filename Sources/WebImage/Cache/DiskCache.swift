@@ -76,7 +76,14 @@ public final class DiskCache: Sendable {
     /// 1–8 ASCII letters or digits.
     public static func fileName(forKey key: String) -> String {
         let digest = SHA256.hash(data: Data(key.utf8))
-        var name = digest.map { String(format: "%02x", $0) }.joined()
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var hex = [UInt8]()
+        hex.reserveCapacity(64)
+        for byte in digest {
+            hex.append(hexDigits[Int(byte >> 4)])
+            hex.append(hexDigits[Int(byte & 0x0F)])
+        }
+        var name = String(decoding: hex, as: UTF8.self)
         if let ext = pathExtension(of: key) { name += "." + ext }
         return name
     }
@@ -89,14 +96,31 @@ public final class DiskCache: Sendable {
     private func path(forKey key: String) -> String { directoryPath + "/" + Self.fileName(forKey: key) }
 
     static func pathExtension(of key: String) -> String? {
-        let path = key.prefix { $0 != "?" && $0 != "#" }
-        let last = path.split(separator: "/", omittingEmptySubsequences: false).last ?? Substring(path)
-        guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return nil }
-        let ext = last[last.index(after: dot)...]
-        guard (1...8).contains(ext.count), ext.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            return nil
+        // Bytes, not Characters: this runs on every lookup.
+        let bytes = key.utf8
+        let end = bytes.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        var extensionStart: String.UTF8View.Index?
+        var index = end
+        while index > bytes.startIndex {
+            let previous = bytes.index(before: index)
+            let byte = bytes[previous]
+            if byte == UInt8(ascii: "/") { break }
+            if byte == UInt8(ascii: ".") {
+                extensionStart = index
+                // A leading dot (".hidden") names a file, not an extension.
+                if previous == bytes.startIndex || bytes[bytes.index(before: previous)] == UInt8(ascii: "/") {
+                    extensionStart = nil
+                }
+                break
+            }
+            index = previous
         }
-        return ext.lowercased()
+        guard let start = extensionStart else { return nil }
+        let ext = bytes[start..<end]
+        guard (1...8).contains(ext.count),
+            ext.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+        else { return nil }
+        return String(decoding: ext, as: UTF8.self).lowercased()
     }
 
     static func isEntryName(_ name: String) -> Bool {

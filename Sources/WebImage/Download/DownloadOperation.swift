@@ -73,7 +73,8 @@ public final class DownloadOperation: ImageDownloadOperation {
     public func cancelHandlers(for token: DownloadToken) -> Bool {
         let (handler, empty, task, loop) = state.withLock {
             state -> (Handler?, Bool, HTTPSessionTask?, ProgressiveDecodingLoop?) in
-            let handler = state.handlers.removeValue(forKey: token)
+            // A caller whose completion already went out (or is going out) has nothing to cancel.
+            guard let handler = state.handlers.removeValue(forKey: token) else { return (nil, false, nil, nil) }
             let empty = state.handlers.isEmpty && !state.finished
             guard empty else { return (handler, false, nil, nil) }
             state.finished = true
@@ -275,21 +276,31 @@ public final class DownloadOperation: ImageDownloadOperation {
     }
 
     /// Delivers the one completion to every remaining caller.
+    /// Delivers the one completion to every caller, including callers that join while it is
+    /// being delivered: the operation stays joinable until the last handler has run, so a
+    /// caller's completion can cache the image before a newcomer could start a second load.
     private func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
-        let (handlers, loop) = state.withLock { state -> ([(DownloadToken, Handler)], ProgressiveDecodingLoop?) in
-            defer {
-                state.handlers.removeAll()
-                state.finished = true
-                state.progressive = nil
-                state.received = Data()
-                // The task's completion holds this operation: letting go of the task breaks the cycle.
-                state.task = nil
-            }
-            if let response = state.response { for token in state.handlers.keys { token.recordResponse(response) } }
-            return (Array(state.handlers.map { ($0.key, $0.value) }), state.progressive)
+        let loop = state.withLock { state in
+            defer { state.progressive = nil }
+            return state.progressive
         }
         loop?.stop()
-        for (_, handler) in handlers { handler.completed?(image, data, error, true) }
+        while true {
+            let batch = state.withLock { state -> [Handler] in
+                guard !state.handlers.isEmpty else {
+                    state.finished = true
+                    state.received = Data()
+                    // The task's completion holds this operation: letting go of the task breaks the cycle.
+                    state.task = nil
+                    return []
+                }
+                if let response = state.response { for token in state.handlers.keys { token.recordResponse(response) } }
+                defer { state.handlers.removeAll() }
+                return Array(state.handlers.values)
+            }
+            if batch.isEmpty { return }
+            for handler in batch { handler.completed?(image, data, error, true) }
+        }
     }
 
     /// Reports progress to every caller: the first and final reports always, others at most

@@ -112,7 +112,10 @@ public final class ImageDownloader: Sendable {
         }
         switch outcome {
         case .joined: break
-        case .queued: startWaiting()
+        case .queued:
+            // Start from another thread: `download` never runs operations, progress handlers or
+            // notification observers on the caller's stack (callers may hold their own locks).
+            DispatchQueue.global().async { [weak self] in self?.startWaiting() }
         case .refused:
             completed(
                 nil,

@@ -2,6 +2,10 @@ import Foundation
 import WebImageCoders
 import WebImageHTTP
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Joins the cache and the downloader behind one call (SDWebImageManager).
 ///
 /// A load looks in the cache (memory, then disk), and when the image is missing (or
@@ -46,6 +50,12 @@ public final class ImageManager: Sendable {
     private let hooks = Protected(Hooks())
     private let failed = Protected<Set<URL>>([])
     private let running = Protected<Set<ImageLoadOperation>>([])
+    /// Orders "is it in memory now? else join or start the download" against "store the
+    /// downloaded image": a load that missed the cache while another load of the key was
+    /// finishing either finds the image in memory or joins the download still delivering it,
+    /// never starts a second network load.
+    /// Counts the handoffs (a lock needs a value; this one is handy when debugging).
+    private let memoryHandoff = Protected(0)
 
     /// A manager over `cache` and `loader`.
     public init(cache: any ImageCaching, loader: ImageDownloader) {
@@ -391,44 +401,86 @@ public final class ImageManager: Sendable {
             )
         }
         let tokenBox = Protected<DownloadToken?>(nil)
-        let token = imageLoader.download(
-            with: url,
-            options: options,
-            context: downloadContext,
-            progress: { received, expected, url in deliver(.progress(received, expected, url)) },
-            completed: { [self] image, data, error, finished in
-                guard finished else {
-                    if let image { deliver(.partial(image, url)) }
-                    return
-                }
-                if let error {
-                    if error.code == .cacheNotModified, let cached {
-                        deliver(.notModified(cached.result))
-                        return
-                    }
-                    if Self.shouldBlock(error) { failed.withLock { _ = $0.insert(url) } }
-                    deliver(.failure(error, url))
-                    return
-                }
-                let response = tokenBox.withLock { $0 }?.response
-                finishDownload(
-                    url: url,
-                    key: key,
-                    image: image,
-                    data: data,
-                    metadata: DiskCacheMetadata(
-                        contentType: response?.mimeType,
-                        etag: response?.headers["ETag"],
-                        lastModified: response?.headers["Last-Modified"]
-                    ),
-                    options: options,
-                    context: context,
-                    deliver: deliver
-                )
+        // The thread inside `startLoad`, so a completion it runs synchronously (a refused
+        // operation) leaves the handoff lock first; completions on other threads just wait for it.
+        let handoffThread = Protected<pthread_t?>(pthread_self())
+        let handle: @Sendable (DecodedImage?, Data?, WebImageError?, Bool) -> Void = {
+            [self] image, data, error, finished in
+            guard finished else {
+                if let image { deliver(.partial(image, url)) }
+                return
             }
-        )
+            if let error {
+                if error.code == .cacheNotModified, let cached {
+                    deliver(.notModified(cached.result))
+                    return
+                }
+                if Self.shouldBlock(error) { failed.withLock { _ = $0.insert(url) } }
+                deliver(.failure(error, url))
+                return
+            }
+            let response = tokenBox.withLock { $0 }?.response
+            finishDownload(
+                url: url,
+                key: key,
+                image: image,
+                data: data,
+                metadata: DiskCacheMetadata(
+                    contentType: response?.mimeType,
+                    etag: response?.headers["ETag"],
+                    lastModified: response?.headers["Last-Modified"]
+                ),
+                options: options,
+                context: context,
+                deliver: deliver
+            )
+        }
+        let startLoad = {
+            self.imageLoader.download(
+                with: url,
+                options: options,
+                context: downloadContext,
+                progress: { received, expected, url in deliver(.progress(received, expected, url)) },
+                completed: { image, data, error, finished in
+                    if let thread = handoffThread.withLock({ $0 }), pthread_equal(thread, pthread_self()) != 0 {
+                        DispatchQueue.global().async { handle(image, data, error, finished) }
+                    } else {
+                        handle(image, data, error, finished)
+                    }
+                }
+            )
+        }
+        var memoryHit: ImageCacheQueryResult?
+        let token = memoryHandoff.withLock { handoffs -> DownloadToken? in
+            handoffs += 1
+            if cached == nil, !options.contains(.fromLoaderOnly), let hit = synchronousMemoryHit(key, context: context)
+            {
+                memoryHit = hit
+                return nil
+            }
+            return startLoad()
+        }
+        handoffThread.withLock { $0 = nil }
+        if let memoryHit {
+            deliver(
+                .image(
+                    ImageLoadResult(image: memoryHit.image, data: memoryHit.data, cacheType: .memory, url: url),
+                    final: true
+                )
+            )
+            return
+        }
         tokenBox.withLock { $0 = token }
         _ = operation.attach(downloadToken: token)
+    }
+
+    /// The memory cache's answer for `key` when the cache gives it synchronously (ours does).
+    private func synchronousMemoryHit(_ key: String, context: ImageContext) -> ImageCacheQueryResult? {
+        let answer = Protected<ImageCacheQueryResult?>(nil)
+        imageCache.queryImage(forKey: key, options: [], context: context, cacheType: .memory) { result in
+            answer.withLock { $0 = result }
+        }
+        return answer.withLock { $0 }.flatMap { $0.isHit ? $0 : nil }
     }
 
     /// Reads a `file://` URL off the caller's thread and decodes it like a download.
@@ -541,14 +593,17 @@ public final class ImageManager: Sendable {
             }
         }
         if storeType != .none, delivered != nil || storedData != nil {
-            imageCache.store(
-                delivered,
-                data: storedData,
-                forKey: key,
-                metadata: metadata,
-                cacheType: storeType,
-                completion: nil
-            )
+            memoryHandoff.withLock { handoffs in
+                handoffs += 1
+                imageCache.store(
+                    delivered,
+                    data: storedData,
+                    forKey: key,
+                    metadata: metadata,
+                    cacheType: storeType,
+                    completion: nil
+                )
+            }
         }
         deliver(.image(ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url), final: true))
     }

@@ -50,10 +50,11 @@ public final class ImagePrefetcher: Sendable {
         set { settings.withLock { $0.context = newValue } }
     }
 
-    /// Prefetches `urls`. `progress(finished, total)` runs after each URL; `completed(finished,
+    /// Prefetches `urls` (SDWebImagePrefetcher `prefetchURLs:progress:completed:`).
+    /// `progress(finished, total)` runs after each URL; `completed(finished,
     /// skipped)` runs once at the end, or when the token is cancelled (with the counts so far).
     @discardableResult
-    public func prefetch(
+    public func prefetchURLs(
         _ urls: [URL?],
         options: ImageOptions? = nil,
         context: ImageContext? = nil,
@@ -88,7 +89,7 @@ public final class ImagePrefetcher: Sendable {
         let holder = Protected<(token: ImagePrefetchToken?, cancelled: Bool)>((nil, false))
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let token = prefetch(urls, options: options, context: context)
+                let token = prefetchURLs(urls, options: options, context: context)
                 token.onEnd { continuation.resume(returning: $0) }
                 let cancelled = holder.withLock { state in
                     state.token = token

@@ -1,0 +1,169 @@
+import Foundation
+import WebImageCoders
+
+/// Anything that shows an image and loads it from a URL (UIImageView+WebCache and
+/// UIView+WebCacheOperation, for any class).
+///
+/// Conform by implementing ``display(_:)``; then `target.setImage(with: url)` loads through an
+/// ``ImageManager``, cancels the target's previous load under the same operation key, and shows
+/// the placeholder and the result. One target can host several loads under different keys
+/// (a button's states, a highlighted image). The table of running loads holds targets weakly.
+///
+/// `display(_:)` runs on the manager's callback queue when it has one, else on the thread that
+/// produced the image (the caller's for memory hits and placeholders): set the manager's
+/// `callbackQueue` to the main queue for UI targets.
+public protocol ImageTarget: AnyObject, Sendable {
+    /// Shows `image`; `nil` clears the target.
+    func display(_ image: DecodedImage?)
+}
+
+extension ImageTarget {
+    /// Loads `url` into this target.
+    ///
+    /// - Shows `placeholder` at once, unless `delayPlaceholder` (then only when the load fails).
+    /// - Sets each image (previews too, with `progressiveLoad`) unless `avoidAutoSetImage`.
+    /// - A `nil` URL shows the placeholder and completes with `invalidURL`.
+    /// - A later `setImage` under the same `operationKey` cancels this one: its results are never
+    ///   shown, and its `completed` gets `cancelled`.
+    @discardableResult
+    public func setImage(
+        with url: URL?,
+        placeholder: DecodedImage? = nil,
+        options: ImageOptions = [],
+        context: ImageContext? = nil,
+        operationKey: String? = nil,
+        manager: ImageManager = .shared,
+        progress: ImageManager.ProgressHandler? = nil,
+        completed: ImageManager.CompletedHandler? = nil
+    ) -> ImageLoadOperation? {
+        let key = operationKey ?? String(describing: type(of: self))
+        let table = TargetLoads.shared
+        let loadID = table.begin(self, key: key, url: url)
+        if !options.contains(.delayPlaceholder) { display(placeholder) }
+        guard let url else {
+            table.end(self, key: key, loadID: loadID)
+            if options.contains(.delayPlaceholder) { display(placeholder) }
+            completed?(nil, nil, .invalidURL(""), .none, true, nil)
+            return nil
+        }
+        let operation = manager.loadImage(with: url, options: options, context: context, progress: progress) {
+            [weak self] image, data, error, cacheType, finished, loadedURL in
+            // A load replaced or cancelled since never touches the target; its caller still hears
+            // how it ended (usually `cancelled`).
+            if let self, table.isCurrent(self, key: key, loadID: loadID) {
+                if finished { table.end(self, key: key, loadID: loadID) }
+                if let image, !options.contains(.avoidAutoSetImage) {
+                    display(image)
+                } else if error != nil, options.contains(.delayPlaceholder) {
+                    display(placeholder)
+                }
+            }
+            completed?(image, data, error, cacheType, finished, loadedURL)
+        }
+        table.attach(operation, to: self, key: key, loadID: loadID)
+        return operation
+    }
+
+    /// Cancels the load running under `operationKey` (default: the target's type name).
+    public func cancelCurrentImageLoad(operationKey: String? = nil) {
+        TargetLoads.shared.cancel(self, key: operationKey ?? String(describing: type(of: self)))
+    }
+
+    /// The URL of the latest `setImage` under `operationKey` (default: the target's type name).
+    public func currentImageURL(operationKey: String? = nil) -> URL? {
+        TargetLoads.shared.url(self, key: operationKey ?? String(describing: type(of: self)))
+    }
+
+    /// The URL of the latest `setImage` under the default key.
+    public var currentImageURL: URL? { currentImageURL() }
+}
+
+/// Every target's running loads, by operation key, holding targets weakly.
+final class TargetLoads: Sendable {
+    static let shared = TargetLoads()
+
+    private struct Load {
+        var id: UInt64
+        var url: URL?
+        var operation: ImageLoadOperation?
+        var running: Bool
+    }
+
+    private struct Entry {
+        weak var target: (any ImageTarget)?
+        var loads: [String: Load] = [:]
+    }
+
+    private struct State {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var nextID: UInt64 = 1
+        var sweepAt = 64
+    }
+
+    private let state = Protected(State())
+
+    /// Cancels the key's previous load and records a new one; returns its id.
+    func begin(_ target: any ImageTarget, key: String, url: URL?) -> UInt64 {
+        let (id, previous) = state.withLock { state -> (UInt64, ImageLoadOperation?) in
+            let id = state.nextID
+            state.nextID += 1
+            let identifier = ObjectIdentifier(target)
+            var entry = state.entries[identifier].flatMap { $0.target === target ? $0 : nil } ?? Entry(target: target)
+            let previous = entry.loads[key]?.operation
+            entry.loads[key] = Load(id: id, url: url, operation: nil, running: true)
+            state.entries[identifier] = entry
+            if state.entries.count > state.sweepAt {
+                state.entries = state.entries.filter { $0.value.target != nil }
+                state.sweepAt = max(64, state.entries.count * 2)
+            }
+            return (id, previous)
+        }
+        previous?.cancel()
+        return id
+    }
+
+    func attach(_ operation: ImageLoadOperation, to target: any ImageTarget, key: String, loadID: UInt64) {
+        state.withLock { state in
+            let identifier = ObjectIdentifier(target)
+            guard state.entries[identifier]?.loads[key]?.id == loadID,
+                state.entries[identifier]?.loads[key]?.running == true
+            else { return }
+            state.entries[identifier]?.loads[key]?.operation = operation
+        }
+    }
+
+    func isCurrent(_ target: any ImageTarget, key: String, loadID: UInt64) -> Bool {
+        state.withLock { $0.entries[ObjectIdentifier(target)]?.loads[key]?.id == loadID }
+    }
+
+    func end(_ target: any ImageTarget, key: String, loadID: UInt64) {
+        state.withLock { state in
+            let identifier = ObjectIdentifier(target)
+            guard state.entries[identifier]?.loads[key]?.id == loadID else { return }
+            state.entries[identifier]?.loads[key]?.operation = nil
+            state.entries[identifier]?.loads[key]?.running = false
+        }
+    }
+
+    func cancel(_ target: any ImageTarget, key: String) {
+        let operation = state.withLock { state -> ImageLoadOperation? in
+            let identifier = ObjectIdentifier(target)
+            guard state.entries[identifier]?.target === target else { return nil }
+            defer {
+                state.entries[identifier]?.loads[key]?.operation = nil
+                state.entries[identifier]?.loads[key]?.running = false
+                // A cancelled load's late results are not shown.
+                state.entries[identifier]?.loads[key]?.id = 0
+            }
+            return state.entries[identifier]?.loads[key]?.operation
+        }
+        operation?.cancel()
+    }
+
+    func url(_ target: any ImageTarget, key: String) -> URL? {
+        state.withLock { state in
+            let entry = state.entries[ObjectIdentifier(target)]
+            return entry?.target === target ? entry?.loads[key]?.url : nil
+        }
+    }
+}
