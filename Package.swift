@@ -104,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "webimage",
             dependencies: [
-                "WebImageCoders",
+                "WebImageCoders", "WebImage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -144,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageCLITests",
-            dependencies: ["webimage", "WebImageCoders", "WebImageTestSupport"],
+            dependencies: ["webimage", "WebImageCoders", "WebImageOrigin", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -9,7 +9,7 @@ struct WebImageCommand: AsyncParsableCommand {
         commandName: "webimage",
         abstract: "Load, decode and inspect images with swift-web-image.",
         version: WebImageVersion.current,
-        subcommands: [InfoCommand.self]
+        subcommands: [InfoCommand.self, FetchCommand.self, PrefetchCommand.self, CacheCommand.self]
     )
 
     static func main() async {

@@ -31,10 +31,25 @@ struct CLIRunner {
             .deletingLastPathComponent().appendingPathComponent(".build/debug/webimage")
     }
 
-    static func run(_ arguments: [String]) throws -> Result {
+    /// Runs the binary on a dispatch thread, so waiting for it never occupies the cooperative
+    /// pool that an in-process origin server needs to answer it.
+    static func runDetached(_ arguments: [String], environment: [String: String]? = nil) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Swift.Result<CLIRunner.Result, any Error> { try run(arguments, environment: environment) }
+                )
+            }
+        }
+    }
+
+    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -159,7 +159,8 @@ public final class ImagePrefetchToken: Sendable, Hashable {
         for _ in 0..<min(maxConcurrent, urls.count) { startNext() }
     }
 
-    func onEnd(_ handler: @escaping @Sendable (ImagePrefetcher.Progress) -> Void) {
+    /// Runs `handler` with the final counts when the prefetch ends (at once if it already did).
+    public func onEnd(_ handler: @escaping @Sendable (ImagePrefetcher.Progress) -> Void) {
         let ended = state.withLock { state -> ImagePrefetcher.Progress? in
             if state.ended { return state.counts }
             state.endHandlers.append(handler)

@@ -1,0 +1,272 @@
+import ArgumentParser
+import Foundation
+import WebImage
+
+/// `webimage fetch URL...`: loads each URL through an ImageManager and reports it.
+struct FetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Load images through the cache and the downloader.",
+        discussion: """
+            Loads each URL (http, https or file) through ImageManager: memory cache, disk cache, \
+            then the network, one network load per URL however often it is given. Lines come out \
+            in input order. Exit status: 0 when every URL loaded, 1 when any failed, 2 for usage errors.
+
+            Example:
+              webimage fetch --json --thumbnail 256x256 --output thumbs --format webp \\
+                https://example.com/a.jpg https://example.com/b.png
+            """
+    )
+
+    @OptionGroup var loading: LoadingOptions
+
+    @Option(name: .customLong("input"), help: "A file with one URL a line (blank lines and # comments skipped).")
+    var inputFile: String?
+
+    @Option(help: "Loads started at once.")
+    var concurrency = 8
+
+    @Option(help: "Decode to fit in this box, WxH (e.g. 256x256).")
+    var thumbnail: String?
+
+    @Option(help: "Write each image into this folder.")
+    var output: String?
+
+    @Option(help: "Format of written images: png, jpeg or webp (default: the bytes as downloaded).")
+    var format: String?
+
+    @Argument(help: "URLs to load.")
+    var urls: [String] = []
+
+    func validate() throws {
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1, got \(concurrency)") }
+        if let thumbnail, Self.parseSize(thumbnail) == nil {
+            throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
+        }
+        if let format, Self.outputFormat(format) == nil {
+            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp")
+        }
+        if format != nil && output == nil { throw ValidationError("--format needs --output DIR") }
+        if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
+            throw ValidationError("--input \(inputFile): cannot read the file")
+        }
+        if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL or --input FILE") }
+    }
+
+    static func parseSize(_ text: String) -> PixelSize? {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let width = Int(parts[0]), let height = Int(parts[1]), width > 0, height > 0 else {
+            return nil
+        }
+        return PixelSize(width: width, height: height)
+    }
+
+    static func outputFormat(_ name: String) -> ImageFormat? {
+        switch name.lowercased() {
+        case "png": .png
+        case "jpeg", "jpg": .jpeg
+        case "webp": .webp
+        default: nil
+        }
+    }
+
+    func run() async throws {
+        var inputs = urls
+        if let inputFile {
+            let text = try String(contentsOfFile: inputFile, encoding: .utf8)
+            inputs += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        let manager = try loading.makeManager()
+        var context = ImageContext()
+        context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
+        let outputFolder = output.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        if let outputFolder {
+            try FileManager.default.createDirectory(at: outputFolder, withIntermediateDirectories: true)
+        }
+        let job = FetchJob(
+            manager: manager,
+            options: loading.imageOptions,
+            context: context,
+            outputFolder: outputFolder,
+            outputFormat: format.flatMap(Self.outputFormat)
+        )
+        let bar = ProgressBar(total: inputs.count, requested: loading.progress)
+        var failed = false
+        try await withThrowingTaskGroup(of: (Int, FetchReport).self) { group in
+            var next = 0
+            var ready: [Int: FetchReport] = [:]
+            var printed = 0
+            func launch() {
+                guard next < inputs.count else { return }
+                let index = next
+                let input = inputs[index]
+                group.addTask { (index, await job.load(input, index: index)) }
+                next += 1
+            }
+            for _ in 0..<min(concurrency, inputs.count) { launch() }
+            while let (index, report) = try await group.next() {
+                bar.advance()
+                ready[index] = report
+                while let report = ready.removeValue(forKey: printed) {
+                    failed = failed || !report.ok
+                    if loading.json { JSONLineWriter.write(report.json) } else { print(report.text) }
+                    printed += 1
+                }
+                launch()
+            }
+        }
+        if failed { throw ItemsFailed() }
+    }
+}
+
+/// Loads one input and describes the outcome.
+struct FetchJob: Sendable {
+    let manager: ImageManager
+    let options: ImageOptions
+    let context: ImageContext
+    let outputFolder: URL?
+    let outputFormat: ImageFormat?
+    /// Bytes of images loaded earlier in this run, for memory hits (which carry no bytes).
+    private let bytesByURL = Protected<[String: Int]>([:])
+
+    init(
+        manager: ImageManager,
+        options: ImageOptions,
+        context: ImageContext,
+        outputFolder: URL?,
+        outputFormat: ImageFormat?
+    ) {
+        self.manager = manager
+        self.options = options
+        self.context = context
+        self.outputFolder = outputFolder
+        self.outputFormat = outputFormat
+    }
+
+    func load(_ input: String, index: Int) async -> FetchReport {
+        var report = FetchReport(url: input)
+        let clock = ContinuousClock()
+        let start = clock.now
+        guard let url = URL(string: input), !input.isEmpty else {
+            report.error = WebImageError.invalidURL(input)
+            report.ms(clock.now - start)
+            return report
+        }
+        do {
+            let result = try await manager.loadImage(with: url, options: options, context: context)
+            report.ok = true
+            report.cacheType = result.cacheType
+            if let data = result.data {
+                bytesByURL.withLock { $0[input] = data.count }
+                report.bytes = data.count
+                report.format = ImageFormat(sniffing: data)
+            } else {
+                report.bytes = bytesByURL.withLock { $0[input] }
+                report.format = result.image?.format
+            }
+            if let image = result.image {
+                report.width = image.width
+                report.height = image.height
+                report.frames = image.frames.count
+                report.format = report.format ?? image.format
+            }
+            if let outputFolder {
+                report.output = try write(result, input: input, index: index, to: outputFolder)
+            }
+        } catch let error as WebImageError {
+            report.ok = false
+            report.error = error
+        } catch {
+            report.ok = false
+            report.error = WebImageError(
+                .badImageData,
+                url: url,
+                message: "\(input): cannot write the output: \(error)"
+            )
+        }
+        report.ms(clock.now - start)
+        return report
+    }
+
+    private func write(_ result: ImageLoadResult, input: String, index: Int, to folder: URL) throws -> String {
+        let base = Self.safeName(input, index: index)
+        let bytes: Data
+        let ext: String
+        if let outputFormat, let image = result.image {
+            bytes = try ImageCodersManager.shared.encode(image, as: outputFormat, options: ImageEncodingOptions())
+            ext = outputFormat.fileExtension
+        } else if let data = result.data {
+            bytes = data
+            ext = ImageFormat(sniffing: data).fileExtension
+        } else if let image = result.image {
+            bytes = try ImageCodersManager.shared.encode(image, as: .png, options: ImageEncodingOptions())
+            ext = "png"
+        } else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        let file = folder.appendingPathComponent("\(base).\(ext)")
+        try bytes.write(to: file, options: .atomic)
+        return file.path
+    }
+
+    /// `index-name` from the URL's last path component, letters, digits, `-` and `_` only.
+    static func safeName(_ input: String, index: Int) -> String {
+        let last = URL(string: input)?.deletingPathExtension().lastPathComponent ?? "image"
+        let cleaned = String(
+            last.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" }
+        )
+        return "\(index + 1)-\(cleaned.isEmpty || cleaned == "_" ? "image" : String(cleaned.prefix(80)))"
+    }
+}
+
+/// One `fetch` line.
+struct FetchReport: Sendable {
+    var url: String
+    var ok = false
+    var cacheType: ImageCacheType = .none
+    var format: ImageFormat?
+    var width: Int?
+    var height: Int?
+    var frames: Int?
+    var bytes: Int?
+    var milliseconds: Double = 0
+    var output: String?
+    var error: WebImageError?
+
+    mutating func ms(_ duration: Duration) {
+        milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+
+    var json: JSONValue {
+        var fields: [(String, JSONValue)] = [("url", .string(url)), ("ok", .bool(ok))]
+        if ok {
+            fields.append(("cacheType", .string(cacheType == .all ? "memory" : cacheType.rawValue)))
+            fields.append(("format", .string((format ?? .unknown).rawValue)))
+            if let width { fields.append(("width", .int(width))) }
+            if let height { fields.append(("height", .int(height))) }
+            if let frames { fields.append(("frames", .int(frames))) }
+            if let bytes { fields.append(("bytes", .int(bytes))) }
+        }
+        fields.append(("ms", .double(milliseconds)))
+        if let output { fields.append(("output", .string(output))) }
+        if let error {
+            var details: [(String, JSONValue)] = [
+                ("code", .string(error.code.rawValue)), ("message", .string(error.message)),
+            ]
+            if let status = error.statusCode { details.append(("status", .int(status))) }
+            fields.append(("error", .object(details)))
+        }
+        return .object(fields)
+    }
+
+    var text: String {
+        guard ok else { return "\(url): error: \(error?.message ?? "unknown")" }
+        var line = "\(url): \((format ?? .unknown).rawValue) \(width ?? 0)×\(height ?? 0)"
+        if let frames, frames > 1 { line += ", \(frames) frames" }
+        line += ", \(cacheType == .none ? "network" : cacheType.rawValue)"
+        line += String(format: " (%.1f ms)", milliseconds)
+        if let output { line += " -> \(output)" }
+        return line
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import WebImage
+
+/// The options `fetch` and `prefetch` share: where the cache lives, how the network behaves.
+struct LoadingOptions: ParsableArguments {
+    @Option(name: .customLong("cache-dir"), help: "Disk cache folder (default: $XDG_CACHE_HOME/webimage/default).")
+    var cacheDirectory: String?
+
+    @Flag(name: .customLong("no-disk-cache"), help: "Keep images in memory only.")
+    var noDiskCache = false
+
+    @Option(help: "Comma-separated ImageOptions, e.g. retry-failed,refresh-cached.")
+    var options: String?
+
+    @Option(name: .customLong("max-downloads"), help: "Network loads at once.")
+    var maxDownloads = 6
+
+    @Option(help: "Seconds each request may take.")
+    var timeout: Double = 15
+
+    @Option(name: .customLong("header"), help: "A request header, 'Name: value' (repeatable).")
+    var headers: [String] = []
+
+    @Flag(name: .customLong("allow-invalid-certs"), help: "Accept untrusted TLS certificates (testing only).")
+    var allowInvalidCerts = false
+
+    @Option(name: .customLong("pin-cert"), help: "Pin this DER or PEM certificate (repeatable).")
+    var pinnedCertificates: [String] = []
+
+    @Flag(help: "Show a progress bar on standard error.")
+    var progress = false
+
+    @Flag(help: "Print one JSON object per line on standard output.")
+    var json = false
+
+    func validate() throws {
+        if let options {
+            do { _ = try ImageOptions(parsing: options) } catch { throw ValidationError(error.message) }
+        }
+        guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1, got \(maxDownloads)") }
+        guard timeout > 0, timeout.isFinite else {
+            throw ValidationError("--timeout must be a positive number of seconds")
+        }
+        for header in headers where Self.parseHeader(header) == nil {
+            throw ValidationError("--header '\(header)' is not 'Name: value'")
+        }
+        for path in pinnedCertificates {
+            do {
+                _ = try SecurityPolicy.certificate(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw ValidationError("--pin-cert \(path): not a readable DER or PEM certificate (\(error))")
+            }
+        }
+    }
+
+    static func parseHeader(_ text: String) -> (String, String)? {
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let name = text[..<colon].trimmingCharacters(in: .whitespaces)
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, !name.contains(" ") else { return nil }
+        return (name, value)
+    }
+
+    var imageOptions: ImageOptions {
+        var parsed = (try? ImageOptions(parsing: options ?? "")) ?? []
+        if allowInvalidCerts { parsed.insert(.allowInvalidSSLCertificates) }
+        return parsed
+    }
+
+    var cacheFolder: URL {
+        cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? ImageCache.defaultRootDirectory.appendingPathComponent("default", isDirectory: true)
+    }
+
+    /// A manager over a cache in the chosen folder and a downloader with these settings.
+    func makeManager() throws -> ImageManager {
+        var cacheConfiguration = ImageCache.Configuration()
+        cacheConfiguration.usesDiskCache = !noDiskCache
+        cacheConfiguration.cleanupInterval = nil
+        let cache = ImageCache(directory: cacheFolder, configuration: cacheConfiguration)
+
+        var sessionConfiguration = HTTPSession.Configuration()
+        sessionConfiguration.maximumConnectionsPerHost = maxDownloads
+        sessionConfiguration.cookieStore = .shared
+        if !pinnedCertificates.isEmpty {
+            let certificates = try pinnedCertificates.map {
+                try SecurityPolicy.certificate(contentsOf: URL(fileURLWithPath: $0))
+            }
+            sessionConfiguration.securityPolicy = .pinning(certificates: certificates)
+        }
+        var configuration = ImageDownloader.Configuration()
+        configuration.maxConcurrentDownloads = maxDownloads
+        configuration.downloadTimeout = timeout
+        for header in headers {
+            if let (name, value) = Self.parseHeader(header) { configuration.headers[name] = value }
+        }
+        let downloader = ImageDownloader(
+            configuration: configuration,
+            session: HTTPSession(configuration: sessionConfiguration)
+        )
+        return ImageManager(cache: cache, loader: downloader)
+    }
+}
+
+/// A one-line progress bar on standard error, drawn only when it is a terminal (or forced).
+final class ProgressBar: Sendable {
+    private let total: Int
+    private let enabled: Bool
+    private let done = Protected(0)
+
+    init(total: Int, requested: Bool) {
+        self.total = total
+        enabled = requested && isatty(STDERR_FILENO) != 0
+    }
+
+    func advance() {
+        guard enabled else { return }
+        let count = done.withLock { value -> Int in
+            value += 1
+            return value
+        }
+        let width = 30
+        let filled = total == 0 ? width : width * count / total
+        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+        FileHandle.standardError.write(Data("\r[\(bar)] \(count)/\(total)".utf8))
+        if count == total { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import WebImage
+
+/// `webimage prefetch URL...`: warms the caches.
+struct PrefetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prefetch",
+        abstract: "Warm the caches with a list of URLs.",
+        discussion: """
+            Loads every URL into the memory and disk caches through ImagePrefetcher and prints \
+            one summary: finished (URLs now cached, from the network or not), skipped (of those, \
+            the ones already cached: no network), failed. Exit status: 0 when none failed, \
+            1 otherwise, 2 for usage errors.
+
+            Example:
+              webimage prefetch --json --progress --input urls.txt
+            """
+    )
+
+    @OptionGroup var loading: LoadingOptions
+
+    @Option(name: .customLong("input"), help: "A file with one URL a line.")
+    var inputFile: String?
+
+    @Option(help: "Loads at once.")
+    var concurrency = 3
+
+    @Argument(help: "URLs to prefetch.")
+    var urls: [String] = []
+
+    func validate() throws {
+        guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1, got \(concurrency)") }
+        if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
+            throw ValidationError("--input \(inputFile): cannot read the file")
+        }
+        if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL or --input FILE") }
+    }
+
+    func run() async throws {
+        var inputs = urls
+        if let inputFile {
+            let text = try String(contentsOfFile: inputFile, encoding: .utf8)
+            inputs += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        }
+        let manager = try loading.makeManager()
+        let prefetcher = ImagePrefetcher(manager: manager)
+        prefetcher.maxConcurrentPrefetchCount = concurrency
+        var options = loading.imageOptions
+        options.insert(.lowPriority)
+        let bar = ProgressBar(total: inputs.count, requested: loading.progress)
+        let counts = await withCheckedContinuation { continuation in
+            let token = prefetcher.prefetchURLs(
+                inputs.map { $0.isEmpty ? nil : URL(string: $0) },
+                options: options,
+                progress: { _, _ in bar.advance() }
+            )
+            token.onEnd { continuation.resume(returning: $0) }
+        }
+        let failed = counts.skipped
+        let summary = JSONValue.object([
+            ("finished", .int(counts.finished - failed)), ("skipped", .int(counts.cached)), ("failed", .int(failed)),
+        ])
+        if loading.json {
+            JSONLineWriter.write(summary)
+        } else {
+            print("finished \(counts.finished - failed), skipped \(counts.cached) (already cached), failed \(failed)")
+        }
+        if failed > 0 { throw ItemsFailed() }
+    }
+}

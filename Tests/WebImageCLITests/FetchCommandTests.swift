@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("webimage fetch, prefetch and cache", .serialized, .timeLimit(.minutes(2)))
+struct FetchCommandTests {
+    static let png: Data = try! PNGCoder().encode(
+        DecodedImage(bitmap: GeneratedImages.gradient(width: 48, height: 32), format: .png),
+        as: .png,
+        options: .init()
+    )
+
+    @Test("fetch: lines in input order; network, then disk in a second run; item failures exit 1")
+    func fetch() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png", behavior: .init(delay: .milliseconds(30))))
+        origin.setRoute("/b.png", .data(Self.png, contentType: "image/png"))
+        let cache = folder.file("cache").path
+        let a = origin.url("/a.png").absoluteString
+        let b = origin.url("/b.png").absoluteString
+        let missing = origin.url("/missing.png").absoluteString
+
+        let first = try await CLIRunner.runDetached([
+            "fetch", "--json", "--cache-dir", cache, a, b, a, missing, "", "not a url",
+        ])
+        #expect(first.status == 1)
+        let lines = try first.jsonLines()
+        #expect(lines.map { $0["url"] as? String } == [a, b, a, missing, "", "not a url"])
+        #expect(lines.map { $0["ok"] as? Bool } == [true, true, true, false, false, false])
+        #expect(lines[0]["cacheType"] as? String == "none")
+        #expect(lines[0]["format"] as? String == "png")
+        #expect(lines[0]["width"] as? Int == 48 && lines[0]["height"] as? Int == 32)
+        #expect(lines[0]["bytes"] as? Int == Self.png.count)
+        #expect(["none", "memory"].contains(lines[2]["cacheType"] as? String))
+        let failure = try #require(lines[3]["error"] as? [String: Any])
+        #expect(failure["code"] as? String == "invalidDownloadStatusCode")
+        #expect(failure["status"] as? Int == 404)
+        #expect((lines[4]["error"] as? [String: Any])?["code"] as? String == "invalidURL")
+        #expect((lines[5]["error"] as? [String: Any])?["code"] as? String == "invalidURL")
+        #expect(origin.requestCount(for: "/a.png") == 1)
+
+        let second = try await CLIRunner.runDetached([
+            "fetch", "--json", "--cache-dir", cache, "--thumbnail", "16x16", "--output", folder.file("out").path,
+            "--format", "webp", b,
+        ])
+        #expect(second.status == 0, "\(second.stderr)")
+        let line = try #require(second.jsonLines().first)
+        #expect(line["width"] as? Int == 16)
+        let output = try #require(line["output"] as? String)
+        #expect(ImageFormat(sniffing: try Data(contentsOf: URL(fileURLWithPath: output))) == .webp)
+
+        let warm = try await CLIRunner.runDetached(["fetch", "--json", "--cache-dir", cache, b])
+        #expect(try warm.jsonLines().first?["cacheType"] as? String == "disk")
+        #expect(origin.requestCount(for: "/b.png") == 2)  // the thumbnail run had its own cache key
+
+        let cacheOnly = try await CLIRunner.runDetached([
+            "fetch", "--json", "--cache-dir", cache, "--options", "from-cache-only",
+            origin.url("/never.png").absoluteString,
+        ])
+        #expect(cacheOnly.status == 1)
+        #expect(origin.requestCount(for: "/never.png") == 0)
+        await origin.stop()
+    }
+
+    @Test("Usage errors exit 2 and name the bad input")
+    func usage() async throws {
+        for arguments in [
+            ["fetch", "--options", "bogus", "http://x/a.png"], ["fetch", "--thumbnail", "0x5", "http://x/a.png"],
+            ["fetch", "--header", "no colon", "http://x/a.png"], ["fetch"],
+            ["fetch", "--format", "gif", "--output", "o", "x"],
+            ["prefetch"], ["cache", "trim", "--expire-type", "someday"],
+        ] {
+            let result = try await CLIRunner.runDetached(arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.stdout.isEmpty)
+            #expect(!result.stderr.isEmpty)
+        }
+    }
+
+    @Test("prefetch summarises; cache stats, ls, trim and clear look after the folder")
+    func prefetchAndCache() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let origin = try await OriginServer.start()
+        for index in 0..<4 { origin.setRoute("/p\(index).png", .data(Self.png, contentType: "image/png")) }
+        let cache = folder.file("cache").path
+        let urls = (0..<4).map { origin.url("/p\($0).png").absoluteString }
+
+        let cold = try await CLIRunner.runDetached(
+            ["prefetch", "--json", "--cache-dir", cache] + urls + [origin.url("/gone.png").absoluteString]
+        )
+        #expect(cold.status == 1)
+        let summary = try #require(cold.jsonLines().last)
+        #expect(summary["finished"] as? Int == 4)
+        #expect(summary["skipped"] as? Int == 0)
+        #expect(summary["failed"] as? Int == 1)
+
+        let warm = try await CLIRunner.runDetached(["prefetch", "--json", "--cache-dir", cache] + urls)
+        #expect(warm.status == 0)
+        #expect(try warm.jsonLines().last?["skipped"] as? Int == 4)
+        #expect(origin.requestCount(for: "/p0.png") == 1)
+
+        let stats = try await CLIRunner.runDetached(["cache", "stats", "--json", "--cache-dir", cache])
+        #expect(try stats.jsonLines().first?["count"] as? Int == 4)
+        let listing = try await CLIRunner.runDetached(["cache", "ls", "--json", "--cache-dir", cache])
+        #expect(Set(try listing.jsonLines().compactMap { $0["key"] as? String }) == Set(urls))
+        let trim = try await CLIRunner.runDetached(["cache", "trim", "--json", "--max-size", "0", "--cache-dir", cache])
+        #expect(try trim.jsonLines().first?["count"] as? Int == 0)
+        let clear = try await CLIRunner.runDetached(["cache", "clear", "--json", "--cache-dir", cache])
+        #expect(clear.status == 0)
+        await origin.stop()
+    }
+}
