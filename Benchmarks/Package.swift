@@ -40,6 +40,14 @@ let package = Package(
             path: "Sources/DownloaderBenchmarks"
         ),
         .executableTarget(
+            name: "webimage-manager-benchmarks",
+            dependencies: [
+                .product(name: "WebImage", package: "swift-web-image"),
+                .product(name: "WebImageOrigin", package: "swift-web-image"),
+            ],
+            path: "Sources/ManagerBenchmarks"
+        ),
+        .executableTarget(
             name: "webimage-cache-benchmarks",
             dependencies: [.product(name: "WebImage", package: "swift-web-image")],
             path: "Sources/CacheBenchmarks"

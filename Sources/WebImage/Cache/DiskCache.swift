@@ -20,7 +20,7 @@ import Darwin
 /// - Opening a cache touches nothing; size, count and cleanup scan the folder when asked.
 ///
 /// Methods are synchronous and thread-safe; they do blocking file I/O, so call them off event
-/// loops (``ImageCache`` runs them on its I/O queue).
+/// loops (``ImageCache`` runs them on its own queues).
 public final class DiskCache: Sendable {
     /// Which file date ``DiskCache/Configuration/maxAge`` counts from.
     public enum ExpireType: String, Sendable, Hashable, CaseIterable {

@@ -5,8 +5,10 @@ import WebImageCoders
 ///
 /// - Memory: a ``MemoryCache`` (LRU, cost and count limits, a lower watermark, and a weak map of
 ///   evicted images still in use).
-/// - Disk: a ``DiskCache`` folder; every disk operation runs on the cache's own serial I/O queue,
-///   never on the caller's thread or an event loop. Disk hits are decoded off that queue and
+/// - Disk: a ``DiskCache`` folder; every disk operation runs on the cache's own queues (one
+///   serial queue for writes, removals and cleanups; one for reads, so a read never waits behind
+///   writes), never on the caller's thread or an event loop. Bytes queued for writing are
+///   readable at once. Disk hits are decoded off that queue and
 ///   promoted to memory unless the context's `storeCacheType` leaves memory out.
 /// - Completions: a memory answer runs the completion before the call returns; disk answers and
 ///   store/remove completions run on a background queue.
@@ -53,8 +55,17 @@ public final class ImageCache: ImageCaching {
     public let configuration: Configuration
     public let memoryCache: MemoryCache
     public let diskCache: DiskCache
-    /// Serial: disk operations run in the order they were asked for.
-    private let ioQueue: DispatchQueue
+    /// Serial: writes, removals and cleanups run in the order they were asked for.
+    private let writeQueue: DispatchQueue
+    /// Serial: disk reads, beside the writes (a read never waits behind a queue of writes).
+    private let readQueue: DispatchQueue
+    /// Bytes queued for writing, readable at once: a query right after a store finds them.
+    private let pendingWrites = Protected(PendingWrites())
+
+    private struct PendingWrites {
+        var entries: [String: (data: Data, metadata: DiskCacheMetadata, generation: UInt64)] = [:]
+        var nextGeneration: UInt64 = 0
+    }
     /// Decodes disk hits, several at once.
     private let decodeQueue: DispatchQueue
     private let cleanupTask: Task<Void, Never>?
@@ -82,11 +93,12 @@ public final class ImageCache: ImageCaching {
             keepsEvictedImagesInUse: configuration.keepsEvictedImagesInUse
         )
         diskCache = DiskCache(directory: directory, configuration: configuration.disk)
-        ioQueue = DispatchQueue(label: "swift-web-image.ImageCache.io")
+        writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
+        readQueue = DispatchQueue(label: "swift-web-image.ImageCache.read")
         decodeQueue = DispatchQueue(label: "swift-web-image.ImageCache.decode", attributes: .concurrent)
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
-            let queue = ioQueue
+            let queue = writeQueue
             cleanupTask = Task.detached(priority: .background) {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(interval))
@@ -129,10 +141,27 @@ public final class ImageCache: ImageCaching {
             completion?(nil)
             return
         }
-        ioQueue.async { [diskCache] in
+        var metadata = metadata ?? DiskCacheMetadata()
+        var generation: UInt64?
+        if let data {
+            if metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: data).mimeType }
+            generation = pendingWrites.withLock { pending in
+                pending.nextGeneration += 1
+                pending.entries[key] = (data, metadata, pending.nextGeneration)
+                return pending.nextGeneration
+            }
+        }
+        writeQueue.async { [diskCache, pendingWrites, generation, metadata] in
+            var metadata = metadata
+            defer {
+                if let generation {
+                    pendingWrites.withLock { pending in
+                        if pending.entries[key]?.generation == generation { pending.entries[key] = nil }
+                    }
+                }
+            }
             do {
-                let bytes = try data ?? Self.encodeForDisk(image!)
-                var metadata = metadata ?? DiskCacheMetadata()
+                guard let bytes = try data ?? image.map(Self.encodeForDisk) else { return }
                 if metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: bytes).mimeType }
                 try diskCache.store(bytes, forKey: key, metadata: metadata)
                 completion?(nil)
@@ -184,36 +213,42 @@ public final class ImageCache: ImageCaching {
         }
         let operation = ImageCacheQueryOperation()
         let context = context ?? ImageContext()
-        ioQueue.async { [self] in
+        readQueue.async { [self] in
             guard !operation.isCancelled else { return }
-            let found = configuration.usesDiskCache ? diskCache.dataAndEntry(forKey: key) : nil
+            let found = configuration.usesDiskCache ? diskDataAndMetadata(forKey: key) : nil
             if let memoryImage {
                 completion(
                     ImageCacheQueryResult(
                         image: memoryImage,
                         data: found?.data,
                         cacheType: .memory,
-                        metadata: found?.entry.metadata
+                        metadata: found?.metadata
                     )
                 )
                 return
             }
-            guard let (data, entry) = found else {
+            guard let (data, metadata) = found else {
                 completion(.miss)
                 return
             }
             if options.contains(.avoidDecodeImage) {
-                completion(ImageCacheQueryResult(data: data, cacheType: .disk, metadata: entry.metadata))
+                completion(ImageCacheQueryResult(data: data, cacheType: .disk, metadata: metadata))
                 return
             }
             decodeQueue.async { [self] in
                 guard !operation.isCancelled else { return }
                 let image = decodeDiskData(data, forKey: key, options: options, context: context)
                 guard !operation.isCancelled else { return }
-                completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: entry.metadata))
+                completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
             }
         }
         return operation
+    }
+
+    /// Bytes waiting to be written, else the disk entry.
+    private func diskDataAndMetadata(forKey key: String) -> (data: Data, metadata: DiskCacheMetadata)? {
+        if let pending = pendingWrites.withLock({ $0.entries[key] }) { return (pending.data, pending.metadata) }
+        return diskCache.dataAndEntry(forKey: key).map { ($0.data, $0.entry.metadata) }
     }
 
     private func decodeDiskData(
@@ -244,7 +279,7 @@ public final class ImageCache: ImageCaching {
     )
         -> DecodedImage?
     {
-        guard configuration.usesDiskCache, let data = diskCache.data(forKey: key) else { return nil }
+        guard let data = diskImageData(forKey: key) else { return nil }
         return decodeDiskData(data, forKey: key, options: options, context: context ?? ImageContext())
     }
 
@@ -261,20 +296,22 @@ public final class ImageCache: ImageCaching {
 
     /// The disk bytes for `key`, read on the calling thread.
     public func diskImageData(forKey key: String) -> Data? {
-        configuration.usesDiskCache ? diskCache.data(forKey: key) : nil
+        guard configuration.usesDiskCache else { return nil }
+        return pendingWrites.withLock { $0.entries[key]?.data } ?? diskCache.data(forKey: key)
     }
 
     /// Whether the disk has `key`, checked on the calling thread.
     public func diskImageDataExists(forKey key: String) -> Bool {
-        configuration.usesDiskCache && diskCache.contains(key)
+        guard configuration.usesDiskCache else { return false }
+        return pendingWrites.withLock { $0.entries[key] != nil } || diskCache.contains(key)
     }
 
-    /// Whether the disk has `key`, checked on the I/O queue.
+    /// Whether the disk has `key`, checked on the read queue.
     public func diskImageExists(withKey key: String, completion: @escaping @Sendable (Bool) -> Void) {
-        ioQueue.async { [self] in completion(diskImageDataExists(forKey: key)) }
+        readQueue.async { [self] in completion(diskImageDataExists(forKey: key)) }
     }
 
-    /// Whether the disk has `key`, checked on the I/O queue.
+    /// Whether the disk has `key`, checked on the read queue.
     public func diskImageExists(withKey key: String) async -> Bool {
         await withCheckedContinuation { continuation in
             diskImageExists(withKey: key) { continuation.resume(returning: $0) }
@@ -299,7 +336,8 @@ public final class ImageCache: ImageCaching {
             completion?()
             return
         }
-        ioQueue.async { [diskCache] in
+        pendingWrites.withLock { _ = $0.entries.removeValue(forKey: key) }
+        writeQueue.async { [diskCache] in
             diskCache.remove(forKey: key)
             completion?()
         }
@@ -327,17 +365,18 @@ public final class ImageCache: ImageCaching {
     /// Empties the memory cache.
     public func clearMemory() { memoryCache.removeAll() }
 
-    /// Empties the disk cache on the I/O queue.
+    /// Empties the disk cache on the write queue.
     public func clearDisk(completion: (@Sendable () -> Void)? = nil) {
-        ioQueue.async { [diskCache] in
+        pendingWrites.withLock { $0.entries.removeAll() }
+        writeQueue.async { [diskCache] in
             diskCache.removeAll()
             completion?()
         }
     }
 
-    /// Removes expired entries and trims to the size limit, on the I/O queue.
+    /// Removes expired entries and trims to the size limit, on the write queue.
     public func deleteOldFiles(completion: (@Sendable (DiskCache.CleanupResult) -> Void)? = nil) {
-        ioQueue.async { [diskCache] in
+        writeQueue.async { [diskCache] in
             let result = diskCache.removeExpiredEntries()
             completion?(result)
         }
@@ -357,7 +396,7 @@ public final class ImageCache: ImageCaching {
 
     private func onIOQueue<Result: Sendable>(_ body: @escaping @Sendable (ImageCache) -> Result) async -> Result {
         await withCheckedContinuation { continuation in
-            ioQueue.async { [self] in continuation.resume(returning: body(self)) }
+            writeQueue.async { [self] in continuation.resume(returning: body(self)) }
         }
     }
 }

@@ -272,6 +272,41 @@ struct ImageManagerTests {
         }
     }
 
+    @Test("The event stream yields progress, progressive previews, then the image")
+    func progressiveStream() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let jpeg = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 160, height: 120), format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/p.jpg",
+            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(15)))
+        )
+        var kinds: [String] = []
+        var final: ImageLoadResult?
+        for try await event in fixture.manager.images(with: origin.url("/p.jpg"), options: .progressiveLoad) {
+            switch event {
+            case .progress: if kinds.last != "progress" { kinds.append("progress") }
+            case .partial(let image):
+                #expect(image.isPartial)
+                if kinds.last != "partial" { kinds.append("partial") }
+            case .image(let result):
+                kinds.append("image")
+                final = result
+            }
+        }
+        #expect(kinds.first == "progress")
+        #expect(kinds.contains("partial"))
+        #expect(kinds.last == "image")
+        #expect(final?.image?.isPartial == false)
+        #expect(final?.cacheType == ImageCacheType.none)
+        await origin.stop()
+    }
+
     @Test("Completions run on the callback queue when one is set")
     func callbackQueue() async throws {
         let fixture = try ManagerFixture()

@@ -1,0 +1,189 @@
+import Foundation
+import WebImage
+import WebImageOrigin
+
+// ImageManager's overhead: a warm memory hit through the manager (async and completion forms)
+// beside a direct memory-cache lookup, and a cold load of N ~100 KB JPEGs through the manager
+// (cache miss, download, decode, memory + disk store) beside the downloader alone (download and
+// decode), 6 at a time, same run. Medians of rounds.
+//
+//   swift run -c release --package-path Benchmarks webimage-manager-benchmarks [--images N] [--rounds R]
+
+func argument(_ name: String, default value: Int) -> Int {
+    CommandLine.arguments.firstIndex(of: name).flatMap {
+        CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
+    } ?? value
+}
+
+let imageCount = argument("--images", default: 1000)
+let rounds = argument("--rounds", default: 5)
+let clock = ContinuousClock()
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+/// A photo-like 640×480 JPEG, about 100 KB.
+func photoJPEG() throws -> Data {
+    var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
+    var seed: UInt32 = 7
+    for y in 0..<480 {
+        for x in 0..<640 {
+            seed = seed &* 1_664_525 &+ 1_013_904_223
+            let grain = Double(seed >> 27) - 16
+            let offset = (y * 640 + x) * 4
+            pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(Double(x) / 37 + Double(y) / 51) + grain)))
+            pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(Double(x) / 23 - Double(y) / 41) + grain)))
+            pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos(Double(x + y) / 29) + grain)))
+        }
+    }
+    let bitmap = Bitmap(width: 640, height: 480, hasAlpha: false, pixels: pixels)
+    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
+}
+
+/// Seconds for `imageCount` loads, 6 at a time.
+func timeLoads(_ load: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
+    let imageCount = imageCount
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var next = 0
+        while next < min(6, imageCount) {
+            let index = next
+            group.addTask { try await load(index) }
+            next += 1
+        }
+        while try await group.next() != nil {
+            if next < imageCount {
+                let index = next
+                group.addTask { try await load(index) }
+                next += 1
+            }
+        }
+    }
+    return seconds(ContinuousClock.now - start)
+}
+
+let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("webimage-manager-bench-\(getpid())")
+defer { try? FileManager.default.removeItem(at: root) }
+var cacheConfiguration = ImageCache.Configuration()
+cacheConfiguration.cleanupInterval = nil
+
+// MARK: Memory hits
+
+let warmCache = ImageCache(directory: root.appendingPathComponent("warm"), configuration: cacheConfiguration)
+let warmManager = ImageManager(cache: warmCache, loader: ImageDownloader())
+let hitURL = URL(string: "https://images.example.com/photos/42/large.jpg?w=640")!
+let small = DecodedImage(
+    bitmap: Bitmap(width: 64, height: 64, pixels: [UInt8](repeating: 9, count: 64 * 64 * 4)),
+    format: .jpeg
+)
+warmCache.store(small, data: nil, forKey: hitURL.absoluteString, cacheType: .memory)
+
+/// Per-hit seconds: direct lookup, async manager hit, completion-handler manager hit. A function
+/// (not top-level code) so nothing here hops to the main actor.
+func measureHits(cache: ImageCache, manager: ImageManager, url: URL, hits: Int) async throws -> (Double, Double, Double)
+{
+    let key = url.absoluteString
+    var start = ContinuousClock.now
+    for _ in 0..<hits { precondition(cache.memoryCache.image(forKey: key) != nil) }
+    let direct = seconds(ContinuousClock.now - start) / Double(hits)
+    start = ContinuousClock.now
+    for _ in 0..<hits {
+        let result = try await manager.loadImage(with: url)
+        precondition(result.cacheType == .memory)
+    }
+    let viaAsync = seconds(ContinuousClock.now - start) / Double(hits)
+    start = ContinuousClock.now
+    for _ in 0..<hits {
+        manager.loadImage(with: url) { image, _, _, _, _, _ in precondition(image != nil) }
+    }
+    let viaCompletion = seconds(ContinuousClock.now - start) / Double(hits)
+    return (direct, viaAsync, viaCompletion)
+}
+
+var directHit: [Double] = []
+var asyncHit: [Double] = []
+var completionHit: [Double] = []
+for _ in 0..<rounds {
+    let (direct, viaAsync, viaCompletion) = try await measureHits(
+        cache: warmCache,
+        manager: warmManager,
+        url: hitURL,
+        hits: 200_000
+    )
+    directHit.append(direct)
+    asyncHit.append(viaAsync)
+    completionHit.append(viaCompletion)
+}
+
+// MARK: Cold loads
+
+let jpeg = try photoJPEG()
+let origin = try await OriginServer.start()
+for index in 0..<imageCount { origin.setRoute("/img/\(index).jpg", .data(jpeg, contentType: "image/jpeg")) }
+
+/// Seconds for the cold loads of one round: (manager, downloader alone).
+func coldRound(
+    _ round: Int,
+    origin: OriginServer,
+    root: URL,
+    configuration: ImageCache.Configuration
+) async throws
+    -> (Double, Double, Double)
+{
+    let downloader = ImageDownloader()
+    // Fresh query strings each round so every load is cold for both sides.
+    let downloaderSeconds = try await timeLoads { index in
+        _ = try await downloader.image(with: origin.url("/img/\(index).jpg?d\(round)"))
+    }
+    let cache = ImageCache(directory: root.appendingPathComponent("cold-\(round)"), configuration: configuration)
+    let manager = ImageManager(cache: cache, loader: ImageDownloader())
+    let managerSeconds = try await timeLoads { index in
+        _ = try await manager.loadImage(with: origin.url("/img/\(index).jpg?m\(round)"))
+    }
+    let memoryOnlySeconds = try await timeLoads { index in
+        _ = try await manager.loadImage(with: origin.url("/img/\(index).jpg?n\(round)"), options: .cacheMemoryOnly)
+    }
+    return (managerSeconds, memoryOnlySeconds, downloaderSeconds)
+}
+
+var managerTimes: [Double] = []
+var memoryOnlyTimes: [Double] = []
+var downloaderTimes: [Double] = []
+for round in 0...rounds {
+    let (managerSeconds, memoryOnlySeconds, downloaderSeconds) = try await coldRound(
+        round,
+        origin: origin,
+        root: root,
+        configuration: cacheConfiguration
+    )
+    if round > 0 {
+        managerTimes.append(managerSeconds)
+        memoryOnlyTimes.append(memoryOnlySeconds)
+        downloaderTimes.append(downloaderSeconds)
+    }
+}
+await origin.stop()
+
+let (direct, viaAsync, viaCompletion) = (median(directHit), median(asyncHit), median(completionHit))
+print("| ImageManager | figure |")
+print("|---|---:|")
+print("| direct memory-cache hit | \(String(format: "%.3f", direct * 1e6)) µs |")
+print(
+    "| manager memory hit, async | \(String(format: "%.3f", viaAsync * 1e6)) µs (+\(String(format: "%.3f", (viaAsync - direct) * 1e6)) µs) |"
+)
+print(
+    "| manager memory hit, completion handler | \(String(format: "%.3f", viaCompletion * 1e6)) µs (+\(String(format: "%.3f", (viaCompletion - direct) * 1e6)) µs) |"
+)
+let (managerCold, memoryOnlyCold, downloaderCold) = (
+    median(managerTimes), median(memoryOnlyTimes), median(downloaderTimes)
+)
+print("| \(imageCount) cold loads, downloader alone | \(String(format: "%.0f", downloaderCold * 1000)) ms |")
+print(
+    "| \(imageCount) cold loads, manager (query, download, decode, store) | \(String(format: "%.0f", managerCold * 1000)) ms (\(String(format: "%+.1f", (managerCold / downloaderCold - 1) * 100)) %) |"
+)
+print(
+    "| \(imageCount) cold loads, manager with cacheMemoryOnly (no disk writes) | \(String(format: "%.0f", memoryOnlyCold * 1000)) ms (\(String(format: "%+.1f", (memoryOnlyCold / downloaderCold - 1) * 100)) %) |"
+)
