@@ -64,7 +64,10 @@ struct TransformerTests {
         let tinted = try apply(TintTransformer(color: RGBA(r: 0, g: 0, b: 255, a: 255), fraction: 1))
         #expect(tinted[0, 0] == RGBA(r: 0, g: 0, b: 255, a: 255))
 
-        let square = DecodedImage(bitmap: GeneratedImages.solid(width: 20, height: 20, color: .init(r: 9, g: 9, b: 9, a: 255)), format: .png)
+        let square = DecodedImage(
+            bitmap: GeneratedImages.solid(width: 20, height: 20, color: .init(r: 9, g: 9, b: 9, a: 255)),
+            format: .png
+        )
         let rounded = try apply(RoundCornerTransformer(radius: 8), square)
         #expect(rounded[0, 0].a == 0)
         #expect(rounded[10, 10].a == 255)
@@ -93,13 +96,21 @@ struct TransformerTests {
 
         let animation = DecodedImage(
             frames: [
-                .init(bitmap: GeneratedImages.solid(width: 8, height: 8, color: .init(r: 255, g: 0, b: 0, a: 255)), duration: 0.1),
-                .init(bitmap: GeneratedImages.solid(width: 8, height: 8, color: .init(r: 0, g: 255, b: 0, a: 255)), duration: 0.2),
+                .init(
+                    bitmap: GeneratedImages.solid(width: 8, height: 8, color: .init(r: 255, g: 0, b: 0, a: 255)),
+                    duration: 0.1
+                ),
+                .init(
+                    bitmap: GeneratedImages.solid(width: 8, height: 8, color: .init(r: 0, g: 255, b: 0, a: 255)),
+                    duration: 0.2
+                ),
             ],
             loopCount: 0,
             format: .gif
         )
-        let small = try #require(ResizeTransformer(size: PixelSize(width: 4, height: 4)).transform(animation, forKey: "k"))
+        let small = try #require(
+            ResizeTransformer(size: PixelSize(width: 4, height: 4)).transform(animation, forKey: "k")
+        )
         #expect(small.frames.count == 2)
         #expect(small.frames.map(\.duration) == [0.1, 0.2])
         #expect(small.loopCount == 0)
