@@ -82,6 +82,7 @@ let package = Package(
             dependencies: [
                 "WebImageCoders", "WebImageHTTP", "CWebImageSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -104,8 +105,9 @@ let package = Package(
         .executableTarget(
             name: "webimage",
             dependencies: [
-                "WebImageCoders", "WebImage",
+                "WebImageCoders", "WebImage", "WebImageOrigin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -9,10 +9,11 @@ struct WebImageCommand: AsyncParsableCommand {
         commandName: "webimage",
         abstract: "Load, decode and inspect images with swift-web-image.",
         version: WebImageVersion.current,
-        subcommands: [InfoCommand.self, FetchCommand.self, PrefetchCommand.self, CacheCommand.self]
+        subcommands: [InfoCommand.self, FetchCommand.self, PrefetchCommand.self, CacheCommand.self, DemoCommand.self]
     )
 
     static func main() async {
+        Verbosity.bootstrap()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

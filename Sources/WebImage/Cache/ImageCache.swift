@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import WebImageCoders
 
 /// A memory cache in front of a disk cache (SDImageCache): the cache ``ImageManager`` uses.
@@ -35,6 +36,8 @@ public final class ImageCache: ImageCaching {
         /// Seconds between automatic expired-file cleanups; `nil` turns them off. Default one
         /// hour (the first runs an interval after the cache opens, never at open).
         public var cleanupInterval: TimeInterval? = 60 * 60
+        /// Receives failed disk writes at `.warning` and cleanups at `.debug`. Default: none.
+        public var logger = Logger.quiet("swift-web-image.cache")
 
         public init() {}
     }
@@ -99,11 +102,21 @@ public final class ImageCache: ImageCaching {
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
+            let logger = configuration.logger
             cleanupTask = Task.detached(priority: .background) {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .seconds(interval))
                     if Task.isCancelled { break }
-                    queue.async { disk.removeExpiredEntries() }
+                    queue.async {
+                        let result = disk.removeExpiredEntries()
+                        logger.debug(
+                            "disk cleanup",
+                            metadata: [
+                                "expired": "\(result.expiredRemoved)", "trimmed": "\(result.trimmedRemoved)",
+                                "remaining": "\(result.remainingCount)",
+                            ]
+                        )
+                    }
                 }
             }
         } else {
@@ -151,7 +164,7 @@ public final class ImageCache: ImageCaching {
                 return pending.nextGeneration
             }
         }
-        writeQueue.async { [diskCache, pendingWrites, generation, metadata] in
+        writeQueue.async { [diskCache, pendingWrites, generation, metadata, logger = configuration.logger] in
             var metadata = metadata
             defer {
                 if let generation {
@@ -166,6 +179,7 @@ public final class ImageCache: ImageCaching {
                 try diskCache.store(bytes, forKey: key, metadata: metadata)
                 completion?(nil)
             } catch {
+                logger.warning("disk write failed", metadata: ["key": "\(key)", "error": "\(error)"])
                 completion?(error)
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import WebImageCoders
 import WebImageHTTP
@@ -162,6 +163,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         }
         guard proceed else { return onFinish() }
         report(received: 0, expected: 0, final: false)
+        configuration.logger.debug("download started", metadata: ["url": "\(url)"])
         events(.started(url))
         task.resume()
     }
@@ -194,6 +196,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         }
         if let error {
             if error.code == .cancelled { return finish(image: nil, data: nil, error: .cancelled(url)) }
+            configuration.logger.notice("download failed", metadata: ["url": "\(url)", "error": "\(error.message)"])
             return finish(
                 image: nil,
                 data: nil,
@@ -249,6 +252,10 @@ public final class DownloadOperation: ImageDownloadOperation {
         }
         do {
             let image = try (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
+            configuration.logger.debug(
+                "download finished",
+                metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
+            )
             finish(image: image, data: data, error: nil)
         } catch {
             finish(

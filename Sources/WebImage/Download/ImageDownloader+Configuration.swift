@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import WebImageHTTP
 
 extension ImageDownloader {
@@ -38,6 +39,9 @@ extension ImageDownloader {
         public var operationFactory: @Sendable (URL, ImageOptions, ImageContext) -> any ImageDownloadOperation = {
             DownloadOperation(url: $0, options: $1, context: $2)
         }
+
+        /// Receives each load's start and end at `.debug` and failures at `.notice`. Default: none.
+        public var logger = Logger.quiet("swift-web-image.downloader")
 
         public init() {}
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import WebImageCoders
 import WebImageHTTP
 
@@ -45,6 +46,7 @@ public final class ImageManager: Sendable {
         var shouldDownloadImage: (@Sendable (URL) -> Bool)?
         var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)?
         var callbackQueue: DispatchQueue?
+        var logger = Logger.quiet("swift-web-image.manager")
     }
 
     private let hooks = Protected(Hooks())
@@ -96,6 +98,12 @@ public final class ImageManager: Sendable {
     public var callbackQueue: DispatchQueue? {
         get { hooks.withLock { $0.callbackQueue } }
         set { hooks.withLock { $0.callbackQueue = newValue } }
+    }
+
+    /// Receives each load's outcome at `.debug` and blacklisted URLs at `.notice`. Default: none.
+    public var logger: Logger {
+        get { hooks.withLock { $0.logger } }
+        set { hooks.withLock { $0.logger = newValue } }
     }
 
     // MARK: Keys and state
@@ -415,7 +423,10 @@ public final class ImageManager: Sendable {
                     deliver(.notModified(cached.result))
                     return
                 }
-                if Self.shouldBlock(error) { failed.withLock { _ = $0.insert(url) } }
+                if Self.shouldBlock(error) {
+                    failed.withLock { _ = $0.insert(url) }
+                    logger.notice("URL blacklisted", metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"])
+                }
                 deliver(.failure(error, url))
                 return
             }
@@ -605,6 +616,7 @@ public final class ImageManager: Sendable {
                 )
             }
         }
+        logger.debug("loaded from the network", metadata: ["url": "\(url)", "key": "\(key)"])
         deliver(.image(ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url), final: true))
     }
 

@@ -21,6 +21,8 @@ struct CacheCommand: AsyncParsableCommand {
         @Flag(help: "Print one JSON object per line on standard output.")
         var json = false
 
+        @OptionGroup var verbosity: Verbosity
+
         var url: URL {
             cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? ImageCache.defaultRootDirectory.appendingPathComponent("default", isDirectory: true)

@@ -16,6 +16,8 @@ struct InfoCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var verbosity: Verbosity
+
     @Flag(help: "Print one JSON object per input on standard output.")
     var json = false
 

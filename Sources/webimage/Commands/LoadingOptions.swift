@@ -34,6 +34,8 @@ struct LoadingOptions: ParsableArguments {
     @Flag(help: "Print one JSON object per line on standard output.")
     var json = false
 
+    @OptionGroup var verbosity: Verbosity
+
     func validate() throws {
         if let options {
             do { _ = try ImageOptions(parsing: options) } catch { throw ValidationError(error.message) }
@@ -78,6 +80,7 @@ struct LoadingOptions: ParsableArguments {
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.usesDiskCache = !noDiskCache
         cacheConfiguration.cleanupInterval = nil
+        cacheConfiguration.logger = Verbosity.logger("cache")
         let cache = ImageCache(directory: cacheFolder, configuration: cacheConfiguration)
 
         var sessionConfiguration = HTTPSession.Configuration()
@@ -90,6 +93,7 @@ struct LoadingOptions: ParsableArguments {
             sessionConfiguration.securityPolicy = .pinning(certificates: certificates)
         }
         var configuration = ImageDownloader.Configuration()
+        configuration.logger = Verbosity.logger("downloader")
         configuration.maxConcurrentDownloads = maxDownloads
         configuration.downloadTimeout = timeout
         for header in headers {
@@ -97,9 +101,11 @@ struct LoadingOptions: ParsableArguments {
         }
         let downloader = ImageDownloader(
             configuration: configuration,
-            session: HTTPSession(configuration: sessionConfiguration)
+            session: HTTPSession(configuration: sessionConfiguration, logger: Verbosity.logger("http"))
         )
-        return ImageManager(cache: cache, loader: downloader)
+        let manager = ImageManager(cache: cache, loader: downloader)
+        manager.logger = Verbosity.logger("manager")
+        return manager
     }
 }
 

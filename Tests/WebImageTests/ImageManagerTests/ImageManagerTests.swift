@@ -307,6 +307,41 @@ struct ImageManagerTests {
         await origin.stop()
     }
 
+    @Test("Hooks: cache key filter, should-download, transform before caching, cache serializer, saveImageToCache")
+    func hooks() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/h.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        let url = origin.url("/h.png")
+        fixture.manager.cacheKeyFilter = { $0.path }
+        #expect(fixture.manager.cacheKey(for: url) == "/h.png")
+
+        fixture.manager.shouldDownloadImage = { _ in false }
+        do {
+            _ = try await fixture.manager.loadImage(with: url)
+            Issue.record("a declined download loaded")
+        } catch {
+            #expect(error.code == .cacheMiss)
+        }
+        #expect(origin.requestCount(for: "/h.png") == 0)
+        fixture.manager.shouldDownloadImage = nil
+
+        // The downloaded image is turned blue before caching; the serializer decides the disk bytes.
+        fixture.manager.transformDownloadedImage = { _, _ in ManagerImages.blue }
+        fixture.manager.cacheSerializer = { _, _, _ in Data("custom bytes".utf8) }
+        let result = try await fixture.manager.loadImage(with: url)
+        #expect(result.image?.bitmap[0, 0].b == 255)
+        await fixture.settle()
+        #expect(fixture.cache.imageFromMemoryCache(forKey: "/h.png")?.bitmap[0, 0].b == 255)
+        #expect(fixture.cache.diskImageData(forKey: "/h.png") == Data("custom bytes".utf8))
+
+        try await fixture.manager.saveImageToCache(ManagerImages.red, for: URL(string: "https://example.com/saved.png"))
+        #expect(fixture.cache.imageFromMemoryCache(forKey: "/saved.png") != nil)
+        #expect(await fixture.manager.diskImageExists(for: URL(string: "https://example.com/saved.png")))
+        await origin.stop()
+    }
+
     @Test("Completions run on the callback queue when one is set")
     func callbackQueue() async throws {
         let fixture = try ManagerFixture()
