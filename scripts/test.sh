@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every check: bootstrap -> format lint -> build (warnings are
-# errors) -> tests -> stress tests under ThreadSanitizer. Set WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks.
+# errors) -> tests -> docs -> stress tests under ThreadSanitizer. Set WEBIMAGE_CORPUS to a
+# corpus folder to include its MANIFEST.tsv checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,10 @@ swift format lint --strict --recursive --parallel Package.swift Sources Tests Be
 
 echo "==> swift test (warnings as errors)" >&2
 swift test -Xswiftc -warnings-as-errors "$@"
+
+# The reference docs must build without a DocC warning.
+echo "==> DocC (warnings as errors)" >&2
+scripts/docs.sh
 
 # The stress tests of the concurrent types, again under ThreadSanitizer (a separate build folder,
 # so the plain build above stays incremental). Any report fails the run.

@@ -23,10 +23,14 @@ public struct ImageContext: Sendable {
 
     /// What the caller's cache knows about an image.
     public struct CachedResponse: Sendable, Hashable {
+        /// The cached response's `ETag`, sent as `If-None-Match`.
         public var etag: String?
+        /// The cached response's `Last-Modified`, sent as `If-Modified-Since`.
         public var lastModified: String?
+        /// The cached bytes; with `ignoreCachedResponse`, identical new bytes end as `cacheNotModified`.
         public var data: Data?
 
+        /// What the caller's cache knows; every part is optional.
         public init(etag: String? = nil, lastModified: String? = nil, data: Data? = nil) {
             self.etag = etag
             self.lastModified = lastModified
@@ -34,6 +38,7 @@ public struct ImageContext: Sendable {
         }
     }
 
+    /// Per-load settings; every parameter has the default documented on its property.
     public init(
         thumbnailPixelSize: PixelSize? = nil,
         scaleDownLimitBytes: Int = 60 * 1024 * 1024,

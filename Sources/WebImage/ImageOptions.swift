@@ -4,7 +4,9 @@ import Foundation
 ///
 /// Flags that cannot mean anything on Linux are accepted and documented as no-ops.
 public struct ImageOptions: OptionSet, Sendable, Hashable {
+    /// The flags' bits.
     public let rawValue: UInt64
+    /// Options from their bits.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
     /// Try a URL again even if it failed before (it is otherwise blacklisted).

@@ -4,6 +4,7 @@ import WebImageHTTP
 /// Why an image load failed. `code` is stable (its raw value is the CLI's `error.code`); the
 /// message names the URL.
 public struct WebImageError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure; the raw value is the CLI's `error.code`.
     public enum Code: String, Sendable, Hashable {
         /// The URL is missing, empty, or not one the loader handles.
         case invalidURL
@@ -32,14 +33,18 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         case cacheMiss
     }
 
+    /// What kind of failure this is.
     public let code: Code
+    /// The URL being loaded, when there was one.
     public let url: URL?
+    /// A sentence naming the input and the cause.
     public let message: String
     /// The HTTP status, when a response arrived.
     public let statusCode: Int?
     /// The transport error, for `networkError` (and status errors).
     public let underlying: HTTPSessionError?
 
+    /// An error of `code` for `url`; `message` should name the URL and the cause.
     public init(
         _ code: Code,
         url: URL?,
@@ -54,6 +59,7 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// The message.
     public var description: String { message }
 
     /// The error a caller gets when its load was cancelled.

@@ -32,10 +32,12 @@ public final class DiskCache: Sendable {
         case creationDate
     }
 
+    /// Expiry, size limit, durability and clock of a ``DiskCache``.
     public struct Configuration: Sendable {
         /// Entries older than this (by `expireType`) are removed by cleanup. `nil`: never.
         /// Default one week.
         public var maxAge: TimeInterval? = 7 * 24 * 60 * 60
+        /// Which date `maxAge` counts from. Default `.modificationDate`.
         public var expireType: ExpireType = .modificationDate
         /// Cleanup trims the folder, oldest first, to half this many bytes once it is over.
         /// `nil`: no limit. Default 1 GiB.
@@ -46,20 +48,27 @@ public final class DiskCache: Sendable {
         /// The clock for stored, access and expiry dates (inject one in tests).
         public var now: @Sendable () -> Date = { Date() }
 
+        /// The default configuration.
         public init() {}
     }
 
     /// What a cleanup did.
     public struct CleanupResult: Sendable, Hashable {
+        /// Entries removed for age.
         public var expiredRemoved = 0
+        /// Entries removed to fit the size limit.
         public var trimmedRemoved = 0
+        /// Leftover temporary files removed.
         public var temporaryRemoved = 0
+        /// Entries left.
         public var remainingCount = 0
+        /// Bytes left.
         public var remainingSize = 0
     }
 
     /// The folder holding the entries.
     public let directory: URL
+    /// The configuration the cache was made with.
     public let configuration: Configuration
     private let directoryPath: String
 
@@ -404,8 +413,11 @@ public final class DiskCache: Sendable {
 
 /// A disk cache operation that failed: which, on which file, and the system's reason.
 public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
+    /// What failed: `create`, `write`, `rename`, ….
     public let operation: String
+    /// The file or folder it failed on.
     public let path: String
+    /// The system's reason.
     public let message: String
 
     init(_ operation: String, path: String, message: String? = nil) {
@@ -414,5 +426,6 @@ public struct DiskCacheError: Error, Sendable, CustomStringConvertible {
         self.message = message ?? String(cString: strerror(errno))
     }
 
+    /// The path, the operation and the reason.
     public var description: String { "\(path): \(operation) failed: \(message)" }
 }

@@ -24,6 +24,7 @@ public struct DiskCacheMetadata: Sendable, Hashable {
 public struct DiskCacheEntry: Sendable, Hashable {
     /// The key it was stored under.
     public var key: String
+    /// Content type, validators and extended data.
     public var metadata: DiskCacheMetadata
     /// When it was written.
     public var storedDate: Date

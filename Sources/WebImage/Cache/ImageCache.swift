@@ -20,6 +20,7 @@ import WebImageCoders
 /// let result = await cache.queryImage(forKey: url.absoluteString)
 /// ```
 public final class ImageCache: ImageCaching {
+    /// How an ``ImageCache`` behaves; the defaults are documented on each property.
     public struct Configuration: Sendable {
         /// Memory cache limits. Default: a quarter of physical memory (at most 1 GiB), purged to
         /// 60 %; no count limit.
@@ -39,6 +40,7 @@ public final class ImageCache: ImageCaching {
         /// Receives failed disk writes at `.warning` and cleanups at `.debug`. Default: none.
         public var logger = Logger.quiet("swift-web-image.cache")
 
+        /// The default configuration.
         public init() {}
     }
 
@@ -55,8 +57,11 @@ public final class ImageCache: ImageCaching {
             .appendingPathComponent(".cache/webimage", isDirectory: true)
     }
 
+    /// The configuration the cache was made with.
     public let configuration: Configuration
+    /// The memory half.
     public let memoryCache: MemoryCache
+    /// The disk half (used from the cache's own queues).
     public let diskCache: DiskCache
     /// Serial: writes, removals and cleanups run in the order they were asked for.
     private let writeQueue: DispatchQueue

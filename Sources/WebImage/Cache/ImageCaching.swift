@@ -13,6 +13,7 @@ public struct ImageCacheQueryResult: Sendable {
     /// The disk entry's metadata (validators for `refreshCached`), when the disk was read.
     public var metadata: DiskCacheMetadata?
 
+    /// A result; the defaults describe a miss.
     public init(
         image: DecodedImage? = nil,
         data: Data? = nil,
@@ -42,6 +43,7 @@ public protocol ImageCacheOperation: AnyObject, Sendable {
 public final class ImageCacheQueryOperation: ImageCacheOperation {
     private let cancelled = Atomic(false)
 
+    /// A query operation not yet cancelled.
     public init() {}
 
     public func cancel() { cancelled.store(true, ordering: .releasing) }

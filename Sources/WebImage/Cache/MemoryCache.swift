@@ -4,7 +4,7 @@ import WebImageCoders
 /// A thread-safe least-recently-used image cache with a cost limit and a count limit
 /// (SDMemoryCache and AFAutoPurgingImageCache).
 ///
-/// Cost is ``DecodedImage/cost``: the bytes of every frame. When an insertion takes the cache
+/// Cost is `DecodedImage.cost`: the bytes of every frame. When an insertion takes the cache
 /// over ``Limits/costLimit`` it purges, least recently used first, down to
 /// ``Limits/costAfterPurge`` (AFNetworking's `preferredMemoryUsageAfterPurge`); over
 /// ``Limits/countLimit`` it purges down to the count limit.
@@ -25,6 +25,7 @@ public final class MemoryCache: Sendable {
         /// The most images held. Default: no limit.
         public var countLimit: Int
 
+        /// Limits; `nil` takes the defaults documented on each property.
         public init(costLimit: Int? = nil, costAfterPurge: Int? = nil, countLimit: Int = .max) {
             let limit = costLimit ?? Self.defaultCostLimit
             self.costLimit = max(0, limit)

@@ -10,7 +10,9 @@ import WebImageHTTP
 /// Callers attach handlers; every handler gets progress and exactly one completion. Decoding
 /// runs in the operation's own task, never on an event loop.
 public final class DownloadOperation: ImageDownloadOperation {
+    /// A caller's progress handler.
     public typealias Progress = ImageDownloader.ProgressHandler
+    /// A caller's completion handler.
     public typealias Completed = ImageDownloader.CompletedHandler
 
     private struct Handler {
@@ -32,6 +34,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         var progressive: ProgressiveDecodingLoop?
     }
 
+    /// The URL this operation loads.
     public let url: URL
     private let context: ImageContext
     private let state: Protected<State>
@@ -49,12 +52,14 @@ public final class DownloadOperation: ImageDownloadOperation {
         state = Protected(State(options: options))
     }
 
+    /// Whether every caller has had its final completion.
     public var isFinished: Bool { state.withLock { $0.finished } }
 
     /// The callers' combined options: high priority when any caller asked for it, low only when
     /// every caller did.
     public var options: ImageOptions { state.withLock { $0.options } }
 
+    /// Adds a caller; `false` once the operation has finished.
     public func addHandlers(
         for token: DownloadToken,
         options: ImageOptions,
@@ -71,6 +76,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         }
     }
 
+    /// Removes one caller (its completion gets `cancelled`); `true` when none is left.
     public func cancelHandlers(for token: DownloadToken) -> Bool {
         let (handler, empty, task, loop) = state.withLock {
             state -> (Handler?, Bool, HTTPSessionTask?, ProgressiveDecodingLoop?) in
@@ -88,6 +94,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         return empty
     }
 
+    /// Cancels the load; every caller gets `cancelled`.
     public func cancel() {
         let (handlers, task, loop) = state.withLock {
             state -> ([Handler], HTTPSessionTask?, ProgressiveDecodingLoop?) in
@@ -103,6 +110,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         for handler in handlers { handler.completed?(nil, nil, .cancelled(url), true) }
     }
 
+    /// Sends the request, reports progress and previews, then decodes and completes every caller.
     public func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void) {
         let (session, configuration, hooks, events) = (
             environment.session, environment.configuration, environment, environment.publish

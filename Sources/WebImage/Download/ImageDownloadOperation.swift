@@ -43,6 +43,7 @@ public protocol ImageDownloadOperation: AnyObject, Sendable {
 public struct ImageDownloadEnvironment: Sendable {
     /// The session to load with (the permissive one for `allowInvalidSSLCertificates`).
     public var session: HTTPSession
+    /// The downloader's configuration.
     public var configuration: ImageDownloader.Configuration
     /// Headers every request sends (``ImageDownloader/setValue(_:forHTTPHeaderField:)``).
     public var headers: HTTPHeaderFields
@@ -55,6 +56,7 @@ public struct ImageDownloadEnvironment: Sendable {
     /// Publishes a lifecycle event as a notification and on ``ImageDownloader/downloadEvents``.
     public var publish: @Sendable (ImageDownloaderEvent) -> Void
 
+    /// An environment; only the session and configuration are required.
     public init(
         session: HTTPSession,
         configuration: ImageDownloader.Configuration,

@@ -17,6 +17,7 @@ extension ImageDownloader {
         public var maxConcurrentDownloads = 6
         /// Seconds one download may take. Default 15.
         public var downloadTimeout: TimeInterval = 15
+        /// Which waiting download starts first. Default `.fifo`.
         public var executionOrder: ExecutionOrder = .fifo
         /// Progress callbacks are at least this many seconds apart (the final one always comes).
         /// Default 0.1.
@@ -43,8 +44,10 @@ extension ImageDownloader {
         /// Receives each load's start and end at `.debug` and failures at `.notice`. Default: none.
         public var logger = Logger.quiet("swift-web-image.downloader")
 
+        /// The default configuration.
         public init() {}
 
+        /// The default configuration.
         public static let `default` = Configuration()
     }
 }

@@ -30,6 +30,7 @@ public final class ImageDownloader: Sendable {
     /// A process-wide downloader with the default configuration and the shared HTTP session.
     public static let shared = ImageDownloader()
 
+    /// The configuration the downloader was made with.
     public let configuration: Configuration
     /// The session loads go through.
     public let session: HTTPSession
@@ -192,6 +193,7 @@ public final class ImageDownloader: Sendable {
         if !suspended { startWaiting() }
     }
 
+    /// Whether waiting downloads are held back.
     public var isSuspended: Bool { state.withLock { $0.suspended } }
 
     /// Downloads running or waiting.

@@ -35,6 +35,7 @@ public final class ImageLoadOperation: Sendable, Hashable {
         onCancel()
     }
 
+    /// Whether `cancel()` was called.
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Whether the final completion has run (or cancellation was delivered).

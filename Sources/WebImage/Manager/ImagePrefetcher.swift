@@ -20,6 +20,7 @@ public final class ImagePrefetcher: Sendable {
     /// The prefetcher over ``ImageManager/shared``.
     public static let shared = ImagePrefetcher(manager: .shared)
 
+    /// The manager loads go through.
     public let manager: ImageManager
     private struct Settings {
         var maxConcurrent = 3
@@ -30,6 +31,7 @@ public final class ImagePrefetcher: Sendable {
     private let settings = Protected(Settings())
     private let tokens = Protected<Set<ImagePrefetchToken>>([])
 
+    /// A prefetcher loading through `manager`.
     public init(manager: ImageManager) { self.manager = manager }
 
     /// Loads running at once per prefetch. Default 3.

@@ -46,8 +46,10 @@ public func transformedCacheKey(_ key: String, transformerKey: String) -> String
 
 /// Several transformers in order (SDImagePipelineTransformer); its key joins theirs.
 public struct PipelineTransformer: ImageTransformer {
+    /// The transformers, applied first to last.
     public var transformers: [any ImageTransformer]
 
+    /// A pipeline of `transformers`, applied in order.
     public init(_ transformers: [any ImageTransformer]) { self.transformers = transformers }
 
     public var transformerKey: String { transformers.map(\.transformerKey).joined(separator: "-") }
@@ -65,13 +67,17 @@ public struct PipelineTransformer: ImageTransformer {
 /// Resizes to `size`: `.fit` inside it keeping the aspect ratio, `.fill` covering it and
 /// cropping the centre, `.exact` stretching to it.
 public struct ResizeTransformer: BitmapTransformer {
+    /// How the image meets the target size.
     public enum Mode: String, Sendable, Hashable {
         case fit, fill, exact
     }
 
+    /// The target size in pixels.
     public var size: PixelSize
+    /// Fit inside, fill and crop, or stretch.
     public var mode: Mode
 
+    /// Resizes to `size` by `mode` (default `.fit`).
     public init(size: PixelSize, mode: Mode = .fit) {
         self.size = size
         self.mode = mode
@@ -108,11 +114,16 @@ public struct ResizeTransformer: BitmapTransformer {
 
 /// Cuts out a rectangle (clipped to the image; `nil` when nothing is left).
 public struct CropTransformer: BitmapTransformer {
+    /// Left edge, in pixels.
     public var x: Int
+    /// Top edge, in pixels.
     public var y: Int
+    /// Width of the rectangle.
     public var width: Int
+    /// Height of the rectangle.
     public var height: Int
 
+    /// Crops the rectangle at (`x`, `y`) of `width` × `height`.
     public init(x: Int, y: Int, width: Int, height: Int) {
         self.x = x
         self.y = y
@@ -134,8 +145,10 @@ public struct CropTransformer: BitmapTransformer {
 
 /// Makes the corners transparent with an anti-aliased quarter circle of `radius` pixels.
 public struct RoundCornerTransformer: BitmapTransformer {
+    /// Corner radius in pixels (at most half the shorter side).
     public var radius: Double
 
+    /// Rounds corners with `radius` pixels.
     public init(radius: Double) { self.radius = radius }
 
     public var transformerKey: String { "RoundCorner(\(radius))" }
@@ -161,9 +174,12 @@ public struct RoundCornerTransformer: BitmapTransformer {
 
 /// Mirrors horizontally and/or vertically.
 public struct FlipTransformer: BitmapTransformer {
+    /// Mirror left to right.
     public var horizontal: Bool
+    /// Mirror top to bottom.
     public var vertical: Bool
 
+    /// Flips horizontally and/or vertically.
     public init(horizontal: Bool, vertical: Bool = false) {
         self.horizontal = horizontal
         self.vertical = vertical
@@ -186,6 +202,7 @@ public struct RotateTransformer: BitmapTransformer {
     /// Clockwise quarter turns (negative turns counter-clockwise).
     public var quarterTurns: Int
 
+    /// Rotates by `quarterTurns` × 90° clockwise.
     public init(quarterTurns: Int) { self.quarterTurns = quarterTurns }
 
     public var transformerKey: String { "Rotate(\(((quarterTurns % 4) + 4) % 4 * 90))" }
@@ -204,6 +221,7 @@ public struct RotateTransformer: BitmapTransformer {
 
 /// Grey by luma (ITU-R BT.601 weights), alpha kept.
 public struct GrayscaleTransformer: BitmapTransformer {
+    /// A grayscale transformer.
     public init() {}
 
     public var transformerKey: String { "Grayscale" }
@@ -222,9 +240,12 @@ public struct GrayscaleTransformer: BitmapTransformer {
 
 /// Blends `color` over every pixel by `fraction` (0 keeps the image, 1 paints it), alpha kept.
 public struct TintTransformer: BitmapTransformer {
+    /// The tint colour; its alpha scales `fraction`.
     public var color: RGBA
+    /// How much of the colour to blend in, 0...1.
     public var fraction: Double
 
+    /// Tints with `color` by `fraction` (default 0.5).
     public init(color: RGBA, fraction: Double = 0.5) {
         self.color = color
         self.fraction = fraction
@@ -247,8 +268,10 @@ public struct TintTransformer: BitmapTransformer {
 /// A Gaussian-like blur: three box blurs of `radius` pixels, in premultiplied alpha so
 /// transparent pixels do not darken their neighbours.
 public struct BlurTransformer: BitmapTransformer {
+    /// Box radius in pixels; 0 leaves the image as it is.
     public var radius: Int
 
+    /// Blurs with `radius` pixels.
     public init(radius: Int) { self.radius = radius }
 
     public var transformerKey: String { "Blur(\(radius))" }
