@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every check: bootstrap -> format lint -> build (warnings are
-# errors) -> tests -> docs -> stress tests under ThreadSanitizer. Set WEBIMAGE_CORPUS to a
-# corpus folder to include its MANIFEST.tsv checks.
+# errors) -> tests -> docs -> short fuzzing -> stress tests under ThreadSanitizer. Set
+# WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks (and fuzz seeds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh
 
 echo "==> swift format lint --strict" >&2
-swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources
+swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources \
+    Fuzz/Package.swift Fuzz/Sources
 
 echo "==> swift test (warnings as errors)" >&2
 swift test -Xswiftc -warnings-as-errors "$@"
@@ -16,6 +17,10 @@ swift test -Xswiftc -warnings-as-errors "$@"
 # The reference docs must build without a DocC warning.
 echo "==> DocC (warnings as errors)" >&2
 scripts/docs.sh
+
+# A short bounded pass of every fuzz target (libFuzzer + AddressSanitizer); a crash fails.
+echo "==> fuzz (short pass)" >&2
+scripts/fuzz.sh --all -runs="${WEBIMAGE_FUZZ_RUNS:-2000}"
 
 # The stress tests of the concurrent types, again under ThreadSanitizer (a separate build folder,
 # so the plain build above stays incremental). Any report fails the run.

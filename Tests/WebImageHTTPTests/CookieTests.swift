@@ -62,4 +62,15 @@ struct CookieTests {
             store.cookieHeader(for: URL(string: "https://www.example.com/docs/api/x")!)?.hasPrefix("deep=5") == true
         )
     }
+
+    @Test(
+        "Empty and bare '=' attributes are skipped, not a crash (a fuzzing regression)",
+        arguments: ["a=b; =", "a=b;=x", "a=b; ;", "a=b; = ; Secure", "a=b;;;=;=;Path=/"]
+    )
+    func malformedAttributes(header: String) {
+        let store = HTTPCookieStore()
+        let url = URL(string: "https://example.com/p")!
+        store.store(setCookieHeaders: [header], from: url)
+        #expect(store.cookieHeader(for: url) == "a=b")
+    }
 }

@@ -98,8 +98,10 @@ enum HTTPCookieParser {
         )
         var maxAge: Int?
         for attribute in pieces.dropFirst() {
+            // An empty attribute or a bare "=" (found by fuzzing) names nothing: skip it.
             let parts = attribute.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            let key = parts[0].lowercased()
+            guard let first = parts.first else { continue }
+            let key = first.lowercased()
             let argument = parts.count > 1 ? parts[1] : ""
             switch key {
             case "expires": if let date = parseDate(argument) { cookie.expiresDate = date }

@@ -1,0 +1,66 @@
+import Foundation
+import WebImage
+
+/// Seed inputs made with our own encoders: every format, still and animated, with and without
+/// alpha, baseline and progressive, plus header-only and HTTP/cache-entry samples.
+enum FuzzSeeds {
+    static func write(to folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let coders = ImageCodersManager.shared
+        var index = 0
+        func save(_ data: Data, _ name: String) throws {
+            try data.write(to: folder.appendingPathComponent("seed-\(index)-\(name)"))
+            index += 1
+        }
+        for (width, height) in [(1, 1), (17, 9), (64, 48)] {
+            var bitmap = Bitmap(width: width, height: height, fill: RGBA(r: 200, g: 30, b: 90, a: 255))
+            for x in 0..<width {
+                bitmap[x, height / 2] = RGBA(r: UInt8(x * 3 % 256), g: 200, b: 10, a: UInt8(x * 7 % 256))
+            }
+            let still = DecodedImage(bitmap: bitmap, format: .png)
+            try save(try coders.encode(still, as: .jpeg, options: .init(quality: 0.7)), "baseline.jpg")
+            try save(
+                try coders.encode(still, as: .jpeg, options: .init(quality: 0.7, progressive: true)),
+                "progressive.jpg"
+            )
+            try save(try coders.encode(still, as: .png, options: .init()), "alpha.png")
+            try save(try coders.encode(still, as: .webp, options: .init(quality: 0.6)), "lossy.webp")
+            try save(try coders.encode(still, as: .webp, options: .init(lossless: true)), "lossless.webp")
+            var second = bitmap
+            second[0, 0] = RGBA(r: 0, g: 0, b: 255, a: 128)
+            let animation = DecodedImage(
+                frames: [.init(bitmap: bitmap, duration: 0.1), .init(bitmap: second, duration: 0.05)],
+                loopCount: 0,
+                format: .gif
+            )
+            try save(try coders.encode(animation, as: .gif, options: .init()), "animated.gif")
+            try save(try coders.encode(animation, as: .webp, options: .init()), "animated.webp")
+        }
+        try save(
+            Data(
+                "Content-Type: image/png; charset=utf-8\nContent-Length: 42\nSet-Cookie: a=b; Path=/; Max-Age=60\n".utf8
+            ),
+            "headers.txt"
+        )
+        try save(
+            Data(
+                "https://example.com/a%20b/c.png?x=1#f\nSet-Cookie: id=1; Domain=example.com; Secure; HttpOnly\n".utf8
+            ),
+            "url.txt"
+        )
+        let entryFolder = folder.appendingPathComponent(".entry")
+        let cache = DiskCache(directory: entryFolder)
+        try cache.store(
+            Data([1, 2, 3, 4]),
+            forKey: "https://fuzz.example/entry.png",
+            metadata: DiskCacheMetadata(
+                contentType: "image/png",
+                etag: "\"e\"",
+                lastModified: "now",
+                extendedData: Data([9])
+            )
+        )
+        try save(try Data(contentsOf: cache.fileURL(forKey: "https://fuzz.example/entry.png")), "entry.bin")
+        try? FileManager.default.removeItem(at: entryFolder)
+    }
+}

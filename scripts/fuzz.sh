@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds webimage-fuzz (libFuzzer + AddressSanitizer, Fuzz/ package) and runs fuzz targets.
+#
+#   scripts/fuzz.sh TARGET [libFuzzer flags]   e.g. scripts/fuzz.sh jpeg -max_total_time=600
+#   scripts/fuzz.sh --all [libFuzzer flags]    every target in turn (CI: scripts/fuzz.sh --all -runs=3000)
+#
+# Targets: sniff decode jpeg png gif webp thumbnail progressive disk-entry http.
+# Seeds come from our own encoders, plus the images of $WEBIMAGE_CORPUS when it is set. Inputs
+# that grow coverage collect in .build/fuzz/corpus/TARGET; a crash leaves its input in
+# .build/fuzz/crashes/ and fails the run (then add it as a regression test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ $# -lt 1 ]; then
+    sed -n '2,11p' "$0" >&2
+    exit 2
+fi
+
+swift build --package-path Fuzz -c release -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld \
+    --product webimage-fuzz >&2
+binary=Fuzz/.build/release/webimage-fuzz
+work=.build/fuzz
+mkdir -p "$work/seeds" "$work/crashes"
+"$binary" --make-seeds "$work/seeds"
+if [ -n "${WEBIMAGE_CORPUS:-}" ] && [ -d "$WEBIMAGE_CORPUS" ]; then
+    find "$WEBIMAGE_CORPUS" -maxdepth 1 -type f \( -name '*.jpg' -o -name '*.png' -o -name '*.gif' -o -name '*.webp' \) \
+        -size -512k -exec cp {} "$work/seeds/" \;
+fi
+
+all_targets="sniff decode jpeg png gif webp thumbnail progressive disk-entry http"
+target=$1
+shift
+if [ "$target" = "--all" ]; then targets=$all_targets; else targets=$target; fi
+
+for name in $targets; do
+    echo "==> fuzz $name $*" >&2
+    mkdir -p "$work/corpus/$name"
+    WEBIMAGE_FUZZ_TARGET=$name "$binary" -max_len=262144 -rss_limit_mb=3072 -timeout=20 \
+        -artifact_prefix="$work/crashes/$name-" -print_final_stats=1 "$@" "$work/corpus/$name" "$work/seeds" 2>&1 |
+        grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|Done|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)" >&2 ||
+        true
+    if ls "$work/crashes/$name-"* > /dev/null 2>&1; then
+        echo "fuzz $name: crash inputs in $work/crashes/" >&2
+        exit 1
+    fi
+done
