@@ -8,7 +8,7 @@ private func LLVMFuzzerRunDriver(
 ) -> CInt
 
 /// The body of the running fuzz target.
-// Safety: written once in `runFuzzer` before `LLVMFuzzerRunDriver` starts calling back, and
+// Safety (nonisolated(unsafe)): written once in `runFuzzer` before `LLVMFuzzerRunDriver` starts calling back, and
 // libFuzzer calls the callback on that same thread, one input at a time: no concurrent access.
 nonisolated(unsafe) private var fuzzBody: ((Data) -> Void)?
 

@@ -99,39 +99,24 @@ extension ImageCaching {
         context: ImageContext? = nil,
         cacheType: ImageCacheType = .all
     ) async -> ImageCacheQueryResult {
-        let holder = Protected<(operation: (any ImageCacheOperation)?, cancelled: Bool)>((nil, false))
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resumed = Atomic(false)
-                let finish: @Sendable (ImageCacheQueryResult) -> Void = { result in
-                    if resumed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
-                        .exchanged
-                    {
-                        continuation.resume(returning: result)
-                    }
+        await withCancellableCallback { continuation -> (any ImageCacheOperation)? in
+            let resumed = Atomic(false)
+            let finish: @Sendable (ImageCacheQueryResult) -> Void = { result in
+                if resumed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+                    continuation.resume(returning: result)
                 }
-                let operation = queryImage(
-                    forKey: key,
-                    options: options,
-                    context: context,
-                    cacheType: cacheType,
-                    completion: finish
-                )
-                // A cancelled operation never calls `finish`, so cancelling answers the waiter.
-                guard let operation else { return }
-                let answering = CancelAnswering(operation: operation, answer: finish)
-                let cancelled = holder.withLock { state in
-                    state.operation = answering
-                    return state.cancelled
-                }
-                if cancelled { answering.cancel() }
             }
-        } onCancel: {
-            let operation = holder.withLock { state in
-                state.cancelled = true
-                return state.operation
-            }
-            operation?.cancel()
+            let operation = queryImage(
+                forKey: key,
+                options: options,
+                context: context,
+                cacheType: cacheType,
+                completion: finish
+            )
+            // A cancelled query never calls `finish`, so cancelling answers the waiter with a miss.
+            return operation.map { CancelAnswering(operation: $0, answer: finish) }
+        } cancel: { operation in
+            operation.cancel()
         }
     }
 

@@ -23,7 +23,6 @@ public final class DownloadOperation: ImageDownloadOperation {
     private struct State {
         var handlers: [DownloadToken: Handler] = [:]
         var options: ImageOptions
-        var started = false
         var finished = false
         var task: HTTPSessionTask?
         var lastProgress: ContinuousClock.Instant?
@@ -117,7 +116,6 @@ public final class DownloadOperation: ImageDownloadOperation {
         )
         let options = state.withLock { state -> ImageOptions? in
             guard !state.finished else { return nil }
-            state.started = true
             return state.options
         }
         guard let options else { return onFinish() }

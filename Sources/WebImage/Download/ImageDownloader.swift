@@ -208,31 +208,17 @@ public final class ImageDownloader: Sendable {
     )
         async throws(WebImageError) -> ImageDownloadResult
     {
-        let holder = Protected<(token: DownloadToken?, cancelled: Bool)>((nil, false))
-        let result: Result<ImageDownloadResult, WebImageError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let token = download(with: url, options: options, context: context) { image, data, error, finished in
-                    guard finished else { return }
-                    if let error {
-                        continuation.resume(returning: .failure(error))
-                    } else {
-                        continuation.resume(
-                            returning: .success(ImageDownloadResult(image: image, data: data ?? Data()))
-                        )
-                    }
+        let result: Result<ImageDownloadResult, WebImageError> = await withCancellableCallback { continuation in
+            download(with: url, options: options, context: context) { image, data, error, finished in
+                guard finished else { return }
+                if let error {
+                    continuation.resume(returning: .failure(error))
+                } else {
+                    continuation.resume(returning: .success(ImageDownloadResult(image: image, data: data ?? Data())))
                 }
-                let cancelled = holder.withLock { state in
-                    state.token = token
-                    return state.cancelled
-                }
-                if cancelled, let token { cancel(token) }
             }
-        } onCancel: {
-            let token = holder.withLock { state in
-                state.cancelled = true
-                return state.token
-            }
-            if let token { self.cancel(token) }
+        } cancel: { token in
+            token.cancel()
         }
         return try result.get()
     }

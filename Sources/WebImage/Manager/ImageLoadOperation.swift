@@ -41,24 +41,22 @@ public final class ImageLoadOperation: Sendable, Hashable {
     /// Whether the final completion has run (or cancellation was delivered).
     public var isFinished: Bool { state.withLock { $0.finished } }
 
-    /// Records the running cache query; `false` (and the query cancelled) when already cancelled.
-    func attach(cacheOperation: (any ImageCacheOperation)?) -> Bool {
+    /// Records the running cache query, cancelling it at once when the load already was.
+    func attach(cacheOperation: (any ImageCacheOperation)?) {
         let cancelled = state.withLock { state in
             state.cacheOperation = cacheOperation
             return state.cancelled
         }
         if cancelled { cacheOperation?.cancel() }
-        return !cancelled
     }
 
-    /// Records the download interest; `false` (and the interest cancelled) when already cancelled.
-    func attach(downloadToken: DownloadToken?) -> Bool {
+    /// Records the download interest, cancelling it at once when the load already was.
+    func attach(downloadToken: DownloadToken?) {
         let cancelled = state.withLock { state in
             state.downloadToken = downloadToken
             return state.cancelled
         }
         if cancelled { downloadToken?.cancel() }
-        return !cancelled
     }
 
     /// Claims the right to deliver the final completion: `true` exactly once.

@@ -194,40 +194,28 @@ public final class ImageManager: Sendable {
         {
             return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
         }
-        let holder = Protected<(operation: ImageLoadOperation?, cancelled: Bool)>((nil, false))
-        let outcome: Result<ImageLoadResult, WebImageError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let latest = Protected<ImageLoadResult?>(nil)
-                let operation = start(url: url, options: options, context: context ?? ImageContext()) { event in
-                    switch event {
-                    case .progress, .partial: break
-                    case .image(let result, let final):
-                        if final {
-                            continuation.resume(returning: .success(result))
-                        } else {
-                            latest.withLock { $0 = result }
-                        }
-                    case .failure(let error, _):
-                        if let cached = latest.withLock({ $0 }), error.code != .cancelled {
-                            continuation.resume(returning: .success(cached))
-                        } else {
-                            continuation.resume(returning: .failure(error))
-                        }
-                    case .notModified(let cached): continuation.resume(returning: .success(cached))
+        let outcome: Result<ImageLoadResult, WebImageError> = await withCancellableCallback { continuation in
+            let latest = Protected<ImageLoadResult?>(nil)
+            return start(url: url, options: options, context: context ?? ImageContext()) { event in
+                switch event {
+                case .progress, .partial: break
+                case .image(let result, let final):
+                    if final {
+                        continuation.resume(returning: .success(result))
+                    } else {
+                        latest.withLock { $0 = result }
                     }
+                case .failure(let error, _):
+                    if let cached = latest.withLock({ $0 }), error.code != .cancelled {
+                        continuation.resume(returning: .success(cached))
+                    } else {
+                        continuation.resume(returning: .failure(error))
+                    }
+                case .notModified(let cached): continuation.resume(returning: .success(cached))
                 }
-                let cancelled = holder.withLock { state in
-                    state.operation = operation
-                    return state.cancelled
-                }
-                if cancelled { operation.cancel() }
             }
-        } onCancel: {
-            let operation = holder.withLock { state in
-                state.cancelled = true
-                return state.operation
-            }
-            operation?.cancel()
+        } cancel: { operation in
+            operation.cancel()
         }
         return try outcome.get()
     }
@@ -320,7 +308,7 @@ public final class ImageManager: Sendable {
             return operation
         }
         let key = cacheKey(for: url, context: context)
-        if options.contains(.fromLoaderOnly) {
+        let downloadMissing: @Sendable () -> Void = { [self] in
             download(
                 url: url,
                 key: key,
@@ -330,6 +318,9 @@ public final class ImageManager: Sendable {
                 operation: operation,
                 deliver: deliver
             )
+        }
+        if options.contains(.fromLoaderOnly) {
+            downloadMissing()
             return operation
         }
         var queryOptions = options
@@ -337,18 +328,7 @@ public final class ImageManager: Sendable {
         let query = imageCache.queryImage(forKey: key, options: queryOptions, context: context, cacheType: .all) {
             [self] cached in
             guard !operation.isCancelled else { return }
-            guard cached.isHit else {
-                download(
-                    url: url,
-                    key: key,
-                    options: options,
-                    context: context,
-                    cached: nil,
-                    operation: operation,
-                    deliver: deliver
-                )
-                return
-            }
+            guard cached.isHit else { return downloadMissing() }
             let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
             guard options.contains(.refreshCached), !options.contains(.fromCacheOnly) else {
                 deliver(.image(result, final: true))
@@ -365,7 +345,7 @@ public final class ImageManager: Sendable {
                 deliver: deliver
             )
         }
-        _ = operation.attach(cacheOperation: query)
+        operation.attach(cacheOperation: query)
         return operation
     }
 
@@ -482,7 +462,7 @@ public final class ImageManager: Sendable {
             return
         }
         tokenBox.withLock { $0 = token }
-        _ = operation.attach(downloadToken: token)
+        operation.attach(downloadToken: token)
     }
 
     /// The memory cache's answer for `key` when the cache gives it synchronously (ours does).

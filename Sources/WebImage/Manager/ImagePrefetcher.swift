@@ -88,22 +88,12 @@ public final class ImagePrefetcher: Sendable {
     ) async
         -> Progress
     {
-        let holder = Protected<(token: ImagePrefetchToken?, cancelled: Bool)>((nil, false))
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let token = prefetchURLs(urls, options: options, context: context)
-                token.onEnd { continuation.resume(returning: $0) }
-                let cancelled = holder.withLock { state in
-                    state.token = token
-                    return state.cancelled
-                }
-                if cancelled { token.cancel() }
-            }
-        } onCancel: {
-            holder.withLock { state in
-                state.cancelled = true
-                return state.token
-            }?.cancel()
+        await withCancellableCallback { continuation in
+            let token = prefetchURLs(urls, options: options, context: context)
+            token.onEnd { continuation.resume(returning: $0) }
+            return token
+        } cancel: { token in
+            token.cancel()
         }
     }
 

@@ -9,10 +9,12 @@ import Darwin
 /// Like `Synchronization.Mutex`, but built on pthreads, which ThreadSanitizer understands
 /// (the standard library's futex-based `Mutex` is invisible to it on Linux, so every access
 /// under it is reported as a race). Keep the closures short: they run with the lock held.
+// Safety (@unchecked Sendable): the only mutable state is `value`, which is private and read or
+// written only inside `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock` of
+// `mutex` (allocated once in `init`, destroyed in `deinit` when no other reference exists), so
+// no two threads ever touch it at once; `Value: Sendable`, so what leaves the lock may cross
+// threads.
 package final class Protected<Value: Sendable>: @unchecked Sendable {
-    // Safety: `value` is read and written only inside `withLock`, between `pthread_mutex_lock`
-    // and `pthread_mutex_unlock` of `mutex`, so no two threads ever touch it at once; `Value` is
-    // Sendable, so what leaves the lock may cross threads.
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
