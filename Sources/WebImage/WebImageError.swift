@@ -24,6 +24,9 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         case invalidDownloadContentType
         /// The caller cancelled.
         case cancelled
+        /// The response is larger than the downloader's
+        /// ``ImageDownloader/Configuration/maximumDownloadSize``; the download stopped there.
+        case downloadTooLarge
         /// The network load failed (timeout, connection, TLS…); `underlying` says how.
         case networkError
         /// An option name was not recognised.

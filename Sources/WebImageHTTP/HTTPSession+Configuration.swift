@@ -59,6 +59,9 @@ extension HTTPSession {
         public var redirectPolicy: RedirectPolicy = .default
         /// Decompress gzip/deflate bodies. Default `true`.
         public var decompressesResponses = true
+        /// The most body bytes a response may have, for requests that set no
+        /// ``HTTPSession/Request/maximumBodySize``. `nil` (default): no limit.
+        public var maximumResponseBodySize: Int64?
         public var proxy: Proxy?
         /// TLS trust and pinning. Default: the system's trust store, host names checked.
         public var securityPolicy: SecurityPolicy = .default

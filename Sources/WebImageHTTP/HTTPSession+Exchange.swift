@@ -62,6 +62,7 @@ extension HTTPSession {
             let timeout = request.timeout ?? configuration.requestTimeout
             let requestEnd = clock.now + .nanoseconds(Int64(min(timeout, 1e9) * 1e9))
             let deadline = Swift.min(requestEnd, taskDeadline)
+            let bodyLimit = request.maximumBodySize ?? configuration.maximumResponseBodySize
             let expired: @Sendable () -> HTTPSessionError = { [url = request.url] in
                 HTTPSessionError(
                     .timedOut,
@@ -102,7 +103,7 @@ extension HTTPSession {
                 task: task,
                 delegate: delegate
             ) {
-                for try await _ in response.body {}  // drain the redirect's own body
+                try await discard(response.body, limit: bodyLimit, head: head)
                 metrics.redirectCount += 1
                 visited.insert(next.url.absoluteString)
                 task.emit(.redirect(from: head, to: next))
@@ -116,13 +117,18 @@ extension HTTPSession {
                 let credential =
                     await (delegate?.task(task, didReceiveChallenge: challenge) ?? configuration.credential)
                 if let credential {
-                    for try await _ in response.body {}
+                    try await discard(response.body, limit: bodyLimit, head: head)
                     authenticationAttempts += 1
                     request.setBasicAuthorization(username: credential.user, password: credential.password)
                     continue
                 }
             }
 
+            if let limit = bodyLimit, let expected = head.expectedContentLength, expected > limit,
+                head.headers["Content-Encoding"] == nil, request.method != .head
+            {
+                throw Self.bodyTooLarge(head, limit: limit, detail: "its Content-Length of \(expected) bytes")
+            }
             let offset: Int64
             do {
                 offset = try sink.begin(head)
@@ -145,6 +151,9 @@ extension HTTPSession {
                 // A Data per chunk only for those who look at chunks (delegate, event streams).
                 let makeChunk = { Data(buffer: buffer, byteTransferStrategy: .noCopy) }
                 received += Int64(buffer.readableBytes)
+                if let limit = bodyLimit, received > limit {
+                    throw Self.bodyTooLarge(head, limit: limit, detail: "its body")
+                }
                 let state = task.didReceive(byteCount: buffer.readableBytes, chunk: makeChunk)
                 if state.isCanceling { throw HTTPSessionError.cancelled(request.url) }
                 do {
@@ -177,6 +186,25 @@ extension HTTPSession {
             metrics.bytesSent = task.countOfBytesSent
             return metrics
         }
+    }
+
+    /// Reads and drops a body nobody receives (a redirect's, a challenge's), up to `limit` bytes.
+    private func discard(_ body: HTTPClientResponse.Body, limit: Int64?, head: Response) async throws {
+        var count: Int64 = 0
+        for try await buffer in body {
+            count += Int64(buffer.readableBytes)
+            if let limit, count > limit { throw Self.bodyTooLarge(head, limit: limit, detail: "its body") }
+        }
+    }
+
+    /// The error for a response whose body (`detail`) is over `limit` bytes.
+    private static func bodyTooLarge(_ head: Response, limit: Int64, detail: String) -> HTTPSessionError {
+        HTTPSessionError(
+            .responseTooLarge,
+            url: head.url,
+            message: "\(head.url): the response is too large: \(detail) is over the \(limit)-byte limit",
+            response: head
+        )
     }
 
     /// The request to follow for a redirect response, or `nil` when it is not followed.

@@ -32,6 +32,9 @@ public struct HTTPSessionError: Error, Sendable, CustomStringConvertible {
         case serverCertificateUntrusted
         /// Reading or writing a local file failed.
         case fileError
+        /// The response body is larger than the request's (or the session's) size limit; the
+        /// task stopped reading there.
+        case responseTooLarge
         /// Any other transport failure.
         case networkError
     }

@@ -19,6 +19,11 @@ extension HTTPSession {
         public var timeout: TimeInterval?
         /// Send and store cookies when the session has a cookie store. Default `true`.
         public var handlesCookies = true
+        /// The most body bytes to accept (after decompression); past it the task stops reading and
+        /// fails with ``HTTPSessionError/Code/responseTooLarge``. A `Content-Length` over it fails
+        /// before the body is read. `nil` (default): the session's
+        /// ``HTTPSession/Configuration/maximumResponseBodySize``.
+        public var maximumBodySize: Int64?
 
         public init(
             url: URL,

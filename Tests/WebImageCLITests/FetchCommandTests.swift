@@ -66,6 +66,35 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
+    func maxDownloadSize() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let origin = try await OriginServer.start()
+        let noise = try PNGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 64, height: 64), format: .png),
+            as: .png,
+            options: .init()
+        )
+        origin.setRoute("/a.png", .data(noise, contentType: "image/png"))
+        let url = origin.url("/a.png").absoluteString
+        let limited = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--max-download-size", "1K", url,
+        ])
+        #expect(noise.count > 1024)
+        #expect(limited.status == 1)
+        let failure = try #require(try limited.jsonLines().first?["error"] as? [String: Any])
+        #expect(failure["code"] as? String == "downloadTooLarge")
+        #expect((failure["message"] as? String)?.contains("1024-byte limit") == true)
+
+        let lifted = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--max-download-size", "0", url,
+        ])
+        #expect(lifted.status == 0, "\(lifted.stderr)")
+        #expect(try lifted.jsonLines().first?["bytes"] as? Int == noise.count)
+        await origin.stop()
+    }
+
     @Test("Usage errors exit 2 and name the bad input")
     func usage() async throws {
         for arguments in [
@@ -73,6 +102,8 @@ struct FetchCommandTests {
             ["fetch", "--header", "no colon", "http://x/a.png"], ["fetch"],
             ["fetch", "--format", "gif", "--output", "o", "x"],
             ["prefetch"], ["cache", "trim", "--expire-type", "someday"],
+            ["fetch", "--max-download-size", "12X", "http://x/a.png"],
+            ["fetch", "--max-download-size", "-1", "http://x/a.png"],
         ] {
             let result = try await CLIRunner.runDetached(arguments)
             #expect(result.status == 2, "\(arguments)")

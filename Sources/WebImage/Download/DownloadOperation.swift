@@ -121,6 +121,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         guard let options else { return onFinish() }
         var request = HTTPSession.Request(url: url, headers: hooks.headers, timeout: configuration.downloadTimeout)
         request.handlesCookies = options.contains(.handleCookies)
+        request.maximumBodySize = configuration.maximumDownloadSize
         // refreshCached: revalidate what the caller has.
         if options.contains(.refreshCached), let cached = context.cachedResponse {
             if let etag = cached.etag { request.headers["If-None-Match"] = etag }
@@ -207,7 +208,7 @@ public final class DownloadOperation: ImageDownloadOperation {
                 image: nil,
                 data: nil,
                 error: WebImageError(
-                    .networkError,
+                    error.code == .responseTooLarge ? .downloadTooLarge : .networkError,
                     url: url,
                     message: error.message,
                     statusCode: error.statusCode,

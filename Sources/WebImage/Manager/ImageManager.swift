@@ -486,20 +486,11 @@ public final class ImageManager: Sendable {
         DispatchQueue.global().async { [self] in
             guard !operation.isCancelled else { return }
             let data: Data
-            do {
-                data = try Data(contentsOf: url)
+            do throws(WebImageError) {
+                data = try Self.readFile(url, limit: imageLoader.configuration.maximumDownloadSize)
             } catch {
                 failed.withLock { _ = $0.insert(url) }
-                deliver(
-                    .failure(
-                        WebImageError(
-                            .networkError,
-                            url: url,
-                            message: "\(url.path): cannot read: \(error.localizedDescription)"
-                        ),
-                        url
-                    )
-                )
+                deliver(.failure(error, url))
                 return
             }
             var image: DecodedImage?
@@ -605,6 +596,32 @@ public final class ImageManager: Sendable {
         case "http", "https": url.host?.isEmpty == false
         case "file": !url.path.isEmpty
         default: false
+        }
+    }
+
+    /// A file URL's bytes, at most `limit` of them (a device such as `/dev/zero` never ends).
+    private static func readFile(_ url: URL, limit: Int64?) throws(WebImageError) -> Data {
+        do {
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            guard let limit else { return try handle.readToEnd() ?? Data() }
+            let data = try handle.read(upToCount: Int(clamping: limit) + 1) ?? Data()
+            guard data.count <= limit else {
+                throw WebImageError(
+                    .downloadTooLarge,
+                    url: url,
+                    message: "\(url.path): the file is too large: it is over the \(limit)-byte limit"
+                )
+            }
+            return data
+        } catch let error as WebImageError {
+            throw error
+        } catch {
+            throw WebImageError(
+                .networkError,
+                url: url,
+                message: "\(url.path): cannot read: \(error.localizedDescription)"
+            )
         }
     }
 

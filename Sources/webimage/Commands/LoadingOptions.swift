@@ -19,6 +19,12 @@ struct LoadingOptions: ParsableArguments {
     @Option(help: "Seconds each request may take.")
     var timeout: Double = 15
 
+    @Option(
+        name: .customLong("max-download-size"),
+        help: "Largest download accepted, in bytes or with a K, M or G suffix (default 128M; 0: no limit)."
+    )
+    var maxDownloadSize: String?
+
     @Option(name: .customLong("header"), help: "A request header, 'Name: value' (repeatable).")
     var headers: [String] = []
 
@@ -44,6 +50,11 @@ struct LoadingOptions: ParsableArguments {
         guard timeout > 0, timeout.isFinite else {
             throw ValidationError("--timeout must be a positive number of seconds")
         }
+        if let maxDownloadSize, Self.parseByteCount(maxDownloadSize) == nil {
+            throw ValidationError(
+                "--max-download-size '\(maxDownloadSize)' is not a byte count like 5000000, 512K, 20M or 1G"
+            )
+        }
         for header in headers where Self.parseHeader(header) == nil {
             throw ValidationError("--header '\(header)' is not 'Name: value'")
         }
@@ -62,6 +73,20 @@ struct LoadingOptions: ParsableArguments {
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, !name.contains(" ") else { return nil }
         return (name, value)
+    }
+
+    /// `12345`, `512K`, `20M`, `1G` (binary multiples) as bytes; `nil` when malformed or negative.
+    static func parseByteCount(_ text: String) -> Int64? {
+        let multipliers: [Character: Int64] = ["k": 1 << 10, "m": 1 << 20, "g": 1 << 30]
+        var digits = Substring(text.trimmingCharacters(in: .whitespaces))
+        var multiplier: Int64 = 1
+        if let last = digits.last, let factor = multipliers[Character(last.lowercased())] {
+            multiplier = factor
+            digits = digits.dropLast()
+        }
+        guard let count = Int64(digits), count >= 0 else { return nil }
+        let bytes = count.multipliedReportingOverflow(by: multiplier)
+        return bytes.overflow ? nil : bytes.partialValue
     }
 
     var imageOptions: ImageOptions {
@@ -96,6 +121,9 @@ struct LoadingOptions: ParsableArguments {
         configuration.logger = Verbosity.logger("downloader")
         configuration.maxConcurrentDownloads = maxDownloads
         configuration.downloadTimeout = timeout
+        if let limit = maxDownloadSize.flatMap(Self.parseByteCount) {
+            configuration.maximumDownloadSize = limit == 0 ? nil : limit
+        }
         for header in headers {
             if let (name, value) = Self.parseHeader(header) { configuration.headers[name] = value }
         }

@@ -31,6 +31,31 @@ struct ResponseTests {
         await origin.stop()
     }
 
+    @Test("A response over maximumDownloadSize is downloadTooLarge; a request modifier may lift the limit")
+    func downloadSizeLimit() async throws {
+        let origin = try await OriginServer.start()
+        let png = DownloaderFixtures.png
+        origin.setRoute("/declared.png", DownloaderFixtures.route())
+        origin.setRoute("/chunked.png", DownloaderFixtures.route(behavior: .init(chunkSize: 64, chunkedEncoding: true)))
+        var configuration = ImageDownloader.Configuration()
+        configuration.maximumDownloadSize = Int64(png.count - 1)
+        let downloader = ImageDownloader(configuration: configuration)
+        for path in ["/declared.png", "/chunked.png"] {
+            let error = await Self.failure(downloader, origin.url(path))
+            #expect(error?.code == .downloadTooLarge, "\(path): \(String(describing: error))")
+            #expect(error?.message.contains(origin.url(path).absoluteString) == true)
+            #expect(error?.message.contains("\(png.count - 1)-byte limit") == true)
+        }
+        let lifted = ImageContext(requestModifier: { request in
+            var request = request
+            request.maximumBodySize = Int64(png.count)
+            return request
+        })
+        let result = try await downloader.image(with: origin.url("/chunked.png"), context: lifted)
+        #expect(result.data == png && result.image?.width == 32)
+        await origin.stop()
+    }
+
     @Test("A nil, empty or non-http URL completes once, at once, with invalidURL")
     func invalidURLs() async throws {
         let downloader = ImageDownloader()

@@ -267,8 +267,29 @@ struct ImageManagerTests {
         #expect(try await fixture.manager.loadImage(with: file).cacheType == .memory)
         do {
             _ = try await fixture.manager.loadImage(with: fixture.folder.file("absent.png"))
+            Issue.record("a missing file loaded")
         } catch {
             #expect(error.message.contains("absent.png"))
+        }
+    }
+
+    @Test("A file URL that never ends (/dev/zero) stops at the downloader's maximumDownloadSize")
+    func endlessFile() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        var configuration = ImageDownloader.Configuration()
+        configuration.maximumDownloadSize = 1 << 20
+        let manager = ImageManager(
+            cache: CacheFixtures.cache(folder),
+            loader: ImageDownloader(configuration: configuration)
+        )
+        let url = URL(fileURLWithPath: "/dev/zero")
+        do {
+            _ = try await manager.loadImage(with: url)
+            Issue.record("/dev/zero loaded")
+        } catch {
+            #expect(error.code == .downloadTooLarge)
+            #expect(error.message.contains("/dev/zero") && error.message.contains("\(1 << 20)-byte limit"))
         }
     }
 
