@@ -1,4 +1,5 @@
 #include "CWebImageShims.h"
+#include "shims_clock.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@ struct wi_jpeg_error {
     jmp_buf jump;
     char message[JMSG_LENGTH_MAX];
     int hit_end_of_data;
+    int limit_hit;
 };
 
 struct wi_jpeg_decoder {
@@ -21,7 +23,30 @@ struct wi_jpeg_decoder {
     const uint8_t *data;
     size_t size;
     int created;
+    struct jpeg_progress_mgr progress;
+    int max_scans;
+    int64_t deadline_ns;
+    double budget_seconds;
 };
+
+// libjpeg calls this every few rows of every pass, so it bounds both a scan bomb (a progressive
+// file with thousands of scans, each a pass over the coefficients) and the time of any decode.
+static void wi_jpeg_progress_monitor(j_common_ptr cinfo) {
+    // `info` is the decoder's first member, so the decompressor's address is the decoder's.
+    wi_jpeg_decoder *decoder = (wi_jpeg_decoder *)cinfo;
+    struct wi_jpeg_error *error = &decoder->error;
+    if (decoder->max_scans > 0 && decoder->info.input_scan_number > decoder->max_scans) {
+        snprintf(error->message, sizeof error->message, "more than %d scans (a progressive JPEG has about 10)",
+                 decoder->max_scans);
+    } else if (decoder->deadline_ns != 0 && wi_monotonic_ns() > decoder->deadline_ns) {
+        snprintf(error->message, sizeof error->message, "decoding took longer than the %.3g s limit",
+                 decoder->budget_seconds);
+    } else {
+        return;
+    }
+    error->limit_hit = 1;
+    longjmp(error->jump, 1);
+}
 
 static void wi_jpeg_error_exit(j_common_ptr cinfo) {
     struct wi_jpeg_error *error = (struct wi_jpeg_error *)cinfo->err;
@@ -49,6 +74,7 @@ static void wi_jpeg_install_errors(struct wi_jpeg_error *error, struct jpeg_erro
     error->pub.output_message = wi_jpeg_output_message;
     error->message[0] = 0;
     error->hit_end_of_data = 0;
+    error->limit_hit = 0;
 }
 
 wi_jpeg_decoder *wi_jpeg_decoder_create(const uint8_t *data, size_t size) {
@@ -76,6 +102,16 @@ void wi_jpeg_decoder_destroy(wi_jpeg_decoder *decoder) {
 const char *wi_jpeg_decoder_message(const wi_jpeg_decoder *decoder) { return decoder->error.message; }
 
 int wi_jpeg_decoder_hit_end_of_data(const wi_jpeg_decoder *decoder) { return decoder->error.hit_end_of_data; }
+
+int wi_jpeg_decoder_limit_hit(const wi_jpeg_decoder *decoder) { return decoder->error.limit_hit; }
+
+void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns) {
+    decoder->max_scans = max_scans;
+    decoder->deadline_ns = wi_deadline_after(budget_ns);
+    decoder->budget_seconds = (double)budget_ns / 1e9;
+    decoder->progress.progress_monitor = wi_jpeg_progress_monitor;
+    decoder->info.progress = &decoder->progress;
+}
 
 struct jpeg_decompress_struct *wi_jpeg_decoder_info(wi_jpeg_decoder *decoder) { return &decoder->info; }
 

@@ -1,4 +1,5 @@
 #include "CWebImageShims.h"
+#include "shims_clock.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@ struct wi_png_decoder {
     int out_of_memory;
     uint8_t *external_pixels;
     size_t external_capacity;
+    int64_t deadline_ns;
+    double budget_seconds;
     wi_png_state state;
 };
 
@@ -85,6 +88,12 @@ static void wi_png_row_callback(png_structp png, png_bytep new_row, png_uint_32 
         decoder->state.rows_done = 0;
     }
     decoder->state.rows_done = row + 1;
+    if (decoder->deadline_ns != 0 && wi_monotonic_ns() > decoder->deadline_ns) {
+        decoder->limit_exceeded = 1;
+        char text[80];
+        snprintf(text, sizeof text, "decoding took longer than the %.3g s limit", decoder->budget_seconds);
+        png_error(png, text);
+    }
 }
 
 static void wi_png_end_callback(png_structp png, png_infop info) {
@@ -119,6 +128,11 @@ wi_png_decoder *wi_png_decoder_create(uint64_t max_pixels) {
 void wi_png_decoder_use_buffer(wi_png_decoder *decoder, uint8_t *pixels, size_t capacity) {
     decoder->external_pixels = pixels;
     decoder->external_capacity = capacity;
+}
+
+void wi_png_decoder_set_time_budget(wi_png_decoder *decoder, int64_t budget_ns) {
+    decoder->deadline_ns = wi_deadline_after(budget_ns);
+    decoder->budget_seconds = (double)budget_ns / 1e9;
 }
 
 void wi_png_decoder_destroy(wi_png_decoder *decoder) {

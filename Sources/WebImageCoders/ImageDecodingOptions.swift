@@ -1,7 +1,7 @@
 /// How to decode: size limits, thumbnails, frames and orientation.
 ///
-/// The defaults decode every frame at full size, leave orientation as stored, and reject images
-/// over 100 megapixels before allocating anything.
+/// The defaults decode every frame at full size, leave orientation as stored, reject images over
+/// 100 megapixels before allocating anything, and give up on a decode after 10 seconds.
 public struct ImageDecodingOptions: Sendable, Hashable {
     /// Decode to fit inside this box, keeping the aspect ratio; never upscales. JPEG uses libjpeg's
     /// DCT scaling so the full-size bitmap is never allocated. `nil` (default): full size.
@@ -19,6 +19,11 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// Reject animations whose composed frames together would take more bytes than this.
     /// Default 1 GiB.
     public var maxAnimationBytes: Int
+    /// Give up on a decode that takes longer than this (``CoderError/limitExceeded(_:_:)``):
+    /// checked every few rows of JPEG and PNG images and between animation frames (a still WebP
+    /// or GIF frame is bounded by ``maxPixelCount`` instead). JPEG also stops past 1,000 scans.
+    /// Progressive previews get the budget each. `nil`: no time limit. Default 10 seconds.
+    public var maxDecodeDuration: Duration?
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
     /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.
     public var applyOrientation: Bool
@@ -30,8 +35,10 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         maxPixelCount: Int = 100_000_000,
         maxFrameCount: Int = 10_000,
         maxAnimationBytes: Int = 1 << 30,
+        maxDecodeDuration: Duration? = .seconds(10),
         applyOrientation: Bool = false
     ) {
+        self.maxDecodeDuration = maxDecodeDuration
         self.thumbnailPixelSize = thumbnailPixelSize
         self.scaleDownLimitBytes = scaleDownLimitBytes
         self.firstFrameOnly = firstFrameOnly

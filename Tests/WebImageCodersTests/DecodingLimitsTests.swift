@@ -106,6 +106,66 @@ struct DecodingLimitsTests {
         }
     }
 
+    @Test("A decode over maxDecodeDuration fails with limitExceeded; without a limit it succeeds")
+    func decodeTimeLimit() throws {
+        let still = DecodedImage(bitmap: GeneratedImages.noise(width: 256, height: 256), format: .png)
+        let animation = GeneratedImages.animation(
+            width: 64,
+            height: 64,
+            colors: (0..<4).map { RGBA(r: UInt8($0 * 60), g: 9, b: 9) },
+            format: .gif
+        )
+        let apng = PNGBuilder(width: 8, height: 8, colorType: .rgba).buildAnimated(
+            frames: (0..<3).map { index in
+                PNGBuilder.Frame(width: 8, height: 8) { _, _ in [UInt16(index * 80), 0, 0, 255] }
+            },
+            plays: 0
+        )
+        let inputs: [(String, Data)] = [
+            ("jpeg", try JPEGCoder().encode(still, as: .jpeg, options: .init())),
+            ("progressive jpeg", try JPEGCoder().encode(still, as: .jpeg, options: .init(progressive: true))),
+            ("png", try PNGCoder().encode(still, as: .png, options: .init())),
+            ("gif", try GIFCoder().encode(animation, as: .gif, options: .init())),
+            ("animated webp", try WebPCoder().encode(animation, as: .webp, options: .init())),
+            ("apng", apng),
+        ]
+        for (name, data) in inputs {
+            var failure: CoderError?
+            do {
+                _ = try ImageCodersManager.shared.decode(data, options: .init(maxDecodeDuration: .nanoseconds(1)))
+            } catch {
+                failure = error
+            }
+            #expect(failure?.code == "limitExceeded", "\(name): \(String(describing: failure))")
+            #expect(failure.map { "\($0)".contains("longer than") } == true, "\(name)")
+            let image = try ImageCodersManager.shared.decode(data, options: .init(maxDecodeDuration: nil))
+            #expect(image.width > 0, "\(name)")
+        }
+    }
+
+    @Test("A JPEG with more than 1,000 scans is rejected (a scan bomb)")
+    func jpegScanBomb() throws {
+        let data = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 32, height: 32), format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+        let bytes = [UInt8](data)
+        // The last scan runs from the last SOS marker to EOI; repeating it keeps the file valid
+        // (libjpeg only warns about the pointless refinement) but multiplies the passes.
+        let lastScan = try #require((0..<bytes.count - 1).last { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA })
+        let scan = bytes[lastScan..<(bytes.count - 2)]
+        func repeated(_ count: Int) -> Data {
+            Data(bytes[..<lastScan] + (0..<count).flatMap { _ in scan } + [0xFF, 0xD9])
+        }
+        #expect(try JPEGCoder().decode(repeated(20), options: .init()).width == 32)
+        #expect {
+            try JPEGCoder().decode(repeated(1_100), options: .init(maxDecodeDuration: nil))
+        } throws: { error in
+            (error as? CoderError)?.code == "limitExceeded" && "\(error)".contains("scans")
+        }
+    }
+
     @Test("Memory cost counts every frame")
     func cost() {
         let animation = GeneratedImages.animation(

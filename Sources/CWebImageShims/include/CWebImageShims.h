@@ -31,6 +31,11 @@ void wi_jpeg_decoder_destroy(wi_jpeg_decoder *decoder);
 const char *wi_jpeg_decoder_message(const wi_jpeg_decoder *decoder);
 /// 1 when the data ended before the image did (libjpeg then fills in the rest).
 int wi_jpeg_decoder_hit_end_of_data(const wi_jpeg_decoder *decoder);
+/// Makes decoding fail once the data has more than `max_scans` scans (0: no limit) or decoding
+/// has taken `budget_ns` nanoseconds from now (0: no limit). Set before `read_header`.
+void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns);
+/// 1 when a failure came from the limits of `wi_jpeg_decoder_set_limits`.
+int wi_jpeg_decoder_limit_hit(const wi_jpeg_decoder *decoder);
 /// The libjpeg state, for reading the header fields and setting decompression parameters
 /// between `read_header` and `start`.
 struct jpeg_decompress_struct *wi_jpeg_decoder_info(wi_jpeg_decoder *decoder);
@@ -74,6 +79,9 @@ void wi_png_decoder_destroy(wi_png_decoder *decoder);
 /// Makes the decoder write pixels into `pixels` (`capacity` bytes, rows width × 4 apart) instead
 /// of allocating its own buffer; the header's size must fit or decoding fails.
 void wi_png_decoder_use_buffer(wi_png_decoder *decoder, uint8_t *pixels, size_t capacity);
+/// Makes feeding fail with WI_LIMIT_EXCEEDED once decoding has taken `budget_ns` nanoseconds
+/// from now (checked every row; 0: no limit).
+void wi_png_decoder_set_time_budget(wi_png_decoder *decoder, int64_t budget_ns);
 /// Feeds the next bytes of the file. May be called with any chunking.
 wi_status wi_png_decoder_feed(wi_png_decoder *decoder, const uint8_t *data, size_t size);
 const char *wi_png_decoder_message(const wi_png_decoder *decoder);

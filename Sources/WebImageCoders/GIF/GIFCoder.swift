@@ -105,6 +105,7 @@ struct GIFReader {
         try options.checkPixelLimit(canvasSize, format: .gif)
         let globalColors = Self.palette(gif.pointee.SColorMap)
 
+        let deadline = DecodeDeadline(options)
         var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
         var frames: [DecodedImage.Frame] = []
         var frameCount = 0
@@ -158,6 +159,7 @@ struct GIFReader {
                     height: Int(desc.Height)
                 )
                 frameCount += 1
+                try deadline.check(.gif)
                 if options.firstFrameOnly && !frames.isEmpty {
                     // Count the remaining frames without decoding them.
                     try Self.skipImageData(gif, fail: fail)

@@ -47,3 +47,25 @@ extension ImageDecodingOptions {
         }
     }
 }
+
+/// A decode's time budget (``ImageDecodingOptions/maxDecodeDuration``), counted from its start.
+struct DecodeDeadline {
+    private let start = ContinuousClock.now
+    private let limit: Duration?
+
+    init(_ options: ImageDecodingOptions) { limit = options.maxDecodeDuration }
+
+    /// Nanoseconds left, for the C decoders: 0 for no limit, otherwise at least 1.
+    var remainingNanoseconds: Int64 {
+        guard let limit else { return 0 }
+        let (seconds, attoseconds) = (limit - (ContinuousClock.now - start)).components
+        guard seconds < Int64.max / 1_000_000_000 else { return Int64.max }
+        return max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    /// Throws when the budget is spent.
+    func check(_ format: ImageFormat) throws(CoderError) {
+        guard let limit, ContinuousClock.now - start > limit else { return }
+        throw .limitExceeded(format, "decoding took longer than the \(limit) limit")
+    }
+}

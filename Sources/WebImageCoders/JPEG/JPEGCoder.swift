@@ -37,6 +37,9 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
 
     /// Decodes; with `allowTruncation` data that ends early gives a partial image instead of an
     /// error (libjpeg fills the missing part).
+    /// Scans a JPEG may have: a progressive file has about 10; thousands are a decoding-time attack.
+    static let maxScans: Int32 = 1000
+
     func decode(
         _ data: Data,
         options: ImageDecodingOptions,
@@ -50,6 +53,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                 let decoder = wi_jpeg_decoder_create(base, raw.count)
             else { throw .outOfMemory(.jpeg, "cannot create a JPEG decompressor") }
             defer { wi_jpeg_decoder_destroy(decoder) }
+            wi_jpeg_decoder_set_limits(decoder, Self.maxScans, DecodeDeadline(options).remainingNanoseconds)
             return try decode(with: decoder, options: options, allowTruncation: allowTruncation)
         }
     }
@@ -63,6 +67,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
     {
         func failure() -> CoderError {
             let message = String(cString: wi_jpeg_decoder_message(decoder))
+            if wi_jpeg_decoder_limit_hit(decoder) != 0 { return .limitExceeded(.jpeg, message) }
             if wi_jpeg_decoder_hit_end_of_data(decoder) != 0 {
                 return .truncatedData(.jpeg, message.isEmpty ? "the data ends before the image" : message)
             }

@@ -108,6 +108,7 @@ struct APNGDecoder {
         let frameLimit = options.firstFrameOnly ? 1 : animation.frames.count
         try options.checkAnimationLimits(frameCount: frameLimit, canvas: canvasSize, format: .png)
 
+        let deadline = DecodeDeadline(options)
         var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
         var output: [DecodedImage.Frame] = []
         var hasTransparency = animation.hasAlpha
@@ -117,7 +118,8 @@ struct APNGDecoder {
             else {
                 throw .corruptData(.png, "frame \(index) (\(frame.rect)) lies outside the \(canvasSize) canvas")
             }
-            let bitmap = try PNGCoder.decodeStill(frameStream(for: frame), options: options)
+            try deadline.check(.png)
+            let bitmap = try PNGCoder.decodeStill(frameStream(for: frame), options: options, deadline: deadline)
             let dispose: APNGAnimation.Dispose = index == 0 && frame.dispose == .previous ? .background : frame.dispose
             let saved = dispose == .previous ? canvas.cropped(to: frame.rect) : nil
             canvas.draw(bitmap, atX: frame.rect.x, y: frame.rect.y, blend: frame.blendOver && index > 0)

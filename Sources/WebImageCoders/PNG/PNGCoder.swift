@@ -31,12 +31,16 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         if let animation {
             return try APNGDecoder(animation: animation, data: data, options: options).decode()
         }
-        let bitmap = try Self.decodeStill(data, options: options)
+        let bitmap = try Self.decodeStill(data, options: options, deadline: DecodeDeadline(options))
         return DecodedImage(frames: [.init(bitmap: bitmap)], format: .png).finished(with: options)
     }
 
-    /// Decodes a complete, non-animated PNG stream into a new bitmap.
-    static func decodeStill(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> Bitmap {
+    /// Decodes a complete, non-animated PNG stream into a new bitmap, within `deadline`.
+    static func decodeStill(
+        _ data: Data,
+        options: ImageDecodingOptions,
+        deadline: DecodeDeadline
+    ) throws(CoderError) -> Bitmap {
         // The header tells the size, so the bitmap is allocated once and libpng writes into it.
         let size = try data.withBytes { (bytes) throws(CoderError) -> PixelSize in
             guard bytes.count >= 24, PNGChunkReader.bigEndianUInt32(bytes, at: 12) == 0x4948_4452 else {
@@ -52,6 +56,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
             throw .outOfMemory(.png, "cannot create a PNG decoder")
         }
         defer { wi_png_decoder_destroy(decoder) }
+        wi_png_decoder_set_time_budget(decoder, deadline.remainingNanoseconds)
         var hasAlpha = true
         let bitmap = try Bitmap(width: size.width, height: size.height, hasAlpha: true) {
             (buffer) throws(CoderError) in

@@ -148,7 +148,9 @@ struct WebPAnimationDecoder {
         var frames: [DecodedImage.Frame] = []
         var previousTimestamp: Int32 = 0
         var hasAlpha = declaresAlpha
+        let deadline = DecodeDeadline(options)
         while frames.count < wanted, WebPAnimDecoderHasMoreFrames(decoder) != 0 {
+            try deadline.check(.webp)
             var buffer: UnsafeMutablePointer<UInt8>?
             var timestamp: Int32 = 0
             guard WebPAnimDecoderGetNext(decoder, &buffer, &timestamp) != 0, let buffer else {
