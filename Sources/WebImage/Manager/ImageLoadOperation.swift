@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WebImageCoders
 
 /// One ``ImageManager`` load (SDWebImageCombinedOperation): its cache query and its download
@@ -16,7 +17,13 @@ public final class ImageLoadOperation: Sendable, Hashable {
     public let url: URL?
     private let onCancel: @Sendable () -> Void
 
+    /// Load operations alive in the process: a leak check for tests and soak runs.
+    package static let liveCount = Atomic<Int>(0)
+
+    deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
+
     init(url: URL?, onCancel: @escaping @Sendable () -> Void) {
+        Self.liveCount.add(1, ordering: .relaxed)
         self.url = url
         self.onCancel = onCancel
     }

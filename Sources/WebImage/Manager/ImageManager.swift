@@ -280,6 +280,9 @@ public final class ImageManager: Sendable {
             guard let operation = operationBox.withLock({ $0 }) else { return }
             if event.isFinal {
                 guard operation.claimFinish() else { return }
+                // The operation's cancel handler holds this closure, which holds the box: letting
+                // go of the operation here breaks that cycle.
+                operationBox.withLock { $0 = nil }
                 self?.running.withLock { _ = $0.remove(operation) }
             } else if operation.isFinished {
                 return

@@ -273,6 +273,42 @@ struct ImageManagerTests {
         }
     }
 
+    @Test("Loaded, memory-hit, failed and cancelled loads release their operations")
+    func operationsAreReleased() async throws {
+        final class WeakOperation {
+            weak var value: ImageLoadOperation?
+            init(_ value: ImageLoadOperation) { self.value = value }
+        }
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        origin.setRoute(
+            "/slow.png",
+            .data(ManagerImages.redPNG, contentType: "image/png", behavior: .init(delay: .seconds(5)))
+        )
+        let (finals, continuation) = AsyncStream.makeStream(of: WebImageError.Code?.self)
+        var references: [WeakOperation] = []
+        var codes: [WebImageError.Code?] = []
+        var iterator = finals.makeAsyncIterator()
+        for (path, cancels) in [("/a.png", false), ("/a.png", false), ("/missing.png", false), ("/slow.png", true)] {
+            let operation = fixture.manager.loadImage(with: origin.url(path)) { _, _, error, _, finished, _ in
+                if finished { continuation.yield(error?.code) }
+            }
+            references.append(WeakOperation(operation))
+            if cancels { operation.cancel() }
+            codes.append(await iterator.next() ?? nil)
+        }
+        #expect(codes == [nil, nil, .invalidDownloadStatusCode, .cancelled])
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(5)
+        while references.contains(where: { $0.value != nil }) && clock.now < end {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(references.allSatisfy { $0.value == nil })
+        await origin.stop()
+    }
+
     @Test("A file URL that never ends (/dev/zero) stops at the downloader's maximumDownloadSize")
     func endlessFile() async throws {
         let folder = try TemporaryDirectory()
