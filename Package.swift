@@ -120,6 +120,16 @@ let package = Package(
             path: "Sources/CacheStressTool",
             swiftSettings: swiftSettings
         ),
+        // The soak run: 50,000 loads through ImageManager against a local origin (README, Hardening).
+        .executableTarget(
+            name: "webimage-soak",
+            dependencies: [
+                "WebImage", "WebImageOrigin", "WebImageTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/SoakTool",
+            swiftSettings: swiftSettings
+        ),
         // Test-only helpers: generated images, PNG/GIF builders, the WEBIMAGE_CORPUS loader.
         .target(
             name: "WebImageTestSupport",
@@ -143,7 +153,9 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageTests",
-            dependencies: ["WebImage", "WebImageOrigin", "WebImageTestSupport", "webimage-cache-stress"],
+            dependencies: [
+                "WebImage", "WebImageOrigin", "WebImageTestSupport", "webimage-cache-stress", "webimage-soak",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

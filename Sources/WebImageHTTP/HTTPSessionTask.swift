@@ -74,6 +74,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         runner: @escaping @Sendable (HTTPSessionTask) async -> Void,
         onFinish: @escaping @Sendable (HTTPSessionTask, HTTPSessionError?) -> Void
     ) {
+        Self.liveCount.add(1, ordering: .relaxed)
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
         originalRequest = request
         sessionBox = Protected(WeakSession(session: session))
@@ -81,6 +82,11 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         self.runner = runner
         self.onFinish = onFinish
     }
+
+    deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
+
+    /// Tasks alive in the process: a leak check for tests and soak runs.
+    package static let liveCount = Atomic<Int>(0)
 
     /// The session that made the task (`nil` once it is gone).
     public var session: HTTPSession? { sessionBox.withLock { $0.session } }

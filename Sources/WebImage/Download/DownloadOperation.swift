@@ -39,7 +39,7 @@ public final class DownloadOperation: ImageDownloadOperation {
     private let state: Protected<State>
 
     /// Operations alive in the process: a leak check for tests and soak runs.
-    static let liveCount = Atomic<Int>(0)
+    package static let liveCount = Atomic<Int>(0)
 
     deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
 

@@ -5,17 +5,18 @@ import WebImageTestSupport
 
 /// Runs `webimage-cache-stress` (built beside the tests) as a child process.
 enum StressProcess {
-    static var executable: URL {
+    static var executable: URL { helper("webimage-cache-stress") }
+
+    /// A helper executable of this package, built beside the test bundle.
+    static func helper(_ name: String) -> URL {
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("webimage-cache-stress")
+            let candidate = directory.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             directory = directory.deletingLastPathComponent()
         }
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
-                ".build/debug/webimage-cache-stress"
-            )
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)")
     }
 
     static func start(_ directory: URL, first: Int, count: Int, rounds: Int? = nil) throws -> (Process, Pipe) {

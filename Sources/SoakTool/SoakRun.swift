@@ -1,0 +1,359 @@
+import Foundation
+import Synchronization
+import WebImage
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+struct SoakSettings: Sendable {
+    var loads: Int
+    var concurrency: Int
+    var imageCount: Int
+    var cancelRate: Double
+    var failureRate: Double
+    var memoryLimit: Int
+    var diskLimit: Int
+    var seed: UInt64
+}
+
+/// One image the origin serves, and what a load of it must deliver.
+struct SoakImage: Sendable {
+    var data: Data
+    var contentType: String
+    var width: Int
+    var height: Int
+
+    /// JPEG (baseline and progressive), PNG, an animated GIF, WebP still and animated.
+    static func makeAll() throws -> [SoakImage] {
+        let coders = ImageCodersManager.shared
+        func still(
+            _ bitmap: Bitmap,
+            _ format: ImageFormat,
+            _ type: String,
+            progressive: Bool = false
+        ) throws
+            -> SoakImage
+        {
+            let data = try coders.encode(
+                DecodedImage(bitmap: bitmap, format: format),
+                as: format,
+                options: .init(quality: 0.8, progressive: progressive)
+            )
+            return SoakImage(data: data, contentType: type, width: bitmap.width, height: bitmap.height)
+        }
+        func animated(_ format: ImageFormat, _ type: String) throws -> SoakImage {
+            let colors = (0..<3).map { RGBA(r: UInt8(60 * $0), g: 120, b: 200) }
+            let animation = GeneratedImages.animation(width: 96, height: 64, colors: colors, format: format)
+            return SoakImage(
+                data: try coders.encode(animation, as: format),
+                contentType: type,
+                width: 96,
+                height: 64
+            )
+        }
+        return [
+            try still(GeneratedImages.noise(width: 320, height: 240), .jpeg, "image/jpeg"),
+            try still(GeneratedImages.gradient(width: 400, height: 300), .jpeg, "image/jpeg", progressive: true),
+            try still(GeneratedImages.noise(width: 128, height: 96), .png, "image/png"),
+            try animated(.gif, "image/gif"),
+            try still(GeneratedImages.gradient(width: 256, height: 192), .webp, "image/webp"),
+            try animated(.webp, "image/webp"),
+        ]
+    }
+}
+
+/// How one load ended.
+enum SoakOutcome: Sendable {
+    case network, memory, disk, cancelled
+    /// A load of a failing URL that failed as it should.
+    case expectedFailure
+    /// Anything else: the report lists these.
+    case unexpected(String)
+    /// No completion within the watchdog's minute.
+    case hung(String)
+}
+
+/// Runs the soak: the origin, one manager over a small cache, the loads, then the leak checks.
+struct SoakRun: Sendable {
+    let settings: SoakSettings
+
+    private static let failingCodes: Set<WebImageError.Code> = [
+        .invalidDownloadStatusCode, .badImageData, .networkError, .blackListed,
+    ]
+
+    /// What one load asks for and expects.
+    private struct Plan: Sendable {
+        var url: URL
+        var expected: SoakImage?
+        var options: ImageOptions
+        var cancelAfter: Double?
+        /// Through `async` `loadImage` (cancelled by cancelling its Swift task) rather than the
+        /// completion-handler API.
+        var usesAsync: Bool
+    }
+
+    func run(log: @escaping @Sendable (String) -> Void) async throws -> SoakReport {
+        var report = SoakReport(settings: settings)
+        let descriptorsBefore = ProcessStats.openDescriptors()
+        report.descriptorsAtStart = descriptorsBefore.count
+        let socketsBefore = descriptorsBefore.filter { $0.hasPrefix("socket:") }.count
+
+        let images = try SoakImage.makeAll()
+        let origin = try await OriginServer.start()
+        for index in 0..<settings.imageCount {
+            let image = images[index % images.count]
+            var behavior = OriginRoute.Behavior()
+            if index % 7 == 0 { behavior.chunkSize = 4096 }
+            if index % 11 == 0 { behavior.delay = .milliseconds(5) }
+            origin.setRoute("/img/\(index)", .data(image.data, contentType: image.contentType, behavior: behavior))
+        }
+        let jpeg = images[0].data
+        for index in 0..<20 {
+            origin.setRoute(
+                "/fail/corrupt-\(index)",
+                .data(Data(jpeg.prefix(200).reversed()), contentType: "image/jpeg")
+            )
+            origin.setRoute("/fail/truncated-\(index)", OriginRoute(body: jpeg, behavior: .init(truncateAfter: 1000)))
+        }
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webimage-soak-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var cacheConfiguration = ImageCache.Configuration()
+        cacheConfiguration.memoryLimits = .init(costLimit: settings.memoryLimit)
+        cacheConfiguration.disk.maxSize = settings.diskLimit
+        cacheConfiguration.cleanupInterval = 1
+        let cache = ImageCache(directory: folder, configuration: cacheConfiguration)
+        var sessionConfiguration = HTTPSession.Configuration()
+        sessionConfiguration.maximumConnectionsPerHost = 6
+        let session = HTTPSession(configuration: sessionConfiguration)
+        let downloader = ImageDownloader(session: session)
+        let manager = ImageManager(cache: cache, loader: downloader)
+
+        let tally = Protected(SoakTally())
+        let inFlight = Protected([Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]())
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        // Sampling and the watchdog: descriptors, RSS and disk size; loads stuck for a minute.
+        let sampler = Task {
+            var ticks = 0
+            while !Task.isCancelled {
+                let descriptors = ProcessStats.openDescriptors().count
+                let disk = ticks % 10 == 0 ? await cache.totalDiskSize() : 0
+                tally.withLock { tally in
+                    tally.peakDescriptors = max(tally.peakDescriptors, descriptors)
+                    tally.peakDiskBytes = max(tally.peakDiskBytes, disk)
+                }
+                let now = clock.now
+                let stuck = inFlight.withLock { loads in loads.filter { now - $0.value.started > .seconds(60) } }
+                for (index, load) in stuck { load.finish(.hung("load \(index) had no completion after 60 s")) }
+                ticks += 1
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+
+        let next = Protected(0)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<min(settings.concurrency, settings.loads) {
+                group.addTask {
+                    while true {
+                        let index = next.withLock { next in
+                            defer { next += 1 }
+                            return next
+                        }
+                        guard index < settings.loads else { return }
+                        let plan = plan(index, origin: origin, images: images)
+                        let outcome = await load(index, plan, manager: manager, inFlight: inFlight, tally: tally)
+                        tally.withLock { $0.record(outcome) }
+                        if (index + 1) % 5000 == 0 {
+                            let seconds = (clock.now - start).seconds
+                            log("\(index + 1) loads in \(String(format: "%.1f", seconds)) s")
+                        }
+                    }
+                }
+            }
+        }
+        report.seconds = (clock.now - start).seconds
+        sampler.cancel()
+        _ = await sampler.value
+
+        // Everything settles: no running load, no operation, no HTTP task left.
+        await Self.waitUntil { !manager.isRunning && downloader.currentDownloadCount == 0 }
+        await Self.waitUntil {
+            DownloadOperation.liveCount.load(ordering: .relaxed) == 0
+                && ImageLoadOperation.liveCount.load(ordering: .relaxed) == 0
+                && HTTPSessionTask.liveCount.load(ordering: .relaxed) == 0
+        }
+        report.liveDownloadOperations = DownloadOperation.liveCount.load(ordering: .relaxed)
+        report.liveLoadOperations = ImageLoadOperation.liveCount.load(ordering: .relaxed)
+        report.liveHTTPTasks = HTTPSessionTask.liveCount.load(ordering: .relaxed)
+        report.originRequests = origin.requests.count
+        report.memoryCost = cache.memoryCache.totalCost
+        _ = await cache.deleteOldFiles()
+        report.diskBytesAfterTrim = await cache.totalDiskSize()
+        report.socketsWhileIdle = ProcessStats.openDescriptors().filter { $0.hasPrefix("socket:") }.count
+
+        try await session.shutdown()
+        await origin.stop()
+        let descriptorsAfter = ProcessStats.openDescriptors()
+        report.descriptorsAtEnd = descriptorsAfter.count
+        // What stayed open that was not open before, by kind (`anon_inode:[eventpoll]`, a path…).
+        var remaining = descriptorsBefore
+        for target in descriptorsAfter {
+            if let index = remaining.firstIndex(of: target) {
+                remaining.remove(at: index)
+            } else {
+                report.descriptorsAdded[target.replacing(/\[\d+\]$/, with: ""), default: 0] += 1
+            }
+        }
+        report.leakedSockets = descriptorsAfter.filter { $0.hasPrefix("socket:") }.count - socketsBefore
+        report.openCacheFiles = descriptorsAfter.filter { $0.hasPrefix(folder.path) }.count
+        report.peakRSS = ProcessStats.statusBytes("VmHWM")
+        report.rssAtEnd = ProcessStats.statusBytes("VmRSS")
+        report.tally = tally.withLock { $0 }
+        return report
+    }
+
+    /// The URL, options and cancellation of load `index` (the same for the same seed).
+    private func plan(_ index: Int, origin: OriginServer, images: [SoakImage]) -> Plan {
+        var random = SplitMix64(seed: settings.seed &* 0x2545_F491_4F6C_DD1D ^ UInt64(index))
+        let cancelAfter =
+            Double.random(in: 0..<1, using: &random) < settings.cancelRate
+            ? Double.random(in: 0..<0.003, using: &random) : nil
+        let usesAsync = Int.random(in: 0..<10, using: &random) < 3
+        if Double.random(in: 0..<1, using: &random) < settings.failureRate {
+            let kind = ["missing", "corrupt", "truncated"].randomElement(using: &random)!
+            let url = origin.url("/fail/\(kind)-\(Int.random(in: 0..<20, using: &random))")
+            let options: ImageOptions = Bool.random(using: &random) ? [.retryFailed] : []
+            return Plan(url: url, expected: nil, options: options, cancelAfter: cancelAfter, usesAsync: usesAsync)
+        }
+        // A skewed pick: low indexes are popular (memory hits), the tail comes back from disk or
+        // the network once the small caches have let it go.
+        let unit = Double.random(in: 0..<1, using: &random)
+        let imageIndex = min(settings.imageCount - 1, Int(unit * unit * Double(settings.imageCount)))
+        var options: ImageOptions = []
+        switch Int.random(in: 0..<100, using: &random) {
+        case 0..<10: options.insert(.progressiveLoad)
+        case 10..<15: options.insert(.highPriority)
+        case 15..<20: options.insert(.lowPriority)
+        // With the completion-handler API a refreshed load may finish twice (cached, then new).
+        case 20..<23 where usesAsync: options.insert(.refreshCached)
+        case 23..<26: options.insert(.fromLoaderOnly)
+        default: break
+        }
+        return Plan(
+            url: origin.url("/img/\(imageIndex)"),
+            expected: images[imageIndex % images.count],
+            options: options,
+            cancelAfter: cancelAfter,
+            usesAsync: usesAsync
+        )
+    }
+
+    /// Runs one load through the manager's callback API and waits for its one final completion.
+    private func load(
+        _ index: Int,
+        _ plan: Plan,
+        manager: ImageManager,
+        inFlight: Protected<[Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]>,
+        tally: Protected<SoakTally>
+    ) async -> SoakOutcome {
+        if plan.usesAsync { return await loadAsync(index, plan, manager: manager, inFlight: inFlight) }
+        return await withCheckedContinuation { continuation in
+            let resumed = Protected(false)
+            let finish: @Sendable (SoakOutcome) -> Void = { outcome in
+                let first = resumed.withLock { resumed in
+                    defer { resumed = true }
+                    return !resumed
+                }
+                if first {
+                    inFlight.withLock { _ = $0.removeValue(forKey: index) }
+                    continuation.resume(returning: outcome)
+                } else if case .hung = outcome {
+                    return
+                } else {
+                    tally.withLock { $0.extraCompletions += 1 }
+                }
+            }
+            inFlight.withLock { $0[index] = (ContinuousClock.now, finish) }
+            let operation = manager.loadImage(with: plan.url, options: plan.options) {
+                image,
+                _,
+                error,
+                cacheType,
+                finished,
+                _ in
+                guard finished else { return }
+                finish(Self.classify(plan, image: image, error: error, cacheType: cacheType))
+            }
+            if let delay = plan.cancelAfter {
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay) { operation.cancel() }
+            }
+        }
+    }
+
+    /// Runs one load through `async` `loadImage`; cancelling means cancelling its task.
+    private func loadAsync(
+        _ index: Int,
+        _ plan: Plan,
+        manager: ImageManager,
+        inFlight: Protected<[Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]>
+    ) async -> SoakOutcome {
+        let task = Task { () -> SoakOutcome in
+            do throws(WebImageError) {
+                let result = try await manager.loadImage(with: plan.url, options: plan.options)
+                return Self.classify(plan, image: result.image, error: nil, cacheType: result.cacheType)
+            } catch {
+                return Self.classify(plan, image: nil, error: error, cacheType: .none)
+            }
+        }
+        // The watchdog can only report a stuck task here; the load itself must end it.
+        inFlight.withLock { $0[index] = (ContinuousClock.now, { _ in task.cancel() }) }
+        if let delay = plan.cancelAfter {
+            try? await Task.sleep(for: .microseconds(Int(delay * 1e6)))
+            task.cancel()
+        }
+        let outcome = await task.value
+        inFlight.withLock { _ = $0.removeValue(forKey: index) }
+        return outcome
+    }
+
+    private static func classify(
+        _ plan: Plan,
+        image: DecodedImage?,
+        error: WebImageError?,
+        cacheType: ImageCacheType
+    ) -> SoakOutcome {
+        if let error {
+            if error.code == .cancelled {
+                return plan.cancelAfter != nil ? .cancelled : .unexpected("not cancelled, yet: \(error)")
+            }
+            if plan.expected == nil, failingCodes.contains(error.code) { return .expectedFailure }
+            return .unexpected("\(error.code): \(error.message)")
+        }
+        guard let expected = plan.expected else { return .unexpected("\(plan.url): a failing URL loaded") }
+        guard let image, image.width == expected.width, image.height == expected.height else {
+            let size = image.map { "\($0.width)×\($0.height)" } ?? "no image"
+            return .unexpected("\(plan.url): \(size), expected \(expected.width)×\(expected.height)")
+        }
+        switch cacheType {
+        case .memory: return .memory
+        case .disk: return .disk
+        case .none, .all: return .network
+        }
+    }
+
+    /// Waits (at most 10 s) for `condition`.
+    private static func waitUntil(_ condition: () -> Bool) async {
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(10)
+        while !condition() && clock.now < end { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+}
+
+extension Duration {
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
