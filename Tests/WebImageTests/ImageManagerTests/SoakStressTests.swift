@@ -4,8 +4,8 @@ import Testing
 /// A short `webimage-soak` run: the full 50,000-load run is a documented command, not CI, but
 /// its checks (no unexpected failure, one completion per load, no leaked operation, task,
 /// socket or file) hold for any length.
-@Suite("webimage-soak", .timeLimit(.minutes(2)))
-struct SoakToolTests {
+@Suite("Stress: webimage-soak (also run under ThreadSanitizer)", .timeLimit(.minutes(3)))
+struct SoakStressTests {
     @Test("A short soak passes its leak and error checks")
     func shortSoak() throws {
         let process = Process()
