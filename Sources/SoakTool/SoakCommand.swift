@@ -33,11 +33,11 @@ struct SoakCommand: AsyncParsableCommand {
     @Option(name: .customLong("failure-rate"), help: "Share of loads sent to URLs that fail.")
     var failureRate = 0.03
 
-    @Option(name: .customLong("memory-limit"), help: "Memory cache cost limit in bytes (K, M, G suffixes).")
-    var memoryLimit = "8M"
+    @Option(name: .customLong("memory-mib"), help: "Memory cache cost limit, in MiB.")
+    var memoryMiB = 8
 
-    @Option(name: .customLong("disk-limit"), help: "Disk cache size limit in bytes (K, M, G suffixes).")
-    var diskLimit = "32M"
+    @Option(name: .customLong("disk-mib"), help: "Disk cache size limit, in MiB.")
+    var diskMiB = 32
 
     @Option(help: "Seed of the random choices (the same seed makes the same choices).")
     var seed: UInt64 = 1
@@ -53,9 +53,8 @@ struct SoakCommand: AsyncParsableCommand {
         where !(0...1).contains(rate) {
             throw ValidationError("\(name) must be between 0 and 1, got \(rate)")
         }
-        for (name, text) in [("--memory-limit", memoryLimit), ("--disk-limit", diskLimit)]
-        where Self.byteCount(text) == nil {
-            throw ValidationError("\(name) '\(text)' is not a byte count like 8000000, 512K or 8M")
+        for (name, mebibytes) in [("--memory-mib", memoryMiB), ("--disk-mib", diskMiB)] where mebibytes <= 0 {
+            throw ValidationError("\(name) must be at least 1, got \(mebibytes)")
         }
     }
 
@@ -66,8 +65,8 @@ struct SoakCommand: AsyncParsableCommand {
             imageCount: imageCount,
             cancelRate: cancelRate,
             failureRate: failureRate,
-            memoryLimit: Self.byteCount(memoryLimit) ?? 0,
-            diskLimit: Self.byteCount(diskLimit) ?? 0,
+            memoryLimit: memoryMiB << 20,
+            diskLimit: diskMiB << 20,
             seed: seed
         )
         let report = try await SoakRun(settings: settings).run { line in
@@ -75,19 +74,5 @@ struct SoakCommand: AsyncParsableCommand {
         }
         print(json ? report.json : report.text)
         if !report.passed { throw ExitCode(1) }
-    }
-
-    /// `12345`, `512K`, `8M`, `1G` (binary multiples) as bytes; `nil` when malformed.
-    static func byteCount(_ text: String) -> Int? {
-        let multipliers: [Character: Int] = ["k": 1 << 10, "m": 1 << 20, "g": 1 << 30]
-        var digits = Substring(text)
-        var multiplier = 1
-        if let last = digits.last, let factor = multipliers[Character(last.lowercased())] {
-            multiplier = factor
-            digits = digits.dropLast()
-        }
-        guard let count = Int(digits), count > 0 else { return nil }
-        let bytes = count.multipliedReportingOverflow(by: multiplier)
-        return bytes.overflow ? nil : bytes.partialValue
     }
 }

@@ -101,6 +101,7 @@ struct SoakRun: Sendable {
 
         let images = try SoakImage.makeAll()
         let origin = try await OriginServer.start()
+        origin.recordsRequests = false
         for index in 0..<settings.imageCount {
             let image = images[index % images.count]
             var behavior = OriginRoute.Behavior()
@@ -168,7 +169,11 @@ struct SoakRun: Sendable {
                         tally.withLock { $0.record(outcome) }
                         if (index + 1) % 5000 == 0 {
                             let seconds = (clock.now - start).seconds
-                            log("\(index + 1) loads in \(String(format: "%.1f", seconds)) s")
+                            let rss = Double(ProcessStats.statusBytes("VmRSS")) / 1_048_576
+                            log(
+                                "\(index + 1) loads in \(String(format: "%.1f", seconds)) s, RSS "
+                                    + "\(String(format: "%.1f", rss)) MiB"
+                            )
                         }
                     }
                 }
@@ -188,7 +193,7 @@ struct SoakRun: Sendable {
         report.liveDownloadOperations = DownloadOperation.liveCount.load(ordering: .relaxed)
         report.liveLoadOperations = ImageLoadOperation.liveCount.load(ordering: .relaxed)
         report.liveHTTPTasks = HTTPSessionTask.liveCount.load(ordering: .relaxed)
-        report.originRequests = origin.requests.count
+        report.originRequests = origin.totalRequestCount
         report.memoryCost = cache.memoryCache.totalCost
         _ = await cache.deleteOldFiles()
         report.diskBytesAfterTrim = await cache.totalDiskSize()

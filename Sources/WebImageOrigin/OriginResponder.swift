@@ -22,7 +22,8 @@ struct OriginResponder: HTTPResponder {
             headers: request.headers.map { ($0.name.canonicalName, $0.value) },
             body: Data(buffer: body)
         )
-        state.requests.withLock { $0.append(recorded) }
+        state.total.withLock { $0 += 1 }
+        if state.recording.withLock({ $0 }) { state.requests.withLock { $0.append(recorded) } }
         state.enter()
         var leaveOnReturn = true
         defer { if leaveOnReturn { state.leave() } }

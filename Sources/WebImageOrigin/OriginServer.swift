@@ -108,8 +108,18 @@ public final class OriginServer: Sendable {
         state.requests.withLock { $0.filter { $0.path == path }.count }
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order (while ``recordsRequests`` is on).
     public var requests: [OriginRecordedRequest] { state.requests.withLock { $0 } }
+
+    /// Whether each request is kept for ``requests`` and ``requestCount(for:)``. Default `true`;
+    /// long runs (the soak) turn it off so the log does not grow, and read ``totalRequestCount``.
+    public var recordsRequests: Bool {
+        get { state.recording.withLock { $0 } }
+        set { state.recording.withLock { $0 = newValue } }
+    }
+
+    /// Requests received so far, recorded or not.
+    public var totalRequestCount: Int { state.total.withLock { $0 } }
 
     /// The most requests that were being answered at the same time.
     public var maxConcurrentRequests: Int { state.concurrency.withLock { $0.max } }
@@ -137,6 +147,8 @@ enum OriginError: Error {
 final class OriginState: Sendable {
     let routes = Protected<[String: OriginRoute]>([:])
     let requests = Protected<[OriginRecordedRequest]>([])
+    let recording = Protected(true)
+    let total = Protected(0)
     let concurrency = Protected<(current: Int, max: Int)>((0, 0))
     let abandoned = Protected(0)
     let stopping = Protected(false)

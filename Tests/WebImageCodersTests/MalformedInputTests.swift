@@ -52,7 +52,7 @@ struct MalformedInputTests {
         }
         for length in stride(from: 0, to: data.count, by: max(1, data.count / 200)) { attempt(data.prefix(length)) }
         // A fixed seed per format: String.hashValue is randomised per process.
-        var generator = SplitMix(seed: UInt64(format.rawValue.utf8.reduce(0) { $0 &* 31 &+ UInt32($1) }))
+        var generator = SplitMix64(seed: UInt64(format.rawValue.utf8.reduce(0) { $0 &* 31 &+ UInt32($1) }))
         for _ in 0..<2000 {
             var bytes = [UInt8](data)
             for _ in 0..<1 + Int(generator.next() % 4) {
@@ -93,20 +93,5 @@ struct MalformedInputTests {
         } catch {
             return "unexpected"
         }
-    }
-}
-
-/// A small deterministic random generator for reproducible mutations.
-struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

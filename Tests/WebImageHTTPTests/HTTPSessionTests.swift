@@ -24,6 +24,19 @@ struct HTTPSessionTests {
         await context.finish()
     }
 
+    @Test("The origin counts every request; with recording off it keeps none of them")
+    func originRecording() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute("/r", .data(Data("r".utf8), contentType: "text/plain"))
+        let url = context.origin.url("/r").absoluteString
+        _ = try await context.session.get(url, serializer: .data)
+        context.origin.recordsRequests = false
+        for _ in 0..<3 { _ = try await context.session.get(url, serializer: .data) }
+        #expect(context.origin.requests.count == 1 && context.origin.requestCount(for: "/r") == 1)
+        #expect(context.origin.totalRequestCount == 4)
+        await context.finish()
+    }
+
     @Test("baseURL gains a terminal slash; relative and absolute paths resolve as AFNetworking does")
     func baseURL() async throws {
         let context = try await HTTPTestContext.make(basePath: "/v1")

@@ -34,7 +34,7 @@ struct SoakStressTests {
 
     @Test("Bad arguments exit 64 (EX_USAGE) and name the option")
     func usage() throws {
-        for arguments in [["--loads", "0"], ["--cancel-rate", "1.5"], ["--memory-limit", "lots"]] {
+        for arguments in [["--loads", "0"], ["--cancel-rate", "1.5"], ["--memory-mib", "0"]] {
             let process = Process()
             process.executableURL = StressProcess.helper("webimage-soak")
             process.arguments = arguments
