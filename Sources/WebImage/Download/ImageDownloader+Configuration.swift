@@ -25,7 +25,7 @@ extension ImageDownloader {
         /// The most bytes one download may have. A longer response stops being read there and its
         /// callers get ``WebImageError/Code/downloadTooLarge`` (a `Content-Length` over it fails
         /// before the body is read). A request modifier may change it per load
-        /// (``WebImageHTTP/HTTPSession/Request/maximumBodySize``). `nil`: no limit. Default 128 MiB.
+        /// (`HTTPSession.Request.maximumBodySize`). `nil`: no limit. Default 128 MiB.
         public var maximumDownloadSize: Int64? = 128 * 1024 * 1024
         /// Decode downloaded data (else completions carry data only). Default `true`.
         public var decodesImages = true
