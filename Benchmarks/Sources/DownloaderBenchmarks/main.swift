@@ -8,7 +8,8 @@ import WebImageOrigin
 // ImageDownloader throughput over loopback, 6 loads at a time, each beside the same work done
 // with raw AsyncHTTPClient in the same run: N distinct ~100 KB JPEGs without decoding, the same
 // with decoding (raw: AsyncHTTPClient + a direct libjpeg-turbo decode in each task), and N
-// callers of one URL (one request). Medians of rounds.
+// callers of one URL (one request). Medians of rounds. Last, what progressiveLoad costs over a
+// plain load of the same large body (previews must not copy the body once per chunk).
 //
 //   swift run -c release --package-path Benchmarks webimage-downloader-benchmarks [--images N] [--rounds R]
 
@@ -22,22 +23,26 @@ let imageCount = argument("--images", default: 1000)
 let rounds = argument("--rounds", default: 5)
 let concurrency = 6
 
-/// A photo-like 640×480 JPEG, about 100 KB.
-func photoJPEG() throws -> Data {
-    var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
+/// A photo-like JPEG: 640×480 is about 100 KB.
+func photoJPEG(width: Int = 640, height: Int = 480, progressive: Bool = false) throws -> Data {
+    var pixels = [UInt8](repeating: 255, count: width * height * 4)
     var seed: UInt32 = 7
-    for y in 0..<480 {
-        for x in 0..<640 {
+    for y in 0..<height {
+        for x in 0..<width {
             seed = seed &* 1_664_525 &+ 1_013_904_223
             let grain = Double(seed >> 27) - 16
-            let offset = (y * 640 + x) * 4
+            let offset = (y * width + x) * 4
             pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(Double(x) / 37 + Double(y) / 51) + grain)))
             pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(Double(x) / 23 - Double(y) / 41) + grain)))
             pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos(Double(x + y) / 29) + grain)))
         }
     }
-    let bitmap = Bitmap(width: 640, height: 480, hasAlpha: false, pixels: pixels)
-    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
+    let bitmap = Bitmap(width: width, height: height, hasAlpha: false, pixels: pixels)
+    return try JPEGCoder().encode(
+        DecodedImage(bitmap: bitmap, format: .jpeg),
+        as: .jpeg,
+        options: .init(quality: 0.85, progressive: progressive)
+    )
 }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -135,6 +140,30 @@ try await withThrowingTaskGroup(of: Void.self) { group in
 let coalescedSeconds = seconds(clock.now - start)
 let coalescedRequests = origin.requestCount(for: "/one.jpg") - before
 
+/// Median milliseconds of loading `path` (16 KiB chunks) with and without progressiveLoad.
+func progressiveCost(_ path: String) async -> (progressive: Double, plain: Double) {
+    var times: [[Double]] = [[], []]
+    for round in 0...rounds {
+        for (side, options) in [ImageOptions.progressiveLoad, []].enumerated() {
+            let clock = ContinuousClock()
+            let start = clock.now
+            // A distinct URL per load: a load that just finished is still joinable while it delivers.
+            let url = origin.url("\(path)?round=\(round)&side=\(side)")
+            _ = try? await downloader.image(with: url, options: options)
+            if round > 0 { times[side].append(seconds(clock.now - start) * 1000) }
+        }
+    }
+    return (median(times[0]), median(times[1]))
+}
+
+var junk = Data([0xFF, 0xD8, 0xFF, 0xE0])  // a JPEG start that never becomes an image
+junk.append(Data(repeating: 0x41, count: 32 << 20))
+origin.setRoute("/large-junk", .data(junk, contentType: "image/jpeg", behavior: .init(chunkSize: 16 << 10)))
+let largeJPEG = try photoJPEG(width: 2000, height: 1500, progressive: true)
+origin.setRoute("/large.jpg", .data(largeJPEG, contentType: "image/jpeg", behavior: .init(chunkSize: 16 << 10)))
+let junkCost = await progressiveCost("/large-junk")
+let jpegCost = await progressiveCost("/large.jpg")
+
 try await client.shutdown()
 await origin.stop()
 
@@ -151,3 +180,13 @@ print("")
 print(
     "\(imageCount) callers of one URL: \(coalescedRequests) request(s), all done in \(String(format: "%.1f", coalescedSeconds * 1000)) ms"
 )
+print("")
+print("| body, 16 KiB chunks | progressiveLoad ms | plain ms | ratio |")
+print("|---|---:|---:|---:|")
+for (name, cost) in [
+    ("32 MiB that never decodes", junkCost), ("progressive JPEG 2000×1500, \(largeJPEG.count / 1024) KB", jpegCost),
+] {
+    print(
+        "| \(name) | \(String(format: "%.1f", cost.progressive)) | \(String(format: "%.1f", cost.plain)) | \(String(format: "%.2f", cost.progressive / cost.plain)) |"
+    )
+}

@@ -28,8 +28,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         var lastProgress: ContinuousClock.Instant?
         var expected: Int64 = 0
         var response: HTTPSession.Response?
-        /// With `progressiveLoad`: the bytes so far and the preview decoder.
-        var received = Data()
+        /// With `progressiveLoad`: the preview decoder.
         var progressive: ProgressiveDecodingLoop?
     }
 
@@ -275,12 +274,8 @@ public final class DownloadOperation: ImageDownloadOperation {
 
     /// Feeds a chunk to the preview decoder (when progressive).
     func didReceive(_ chunk: Data) {
-        let (loop, snapshot) = state.withLock { state -> (ProgressiveDecodingLoop?, Data?) in
-            guard let loop = state.progressive, !state.finished else { return (nil, nil) }
-            state.received.append(chunk)
-            return (loop, state.received)
-        }
-        if let loop, let snapshot { loop.offer(snapshot) }
+        let loop = state.withLock { state in state.finished ? nil : state.progressive }
+        loop?.offer(chunk)
     }
 
     /// Delivers a preview to every caller, unless the final completion already went out.
@@ -303,7 +298,6 @@ public final class DownloadOperation: ImageDownloadOperation {
             let batch = state.withLock { state -> [Handler] in
                 guard !state.handlers.isEmpty else {
                     state.finished = true
-                    state.received = Data()
                     // The task's completion holds this operation: letting go of the task breaks the cycle.
                     state.task = nil
                     return []

@@ -1,37 +1,49 @@
 import Foundation
 import WebImageCoders
 
-/// Decodes partial images while a download runs: one task owns the incremental decoder and
-/// takes the newest data snapshot each time it is free, so at most one partial decode runs and
-/// intermediate snapshots are dropped.
+/// Decodes partial images while a download runs: one task owns the incremental decoder and the
+/// bytes so far. Chunks queue up while it decodes; each time it is free it appends them all and
+/// decodes once, so at most one partial decode runs and the bytes are copied once, not once per
+/// chunk (sharing a growing buffer with a pending snapshot made every append copy all of it).
 final class ProgressiveDecodingLoop: Sendable {
-    private let snapshots: AsyncStream<Data>.Continuation
+    private let pending = Protected<[Data]>([])
+    private let wakeups: AsyncStream<Void>.Continuation
     private let task: Task<Void, Never>
 
     /// `deliver` gets each partial image, in order, from the loop's task.
     init(coders: ImageCodersManager, options: ImageDecodingOptions, deliver: @escaping @Sendable (DecodedImage) -> Void)
     {
-        let (stream, continuation) = AsyncStream.makeStream(of: Data.self, bufferingPolicy: .bufferingNewest(1))
-        snapshots = continuation
-        task = Task {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        wakeups = continuation
+        task = Task { [pending] in
             var decoder: (any IncrementalImageDecoding)?
-            for await data in stream {
+            var received = Data()
+            for await _ in stream {
                 if Task.isCancelled { break }
-                if decoder == nil { decoder = coders.makeIncrementalDecoder(forPrefix: data, options: options) }
+                let chunks = pending.withLock { chunks in
+                    defer { chunks.removeAll(keepingCapacity: true) }
+                    return chunks
+                }
+                for chunk in chunks { received.append(chunk) }
+                if decoder == nil { decoder = coders.makeIncrementalDecoder(forPrefix: received, options: options) }
                 // A preview that cannot be decoded yet is skipped; the final decode reports errors.
-                if let image = try? decoder?.update(data, isComplete: false), image.isPartial {
+                if let image = try? decoder?.update(received, isComplete: false), image.isPartial {
                     deliver(image)
                 }
             }
         }
     }
 
-    /// Offers all the data received so far.
-    func offer(_ data: Data) { snapshots.yield(data) }
+    /// Offers the next chunk of the body.
+    func offer(_ chunk: Data) {
+        pending.withLock { $0.append(chunk) }
+        wakeups.yield()
+    }
 
     /// Stops decoding previews (the final image comes from a one-shot decode).
     func stop() {
-        snapshots.finish()
+        wakeups.finish()
         task.cancel()
+        pending.withLock { $0.removeAll() }
     }
 }
