@@ -57,7 +57,8 @@ public final class ImageDownloader: Sendable {
         var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)?
     }
 
-    /// A downloader; `session` defaults to one made for it (with the configuration's credential).
+    /// A downloader; `session` defaults to one made for it (with the configuration's credential,
+    /// and a read timeout no longer than its download timeout).
     public init(configuration: Configuration = .default, session: HTTPSession? = nil) {
         self.configuration = configuration
         hooks = Protected(Hooks(headers: configuration.headers))
@@ -69,6 +70,8 @@ public final class ImageDownloader: Sendable {
             // Cookies are sent and stored only for loads with `handleCookies`.
             sessionConfiguration.cookieStore = .shared
             sessionConfiguration.maximumConnectionsPerHost = max(configuration.maxConcurrentDownloads, 1)
+            // A body that stops arriving ends within the download timeout, not the session's 60 s.
+            sessionConfiguration.readTimeout = min(sessionConfiguration.readTimeout, configuration.downloadTimeout)
             self.session = HTTPSession(configuration: sessionConfiguration)
         }
     }

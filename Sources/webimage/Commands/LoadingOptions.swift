@@ -110,6 +110,7 @@ struct LoadingOptions: ParsableArguments {
 
         var sessionConfiguration = HTTPSession.Configuration()
         sessionConfiguration.maximumConnectionsPerHost = maxDownloads
+        sessionConfiguration.readTimeout = min(sessionConfiguration.readTimeout, timeout)
         sessionConfiguration.cookieStore = .shared
         if !pinnedCertificates.isEmpty {
             let certificates = try pinnedCertificates.map {

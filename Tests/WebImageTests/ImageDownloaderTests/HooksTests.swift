@@ -98,6 +98,14 @@ struct HooksTests {
         let origin = try await OriginServer.start()
         origin.setRoute("/private.png", DownloaderFixtures.route(behavior: .init(requiredBasicAuth: ("ada", "pw"))))
         origin.setRoute("/stall.png", DownloaderFixtures.route(behavior: .init(stall: true)))
+        // The head and a first chunk, then nothing for a minute.
+        origin.setRoute(
+            "/stalled-body.png",
+            DownloaderFixtures.route(
+                Data(count: 100_000),
+                behavior: .init(chunkSize: 10_000, chunkInterval: .seconds(60))
+            )
+        )
         origin.setRoute(
             "/short.png",
             DownloaderFixtures.route(Data(count: 100_000), behavior: .init(truncateAfter: 1_000))
@@ -111,6 +119,7 @@ struct HooksTests {
         impatient.downloadTimeout = 0.3
         let cases = [
             ("/stall.png", HTTPSessionError.Code.timedOut, ImageDownloader(configuration: impatient)),
+            ("/stalled-body.png", .timedOut, ImageDownloader(configuration: impatient)),
             ("/short.png", .connectionLost, downloader),
         ]
         for (path, underlying, loader) in cases {
