@@ -313,15 +313,24 @@ struct SoakRun: Sendable {
                 return Self.classify(plan, image: nil, error: error, cacheType: .none)
             }
         }
-        // The watchdog can only report a stuck task here; the load itself must end it.
-        inFlight.withLock { $0[index] = (ContinuousClock.now, { _ in task.cancel() }) }
+        // The watchdog cannot end an awaited task: it cancels it, and the load reports the hang.
+        let hang = Protected<SoakOutcome?>(nil)
+        inFlight.withLock {
+            $0[index] = (
+                ContinuousClock.now,
+                { outcome in
+                    hang.withLock { $0 = outcome }
+                    task.cancel()
+                }
+            )
+        }
         if let delay = plan.cancelAfter {
             try? await Task.sleep(for: .microseconds(Int(delay * 1e6)))
             task.cancel()
         }
         let outcome = await task.value
         inFlight.withLock { _ = $0.removeValue(forKey: index) }
-        return outcome
+        return hang.withLock { $0 } ?? outcome
     }
 
     private static func classify(
