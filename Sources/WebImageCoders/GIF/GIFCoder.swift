@@ -35,9 +35,15 @@ public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
 }
 
 /// Shows the first frame of a GIF once all of it has arrived; the final result is a one-shot decode.
+///
+/// Each attempt parses the data from the start, so attempts wait for the data to grow by an
+/// eighth (at least 1 KiB): the work stays linear in the size however small the chunks are.
 final class GIFIncrementalDecoder: IncrementalImageDecoding {
     private let options: ImageDecodingOptions
     private var shownFirstFrame = false
+    private var lastAttemptSize = 0
+    /// Decode attempts so far (for tests).
+    private(set) var attempts = 0
 
     init(options: ImageDecodingOptions) {
         self.options = options
@@ -45,7 +51,9 @@ final class GIFIncrementalDecoder: IncrementalImageDecoding {
 
     func update(_ data: Data, isComplete: Bool) throws(CoderError) -> DecodedImage? {
         if isComplete { return try GIFCoder().decode(data, options: options) }
-        guard !shownFirstFrame else { return nil }
+        guard !shownFirstFrame, data.count - lastAttemptSize >= max(1024, lastAttemptSize / 8) else { return nil }
+        lastAttemptSize = data.count
+        attempts += 1
         var reader = GIFReader(data: data, options: options, stopAfterFirstFrame: true)
         guard var image = try? reader.decode() else { return nil }
         shownFirstFrame = true

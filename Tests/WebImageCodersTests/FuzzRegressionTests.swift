@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+import WebImageTestSupport
+
+@testable import WebImageCoders
+
+/// Inputs the fuzzers found (scripts/fuzz.sh), kept so the fix stays fixed.
+@Suite("Fuzz regressions")
+struct FuzzRegressionTests {
+    /// `progressive` timeout (2026-11-22): a 1,479-byte GIF whose first frame never completes,
+    /// fed a byte at a time. Each update parsed all the data again and allocated the 5×63,701
+    /// canvas, so the work grew with the square of the size (over 20 s under ASan).
+    static let gifFirstFrameNeverCompletes = Data(
+        base64Encoded:
+            "AEdJRjg3YQUAANX4AP8CAP///10s//////gC1AFLAAAAA1FwFlwAcnNA1xZJuXs1rXcehKOVvQARXzgq6Rotmdojef5myXZDEtrbqyLSFqMHlAXmJ/QGypIAlh4eKsAFJcC5JiXAaclPmgDK6zo2QDgamS0n8L4q2VMs+fHqwsQfr5q0HmRIlk4ZHQPobi2vBej1l6UATF2LwiAXOa+QdPVKugcAAAAAAAAAAOM2VrVBODpqZ00NaNF37iqY+p1PbxlnCOhZPXw9QGq3fz5AptgzAJBt//////////9xzwHIB5wyF+hOKUDBAvb3FFWitZ+VzL8pmdkq+d5LAQAAFgALF738SwhHuWvhnTv/wdJh1FLpPO+r6bsBXBW5LwCcoXwMwNFizwFw+O0UADpDBcg9pia6UjJ9RjKuXHJ+jOSRXwK8/BLc/1eGqJn62q6qq9Ah246OmzVlHDpEVhvrAcKPWzqAvzg1ADCs9WItgHts9jSAS88NdUF6u6RQWS9WLnlBCXCyCeBIJUw7a4jEGAiehaoqaP8MumefWjE9gt7xTGzupNvQobK3owwgXG2dAAi0JOcA+JaJTQAePfNf74IvF+GZwROf3PGqI4w/JhnqA6h8dPjtoEUrHx23EcJRT5tsNZUBEmrUdhV52tSRD04tH/ecpUPPm8NvN3WIlcoRUyE5Q/qvvc8CZDJSgmyxewAgt8W1BCDX4pLH38PO6QD5gDMFYC927ADIb3QuH7ICUAcC1HgWcKxT5UdVWSnIHFVWMcPhGNru/K3Y1AvKUKeUgV4CqKnRNNCiNTULF0E4Wm74GF7bufBOSwfT1DRTh/Qp78iA7Bj3WYDcg3LE/PVyBvtNxwIA25Zj2Nc75DWtiaUAdrlDxqENiVgD0lJji3uzGbh0HC+sAHu8ovKorVaAvVMyr3yVV9fOvNoCuZxkdrNk5leSQoW5Qlw+/7Jk21GpLnctvNPSF94JCxfCa7tg4SKAmqltbQBtyArIq72e+0f///////////////////////////////////////////////////////////////////////////////////////////////////////////+AdKWUZgDjsAaATMCTBMjWu5sBsn/ufnvICnAqXxR86FYGcKvXCLe6rlxyfozkkV8CvPwS3P84OmpnTQ1o0XfuKpj6nU9vGWcI6Fk9fD1Aard/PkCm2DMAkG3//////////3HPAcgHnDIX6E4pQMEC9vcUVaK1n5XMvymZ2Sr53ksBAAAWAAsXvfxLCEe5a+GdO//B0mHUUuk876vpuwFcFbkvAJyhfAzA0WLPAXD4SUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUlJSUntFAA6QwXIPaYmulIyfUYyrlxyfozkkV8CvPwS3P9XhqiZ+tquqqvQ246OmzVlHDpEVhvrAcKPWzqAvzg1ADCs9WItgHts9jSAS88NdUF6u6RQWS9WLnlBCXCyAAAAAAAAAAAAAAAAAAAACeBIJUw7a4jEGAiehaoqaP8MumefWjE9gt7xTGzupNvQobK3owwgXG2dAAi0JOcA+JaJTQAePfNf74IvF+GZwROf3PGqI4w/JhnqA6h8dPjtoEUrHxG3wh1RT5tsNZUBEmrUdhV52tSRD04tH/ecpUPPm8NvN3WIlcoRUyE5Q/qvvc8CZDJSgmyxewAgt8W1BCDX4m0AbcgKyKu9nvtH////////////////////////////////////////////////////////V4aomfrarqqr0NuOjps1ZRw6RFYb6wHCj1s6gL84NQAwrPViLYB7bPY0gEvPDXVBerukUFkvVi55QQlwsgngSCVMO2uIxBgInIWqKgAA1bgA//8AR0lGODdhAQAAKLgA/wIA/w=="
+    )!
+
+    @Test("A GIF fed a byte at a time is parsed a bounded number of times; the final decode matches")
+    func gifByteAtATime() throws {
+        let input = Self.gifFirstFrameNeverCompletes
+        // The fuzz input's first byte chose the step (1 byte); the image is the rest.
+        let image = Data(input.dropFirst())
+        let decoder = try #require(
+            ImageCodersManager.shared.makeIncrementalDecoder(forPrefix: image, options: .init())
+                as? GIFIncrementalDecoder
+        )
+        for end in 1..<image.count { _ = try? decoder.update(image.prefix(end), isComplete: false) }
+        // Attempts wait for the data to grow by an eighth (at least 1 KiB): one here, not 1,478.
+        #expect(decoder.attempts <= 2, "\(decoder.attempts) attempts")
+        let final = Result { try decoder.update(image, isComplete: true) }
+        let oneShot = Result { try ImageCodersManager.shared.decode(image, options: .init()) }
+        switch (final, oneShot) {
+        case (.success(let a), .success(let b)): #expect(a?.frames.map(\.bitmap) == b.frames.map(\.bitmap))
+        case (.failure, .failure): break
+        default: Issue.record("the incremental and one-shot decodes disagree: \(final) vs \(oneShot)")
+        }
+    }
+}
