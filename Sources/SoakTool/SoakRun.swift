@@ -82,6 +82,11 @@ struct SoakRun: Sendable {
         .invalidDownloadStatusCode, .badImageData, .networkError, .blackListed,
     ]
 
+    /// Loads not finished yet: when each started, and how the watchdog ends it.
+    private typealias InFlight = Protected<
+        [Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]
+    >
+
     /// What one load asks for and expects.
     private struct Plan: Sendable {
         var url: URL
@@ -132,7 +137,7 @@ struct SoakRun: Sendable {
         let manager = ImageManager(cache: cache, loader: downloader)
 
         let tally = Protected(SoakTally())
-        let inFlight = Protected([Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]())
+        let inFlight = InFlight([:])
         let clock = ContinuousClock()
         let start = clock.now
 
@@ -261,7 +266,7 @@ struct SoakRun: Sendable {
         _ index: Int,
         _ plan: Plan,
         manager: ImageManager,
-        inFlight: Protected<[Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]>,
+        inFlight: InFlight,
         tally: Protected<SoakTally>
     ) async -> SoakOutcome {
         if plan.usesAsync { return await loadAsync(index, plan, manager: manager, inFlight: inFlight) }
@@ -303,7 +308,7 @@ struct SoakRun: Sendable {
         _ index: Int,
         _ plan: Plan,
         manager: ImageManager,
-        inFlight: Protected<[Int: (started: ContinuousClock.Instant, finish: @Sendable (SoakOutcome) -> Void)]>
+        inFlight: InFlight
     ) async -> SoakOutcome {
         let task = Task { () -> SoakOutcome in
             do throws(WebImageError) {

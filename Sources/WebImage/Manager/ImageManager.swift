@@ -608,7 +608,9 @@ public final class ImageManager: Sendable {
             let handle = try FileHandle(forReadingFrom: url)
             defer { try? handle.close() }
             guard let limit else { return try handle.readToEnd() ?? Data() }
-            let data = try handle.read(upToCount: Int(clamping: limit) + 1) ?? Data()
+            // One byte past the limit tells "at the limit" from "over it".
+            let wanted = limit < Int64.max ? Int(clamping: max(limit, 0) + 1) : Int.max
+            let data = try handle.read(upToCount: wanted) ?? Data()
             guard data.count <= limit else {
                 throw WebImageError(
                     .downloadTooLarge,

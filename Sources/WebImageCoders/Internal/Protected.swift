@@ -12,8 +12,9 @@ import Darwin
 // Safety (@unchecked Sendable): the only mutable state is `value`, which is private and read or
 // written only inside `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock` of
 // `mutex` (allocated once in `init`, destroyed in `deinit` when no other reference exists), so
-// no two threads ever touch it at once; `Value: Sendable`, so what leaves the lock may cross
-// threads.
+// no two threads ever touch it at once. `body` gets it `inout`, so it cannot keep a reference
+// past the call, and `Value: Sendable`, so copies that leave the lock may cross threads. The
+// mutex is the default (non-recursive) kind: re-entering `withLock` deadlocks, it never races.
 package final class Protected<Value: Sendable>: @unchecked Sendable {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>

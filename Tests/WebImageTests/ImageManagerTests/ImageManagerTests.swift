@@ -327,6 +327,15 @@ struct ImageManagerTests {
             #expect(error.code == .downloadTooLarge)
             #expect(error.message.contains("/dev/zero") && error.message.contains("\(1 << 20)-byte limit"))
         }
+        // The largest limit there is still reads a file (one byte past it must not overflow).
+        configuration.maximumDownloadSize = .max
+        let unbounded = ImageManager(
+            cache: CacheFixtures.cache(folder),
+            loader: ImageDownloader(configuration: configuration)
+        )
+        let file = folder.file("red.png")
+        try ManagerImages.redPNG.write(to: file)
+        #expect(try await unbounded.loadImage(with: file).image?.width == 40)
     }
 
     @Test("The event stream yields progress, progressive previews, then the image")
