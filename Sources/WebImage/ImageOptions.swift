@@ -47,6 +47,10 @@ public struct ImageOptions: OptionSet, Sendable, Hashable {
     public static let avoidDecodeImage = ImageOptions(rawValue: 1 << 17)
     /// Ignore the HTTP response's cache: data equal to the cached data ends as `cacheNotModified`.
     public static let ignoreCachedResponse = ImageOptions(rawValue: 1 << 18)
+    /// Finish a load only after its disk write (SDWebImage's `waitStoreCache`): the completion
+    /// then means "on disk", and a failed write ends the load with `cacheStoreFailed`.
+    /// ``ImagePrefetcher`` always sets it.
+    public static let waitStoreCache = ImageOptions(rawValue: 1 << 19)
 
     /// Every flag with its CLI name (kebab-case).
     public static let namedOptions: [(name: String, option: ImageOptions)] = [
@@ -59,6 +63,7 @@ public struct ImageOptions: OptionSet, Sendable, Hashable {
         ("from-cache-only", .fromCacheOnly), ("from-loader-only", .fromLoaderOnly),
         ("query-memory-data", .queryMemoryData), ("decode-first-frame-only", .decodeFirstFrameOnly),
         ("avoid-decode-image", .avoidDecodeImage), ("ignore-cached-response", .ignoreCachedResponse),
+        ("wait-store-cache", .waitStoreCache),
     ]
 
     /// Parses comma-separated CLI names (`retry-failed,refresh-cached`).

@@ -34,6 +34,10 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         /// The image is not cached and the load may not use the network (`fromCacheOnly`, or the
         /// manager's `shouldDownloadImage` said no).
         case cacheMiss
+        /// The image loaded but could not be stored on disk (read-only folder, full file system);
+        /// only with ``ImageOptions/waitStoreCache``, which waits for the write. The message names
+        /// the file and the system's reason.
+        case cacheStoreFailed
     }
 
     /// What kind of failure this is.

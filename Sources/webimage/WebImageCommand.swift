@@ -13,6 +13,7 @@ struct WebImageCommand: AsyncParsableCommand {
     )
 
     static func main() async {
+        StandardStream.ignoreBrokenPipes()
         Verbosity.bootstrap()
         do {
             var command = try parseAsRoot()
@@ -27,10 +28,10 @@ struct WebImageCommand: AsyncParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code == ExitCode.success {
-                print(fullMessage(for: error))  // --help, --version
+                StandardStream.line(fullMessage(for: error))  // --help, --version
                 Foundation.exit(ExitStatus.success)
             }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            StandardStream.error.write(fullMessage(for: error) + "\n")
             Foundation.exit(code == ExitCode.validationFailure ? ExitStatus.usage : ExitStatus.itemFailed)
         }
     }

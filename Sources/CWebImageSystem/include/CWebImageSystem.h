@@ -1,8 +1,9 @@
 #ifndef CWEBIMAGESYSTEM_H
 #define CWEBIMAGESYSTEM_H
 
-// Small POSIX helpers Swift's Glibc module does not expose (statx).
+// Small POSIX helpers Swift's Glibc module does not expose (statx), and the cache's checksum.
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -26,6 +27,9 @@ int wi_file_times_at(int dir_fd, const char *path, wi_file_times *times);
 /// Sets the access and modification times of an open file (seconds since 1970).
 /// A negative value leaves that time unchanged. Returns 0, or -1 with errno set.
 int wi_set_file_times(int fd, double access_time, double modification_time);
+
+/// XXH64 of `length` bytes: the disk cache's entry checksum.
+uint64_t wi_checksum64(const void *data, size_t length, uint64_t seed);
 
 #ifdef __cplusplus
 }

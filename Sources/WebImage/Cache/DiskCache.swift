@@ -17,6 +17,11 @@ import Darwin
 ///   half-written entry. Readers tolerate entries deleted under them.
 /// - Each entry keeps its key, content type, `ETag`, `Last-Modified`, stored date and optional
 ///   extended data in a trailer after the image bytes (see ``DiskCacheMetadata``).
+/// - Each entry's trailer also holds an XXH64 checksum of its bytes. A read checks the stored key
+///   and the checksum (once per file and change: a file this process verified or wrote, unchanged
+///   since by its size, mtime and ctime, is not hashed again); a damaged entry is removed and
+///   reads as a miss.
+/// - Only regular files are read: a symbolic link, FIFO or folder at an entry's name is a miss.
 /// - Opening a cache touches nothing; size, count and cleanup scan the folder when asked.
 ///
 /// Methods are synchronous and thread-safe; they do blocking file I/O, so call them off event
@@ -71,6 +76,9 @@ public final class DiskCache: Sendable {
     /// The configuration the cache was made with.
     public let configuration: Configuration
     private let directoryPath: String
+    /// Files whose checksum was verified (or written) by this cache and that have not changed
+    /// since: a repeated hit does not hash the same bytes again.
+    private let verifiedChecksums = VerifiedFiles()
 
     /// A cache in `directory` (created on the first write).
     public init(directory: URL, configuration: Configuration = Configuration()) {
@@ -153,7 +161,8 @@ public final class DiskCache: Sendable {
         throws(DiskCacheError)
     {
         let now = configuration.now()
-        let trailer = DiskCacheEntryFormat.trailer(key: key, metadata: metadata, storedDate: now)
+        let checksum = data.withUnsafeBytes { DiskCacheEntryFormat.checksum($0) }
+        let trailer = DiskCacheEntryFormat.trailer(key: key, metadata: metadata, storedDate: now, checksum: checksum)
         let finalPath = path(forKey: key)
         let temporaryPath =
             directoryPath + "/" + Self.temporaryPrefix + "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -163,21 +172,24 @@ public final class DiskCache: Sendable {
             fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw DiskCacheError("create", path: temporaryPath) }
-        var succeeded = false
+        var renamed = false
         defer {
-            if !succeeded { unlink(temporaryPath) }
+            if !renamed { unlink(temporaryPath) }
+            close(fd)
         }
-        do {
-            defer { close(fd) }
-            guard data.withUnsafeBytes({ writeAll(fd, $0) }), trailer.withUnsafeBytes({ writeAll(fd, $0) }) else {
-                throw DiskCacheError("write", path: temporaryPath)
-            }
-            let seconds = now.timeIntervalSince1970
-            _ = wi_set_file_times(fd, seconds, seconds)
-            if configuration.syncsWrites && fsync(fd) != 0 { throw DiskCacheError("fsync", path: temporaryPath) }
+        guard data.withUnsafeBytes({ writeAll(fd, $0) }), trailer.withUnsafeBytes({ writeAll(fd, $0) }) else {
+            throw DiskCacheError("write", path: temporaryPath)
         }
+        let seconds = now.timeIntervalSince1970
+        _ = wi_set_file_times(fd, seconds, seconds)
+        if configuration.syncsWrites && fsync(fd) != 0 { throw DiskCacheError("fsync", path: temporaryPath) }
         guard rename(temporaryPath, finalPath) == 0 else { throw DiskCacheError("rename", path: finalPath) }
-        succeeded = true
+        renamed = true
+        // We wrote these bytes: the first read of this file need not hash them again.
+        var status = stat()
+        if fstat(fd, &status) == 0 {
+            verifiedChecksums.remember(EntryFile.Identity(status), stamp: EntryFile.Stamp(status))
+        }
     }
 
     /// Writes every byte; `false` with `errno` set on failure.
@@ -215,58 +227,87 @@ public final class DiskCache: Sendable {
     }
 
     /// The entry's metadata without its bytes (reads only the trailer).
-    public func entry(forKey key: String) -> DiskCacheEntry? { entry(atPath: path(forKey: key)) }
+    public func entry(forKey key: String) -> DiskCacheEntry? { entry(atPath: path(forKey: key), key: key) }
 
     /// Whether an entry exists for `key`.
     public func contains(_ key: String) -> Bool { access(path(forKey: key), F_OK) == 0 }
 
+    /// Reads the entry for `key`: only regular files (a FIFO or device at the path never blocks
+    /// a reader, a symbolic link is never followed), the trailer checked before the data is
+    /// trusted, the stored key compared with `key` and the checksum with the data. Anything else
+    /// is a miss, and a damaged entry is removed so the next store heals it.
     private func read(_ key: String, wantsEntry: Bool) -> (data: Data, entry: DiskCacheEntry?)? {
         let path = path(forKey: key)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_size >= DiskCacheEntryFormat.footerSize else { return nil }
-        let size = Int(status.st_size)
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-        var filled = 0
-        while filled < size {
-            let count = pread(fd, buffer + filled, size - filled, off_t(filled))
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            filled += count
-        }
-        let all = UnsafeRawBufferPointer(start: buffer, count: filled)
-        guard filled == size,
-            let (dataLength, payloadLength) = DiskCacheEntryFormat.dataLength(
-                fileSize: size,
-                footer: UnsafeRawBufferPointer(rebasing: all[(size - DiskCacheEntryFormat.footerSize)...])
-            )
-        else {
-            buffer.deallocate()
+        guard let file = EntryFile(path: path, onForeign: { removeDamaged(path: path, identity: $0) }) else {
             return nil
         }
-        var entry: DiskCacheEntry?
-        if wantsEntry {
-            guard
-                let decoded = DiskCacheEntryFormat.decode(
-                    payload: UnsafeRawBufferPointer(rebasing: all[dataLength..<dataLength + payloadLength])
+        defer { file.close() }
+        let size = file.size
+        let buffer: UnsafeMutableRawPointer
+        let payloadRange: Range<Int>
+        let dataLength: Int
+        // Small entries: one read of the whole file. Large ones: the trailer first, so a big file
+        // that is not an entry costs two small reads, not a read of all of it.
+        if size <= Self.wholeReadLimit {
+            buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+            let all = UnsafeMutableRawBufferPointer(start: buffer, count: size)
+            guard file.read(into: all, at: 0),
+                let (data, payload) = DiskCacheEntryFormat.dataLength(
+                    fileSize: size,
+                    footer: UnsafeRawBufferPointer(rebasing: all[(size - DiskCacheEntryFormat.footerSize)...])
                 )
             else {
                 buffer.deallocate()
+                removeDamaged(path: path, identity: file.identity)
                 return nil
             }
-            entry = DiskCacheEntry(
+            dataLength = data
+            payloadRange = data..<data + payload
+        } else {
+            var footer = [UInt8](repeating: 0, count: DiskCacheEntryFormat.footerSize)
+            guard footer.withUnsafeMutableBytes({ file.read(into: $0, at: size - DiskCacheEntryFormat.footerSize) }),
+                let (data, payload) = footer.withUnsafeBytes({
+                    DiskCacheEntryFormat.dataLength(fileSize: size, footer: $0)
+                })
+            else {
+                removeDamaged(path: path, identity: file.identity)
+                return nil
+            }
+            buffer = UnsafeMutableRawPointer.allocate(byteCount: data + payload, alignment: 16)
+            guard file.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: data + payload), at: 0) else {
+                buffer.deallocate()
+                return nil
+            }
+            dataLength = data
+            payloadRange = data..<data + payload
+        }
+        let all = UnsafeRawBufferPointer(start: buffer, count: payloadRange.upperBound)
+        let dataBytes = UnsafeRawBufferPointer(rebasing: all[..<dataLength])
+        guard let decoded = DiskCacheEntryFormat.decode(payload: UnsafeRawBufferPointer(rebasing: all[payloadRange])),
+            decoded.key == key,
+            verifiedChecksums.isVerified(file.identity, stamp: file.stamp)
+                || DiskCacheEntryFormat.checksum(dataBytes) == decoded.checksum
+        else {
+            buffer.deallocate()
+            removeDamaged(path: path, identity: file.identity)
+            return nil
+        }
+        var stamp = file.stamp
+        if configuration.expireType == .accessDate {
+            _ = wi_set_file_times(file.descriptor, configuration.now().timeIntervalSince1970, -1)
+            // Setting the access time changes the file's ctime: remember the new stamp.
+            stamp = file.currentStamp() ?? stamp
+        }
+        verifiedChecksums.remember(file.identity, stamp: stamp)
+        let entry =
+            wantsEntry
+            ? DiskCacheEntry(
                 key: decoded.key,
                 metadata: decoded.metadata,
                 storedDate: decoded.stored,
                 dataSize: dataLength,
                 fileURL: URL(fileURLWithPath: path)
-            )
-        }
-        if configuration.expireType == .accessDate {
-            _ = wi_set_file_times(fd, configuration.now().timeIntervalSince1970, -1)
-        }
+            ) : nil
         let data = Data(
             bytesNoCopy: buffer,
             count: dataLength,
@@ -275,25 +316,33 @@ public final class DiskCache: Sendable {
         return (data, entry)
     }
 
-    private func entry(atPath path: String) -> DiskCacheEntry? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+    /// Entries up to this size are read in one call.
+    static let wholeReadLimit = 4 << 20
+
+    /// Removes the damaged or foreign file at `path`, unless another writer has replaced it
+    /// meanwhile (a different file now has the name).
+    private func removeDamaged(path: String, identity: EntryFile.Identity) {
         var status = stat()
-        guard fstat(fd, &status) == 0 else { return nil }
-        let size = Int(status.st_size)
+        guard lstat(path, &status) == 0, status.st_dev == identity.device, status.st_ino == identity.inode else {
+            return
+        }
+        unlink(path)
+    }
+
+    private func entry(atPath path: String, key: String? = nil) -> DiskCacheEntry? {
+        guard let file = EntryFile(path: path, onForeign: { _ in }) else { return nil }
+        defer { file.close() }
+        let size = file.size
         var footer = [UInt8](repeating: 0, count: DiskCacheEntryFormat.footerSize)
-        guard size >= footer.count,
-            footer.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, off_t(size - $0.count)) })
-                == footer.count,
+        guard footer.withUnsafeMutableBytes({ file.read(into: $0, at: size - DiskCacheEntryFormat.footerSize) }),
             let (dataLength, payloadLength) = footer.withUnsafeBytes({
                 DiskCacheEntryFormat.dataLength(fileSize: size, footer: $0)
             })
         else { return nil }
         var payload = [UInt8](repeating: 0, count: payloadLength)
-        guard
-            payload.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, off_t(dataLength)) }) == payloadLength,
-            let decoded = payload.withUnsafeBytes({ DiskCacheEntryFormat.decode(payload: $0) })
+        guard payload.withUnsafeMutableBytes({ file.read(into: $0, at: dataLength) }),
+            let decoded = payload.withUnsafeBytes({ DiskCacheEntryFormat.decode(payload: $0) }),
+            key == nil || decoded.key == key
         else { return nil }
         return DiskCacheEntry(
             key: decoded.key,
@@ -316,7 +365,39 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Removes expired entries, temporary files left by killed writers (older than a minute),
+    /// Removes temporary files whose writer is gone: its process no longer runs, or the file is
+    /// over a minute old (a write takes milliseconds). Returns how many it removed. ``ImageCache``
+    /// runs it when it opens a folder, on its write queue.
+    @discardableResult
+    public func removeOrphanedTemporaryFiles() -> Int {
+        let now = Date().timeIntervalSince1970
+        return scan(includeTemporary: true, includeEntries: false) { fd, files in
+            var removed = 0
+            for file in files where Self.isOrphaned(file, now: now) {
+                if unlinkat(fd, file.name, 0) == 0 { removed += 1 }
+            }
+            return removed
+        }
+    }
+
+    /// Temporary files in the folder (writes in progress, or left by writers that were killed):
+    /// how many and their bytes.
+    public var temporaryFiles: (count: Int, size: Int) {
+        scan(includeTemporary: true, includeEntries: false) { _, files in
+            (files.count, files.reduce(0) { $0 + Int($1.times.size) })
+        }
+    }
+
+    /// `.tmp-<pid>-<random>`: orphaned when that process is gone or the file is over a minute old.
+    private static func isOrphaned(_ file: ScannedFile, now: Double) -> Bool {
+        if now - file.times.modification_time > 60 { return true }
+        let fields = file.name.dropFirst(temporaryPrefix.count).split(separator: "-", maxSplits: 1)
+        guard let pid = fields.first.flatMap({ pid_t($0) }), pid > 0 else { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    /// Removes expired entries, temporary files left by killed writers (see
+    /// ``removeOrphanedTemporaryFiles()``),
     /// then, when the folder is over `maxSize`, the oldest entries until it is under half of it.
     @discardableResult
     public func removeExpiredEntries() -> CleanupResult {
@@ -330,7 +411,7 @@ public final class DiskCache: Sendable {
         var kept: [ScannedFile] = []
         for file in files {
             if file.isTemporary {
-                if realNow - file.times.modification_time > 60 {
+                if Self.isOrphaned(file, now: realNow) {
                     unlinkat(fd, file.name, 0)
                     result.temporaryRemoved += 1
                 }
@@ -392,7 +473,11 @@ public final class DiskCache: Sendable {
 
     /// Lists our files in the folder with their times and runs `body` with the open directory's
     /// descriptor (for `unlinkat`) and the list.
-    private func scan<Result>(includeTemporary: Bool, _ body: (Int32, [ScannedFile]) -> Result) -> Result {
+    private func scan<Result>(
+        includeTemporary: Bool,
+        includeEntries: Bool = true,
+        _ body: (Int32, [ScannedFile]) -> Result
+    ) -> Result {
         guard let stream = opendir(directoryPath) else { return body(-1, []) }
         defer { closedir(stream) }
         let fd = dirfd(stream)
@@ -402,7 +487,7 @@ public final class DiskCache: Sendable {
                 $0.withMemoryRebound(to: CChar.self, capacity: Int(NAME_MAX) + 1) { String(cString: $0) }
             }
             let isTemporary = name.hasPrefix(Self.temporaryPrefix)
-            guard isTemporary ? includeTemporary : Self.isEntryName(name) else { continue }
+            guard isTemporary ? includeTemporary : includeEntries && Self.isEntryName(name) else { continue }
             var times = wi_file_times()
             guard wi_file_times_at(fd, name, &times) == 0, times.is_regular != 0 else { continue }
             files.append(ScannedFile(name: name, times: times, isTemporary: isTemporary))

@@ -1,3 +1,4 @@
+import CWebImageSystem
 import Foundation
 
 /// What the disk cache keeps beside an image's bytes.
@@ -38,22 +39,30 @@ public struct DiskCacheEntry: Sendable, Hashable {
 /// the image data never copies it and the file still opens as an image elsewhere.
 ///
 ///     data | payload | UInt32 payload length (LE) | "WICACHE1"
-///     payload = UInt8 version (1) | Float64 stored date (LE bits)
+///     payload = UInt8 version (2) | Float64 stored date (LE bits) | UInt64 XXH64 of data (LE)
 ///               | field key | field contentType | field etag | field lastModified | field extended
 ///     field   = UInt32 length (LE; 0xFFFF_FFFF when absent) | bytes
 ///
 /// Every length is checked against the bytes present: a damaged or foreign file reads as
-/// `nil`, never out of bounds.
+/// `nil`, never out of bounds. Readers compare the stored key with the one asked for and the
+/// checksum with the data, so a flipped byte or an entry copied over another key's is a miss.
+/// Version 1 entries (no checksum) read as damaged.
 enum DiskCacheEntryFormat {
     static let magic: [UInt8] = Array("WICACHE1".utf8)
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
     /// Length field plus magic.
     static let footerSize = 4 + 8
     static let absent: UInt32 = .max
 
-    static func trailer(key: String, metadata: DiskCacheMetadata, storedDate: Date) -> [UInt8] {
+    /// The checksum stored with an entry's data.
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        wi_checksum64(bytes.baseAddress, bytes.count, 0)
+    }
+
+    static func trailer(key: String, metadata: DiskCacheMetadata, storedDate: Date, checksum: UInt64) -> [UInt8] {
         var payload: [UInt8] = [version]
         append(storedDate.timeIntervalSince1970.bitPattern, to: &payload)
+        append(checksum, to: &payload)
         for field in [
             Data(key.utf8), metadata.contentType.map { Data($0.utf8) }, metadata.etag.map { Data($0.utf8) },
             metadata.lastModified.map { Data($0.utf8) }, metadata.extendedData,
@@ -81,11 +90,13 @@ enum DiskCacheEntryFormat {
     }
 
     /// Decodes a payload; `nil` when it is damaged.
-    static func decode(payload: UnsafeRawBufferPointer) -> (key: String, metadata: DiskCacheMetadata, stored: Date)? {
+    static func decode(payload: UnsafeRawBufferPointer) -> DecodedPayload? {
         var offset = 0
-        guard payload.count >= 9, payload[0] == version else { return nil }
+        guard payload.count >= 17, payload[0] == version else { return nil }
         offset = 1
         let stored = Date(timeIntervalSince1970: Double(bitPattern: readUInt64(payload, at: offset)))
+        offset += 8
+        let checksum = readUInt64(payload, at: offset)
         offset += 8
         var fields: [Data?] = []
         for _ in 0..<5 {
@@ -110,7 +121,15 @@ enum DiskCacheEntryFormat {
             lastModified: text(fields[3]),
             extendedData: fields[4]
         )
-        return (key, metadata, stored)
+        return DecodedPayload(key: key, metadata: metadata, stored: stored, checksum: checksum)
+    }
+
+    /// A trailer's contents.
+    struct DecodedPayload {
+        var key: String
+        var metadata: DiskCacheMetadata
+        var stored: Date
+        var checksum: UInt64
     }
 
     private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {

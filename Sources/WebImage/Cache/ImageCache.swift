@@ -104,6 +104,11 @@ public final class ImageCache: ImageCaching {
         writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
         readQueue = DispatchQueue(label: "swift-web-image.ImageCache.read")
         decodeQueue = DispatchQueue(label: "swift-web-image.ImageCache.decode", attributes: .concurrent)
+        if configuration.usesDiskCache {
+            // Temporary files of writers killed mid-write (or of a process that exited before its
+            // writes ended) go when a cache opens the folder, off the caller's thread.
+            writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
+        }
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
@@ -340,6 +345,15 @@ public final class ImageCache: ImageCaching {
     /// The disk entry's metadata for `key` (its validators, stored date, extended data).
     public func diskEntry(forKey key: String) async -> DiskCacheEntry? {
         await onIOQueue { $0.diskCache.entry(forKey: key) }
+    }
+
+    // MARK: Flush
+
+    /// Calls `completion` (on the write queue) once every disk write, removal and cleanup asked
+    /// for before this call has finished. A process that exits without it loses the writes still
+    /// queued; ``ImageManager/flush()`` and `webimage` call it before they end.
+    public func flush(completion: @escaping @Sendable () -> Void) {
+        writeQueue.async { completion() }
     }
 
     // MARK: Remove

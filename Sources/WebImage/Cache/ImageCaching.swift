@@ -89,6 +89,20 @@ public protocol ImageCaching: Sendable {
 
     /// Empties the caches `cacheType` names.
     func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?)
+
+    /// Calls `completion` once every write, removal and cleanup asked for before this call has
+    /// reached the disk (or failed). Call it before a process exits, or its last writes are lost.
+    /// The default implementation, for caches that write synchronously, completes at once.
+    func flush(completion: @escaping @Sendable () -> Void)
+}
+
+extension ImageCaching {
+    public func flush(completion: @escaping @Sendable () -> Void) { completion() }
+
+    /// Waits until every write, removal and cleanup asked for before this call has finished.
+    public func flush() async {
+        await withCheckedContinuation { continuation in flush { continuation.resume() } }
+    }
 }
 
 extension ImageCaching {

@@ -577,22 +577,44 @@ public final class ImageManager: Sendable {
                 }
             }
         }
-        if storeType != .none, delivered != nil || storedData != nil {
+        let result = ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url)
+        logger.debug("loaded from the network", metadata: ["url": "\(url)", "key": "\(key)"])
+        guard storeType != .none, delivered != nil || storedData != nil else {
+            deliver(.image(result, final: true))
+            return
+        }
+        // Memory first, under the handoff lock (a load that misses memory now joins the download
+        // still delivering); the disk write is queued outside it.
+        if storeType.includesMemory, delivered != nil {
             memoryHandoff.withLock { handoffs in
                 handoffs += 1
-                imageCache.store(
-                    delivered,
-                    data: storedData,
-                    forKey: key,
-                    metadata: metadata,
-                    cacheType: storeType,
-                    completion: nil
-                )
+                imageCache.store(delivered, data: nil, forKey: key, metadata: nil, cacheType: .memory, completion: nil)
             }
         }
-        logger.debug("loaded from the network", metadata: ["url": "\(url)", "key": "\(key)"])
-        deliver(.image(ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url), final: true))
+        guard storeType.includesDisk else {
+            deliver(.image(result, final: true))
+            return
+        }
+        let waits = options.contains(.waitStoreCache)
+        imageCache.store(delivered, data: storedData, forKey: key, metadata: metadata, cacheType: .disk) { error in
+            guard waits else { return }
+            if let error {
+                deliver(
+                    .failure(
+                        WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \(error)"),
+                        url
+                    )
+                )
+            } else {
+                deliver(.image(result, final: true))
+            }
+        }
+        if !waits { deliver(.image(result, final: true)) }
     }
+
+    /// Waits until the cache's queued disk writes have finished (``ImageCaching/flush()``): call
+    /// it before the process exits.
+    public func flush() async { await imageCache.flush() }
 
     static func isLoadable(_ url: URL) -> Bool {
         switch url.scheme?.lowercased() {
@@ -635,7 +657,7 @@ public final class ImageManager: Sendable {
     /// a server recovers from (5xx, 429) are not remembered.
     static func shouldBlock(_ error: WebImageError) -> Bool {
         switch error.code {
-        case .cancelled, .cacheNotModified, .cacheMiss, .blackListed: return false
+        case .cancelled, .cacheNotModified, .cacheMiss, .blackListed, .cacheStoreFailed: return false
         case .invalidDownloadStatusCode:
             guard let status = error.statusCode else { return true }
             return (400..<500).contains(status) && status != 429 && status != 408

@@ -17,6 +17,16 @@ public final class ImagePrefetcher: Sendable {
         public var total = 0
     }
 
+    /// One URL that failed: its place in the list and why (a failed disk write included).
+    public struct Failure: Sendable {
+        /// The URL's index in the prefetched list.
+        public var index: Int
+        /// The URL (`nil` when the list held `nil`).
+        public var url: URL?
+        /// What went wrong.
+        public var error: WebImageError
+    }
+
     /// The prefetcher over ``ImageManager/shared``.
     public static let shared = ImagePrefetcher(manager: .shared)
 
@@ -40,7 +50,9 @@ public final class ImagePrefetcher: Sendable {
         set { settings.withLock { $0.maxConcurrent = max(1, newValue) } }
     }
 
-    /// Options for prefetches that do not pass their own. Default `[.lowPriority]`.
+    /// Options for prefetches that do not pass their own. Default `[.lowPriority]`. Every prefetch
+    /// also waits for its disk writes (``ImageOptions/waitStoreCache``), so "finished" means
+    /// stored and a failed write counts as a failure.
     public var options: ImageOptions {
         get { settings.withLock { $0.options } }
         set { settings.withLock { $0.options = newValue } }
@@ -67,7 +79,7 @@ public final class ImagePrefetcher: Sendable {
         let token = ImagePrefetchToken(
             urls: urls,
             manager: manager,
-            options: options ?? settings.options,
+            options: (options ?? settings.options).union(.waitStoreCache),
             context: context ?? settings.context,
             maxConcurrent: settings.maxConcurrent,
             progress: progress
@@ -111,6 +123,7 @@ public final class ImagePrefetchToken: Sendable, Hashable {
         /// URLs counted already (`refreshCached` may finish a load twice).
         var done: Set<Int> = []
         var counts = ImagePrefetcher.Progress()
+        var failures: [ImagePrefetcher.Failure] = []
         var ended = false
         var endHandlers: [@Sendable (ImagePrefetcher.Progress) -> Void] = []
     }
@@ -146,6 +159,9 @@ public final class ImagePrefetchToken: Sendable, Hashable {
     /// The counts so far.
     public var counts: ImagePrefetcher.Progress { state.withLock { $0.counts } }
 
+    /// The URLs that failed so far, in the order they ended, with their errors.
+    public var failures: [ImagePrefetcher.Failure] { state.withLock { $0.failures } }
+
     func begin() {
         if urls.isEmpty { return end() }
         for _ in 0..<min(maxConcurrent, urls.count) { startNext() }
@@ -175,7 +191,10 @@ public final class ImagePrefetchToken: Sendable, Hashable {
                 guard !state.ended, state.done.insert(index).inserted else { return nil }
                 state.running[index] = nil
                 state.counts.finished += 1
-                if error != nil { state.counts.skipped += 1 }
+                if let error {
+                    state.counts.skipped += 1
+                    state.failures.append(ImagePrefetcher.Failure(index: index, url: urls[index], error: error))
+                }
                 if error == nil && cacheType != .none { state.counts.cached += 1 }
                 return state.counts
             }

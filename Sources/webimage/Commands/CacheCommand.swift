@@ -36,7 +36,7 @@ struct CacheCommand: AsyncParsableCommand {
         }
 
         func emit(_ object: JSONValue, text: String) {
-            if json { JSONLineWriter.write(object) } else { print(text) }
+            if json { JSONLineWriter.write(object) } else { StandardStream.line(text) }
         }
     }
 

@@ -75,7 +75,7 @@ struct DemoCommand: AsyncParsableCommand {
         let urls = images.map { origin.url("/demo/\($0.name)") }
         let totalBytes = images.reduce(0) { $0 + $1.data.count }
         if !json {
-            print("Serving \(images.count) generated images (\(totalBytes / 1024) KB) from \(origin.url("/demo/"))")
+            StandardStream.line("Serving \(images.count) generated images (\(totalBytes / 1024) KB) from \(origin.url("/demo/"))")
         }
 
         var passes: [Pass] = []
@@ -114,11 +114,11 @@ struct DemoCommand: AsyncParsableCommand {
             }
         } else {
             printTable(passes)
-            print("")
-            print(
+            StandardStream.line("")
+            StandardStream.line(
                 "Each image was asked for twice in the cold pass: \(passes[0].images) loads made \(passes[0].originRequests) origin requests."
             )
-            print(
+            StandardStream.line(
                 "The warm and disk passes reached the origin \(passes[1].originRequests + passes[2].originRequests) times."
             )
         }
@@ -198,8 +198,8 @@ struct DemoCommand: AsyncParsableCommand {
                     : String(repeating: " ", count: widths[index] - cell.count) + cell
             }.joined(separator: "  ")
         }
-        print(line(header))
-        print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
-        for row in rows { print(line(row)) }
+        StandardStream.line(line(header))
+        StandardStream.line(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  "))
+        for row in rows { StandardStream.line(line(row)) }
     }
 }

@@ -110,12 +110,14 @@ struct FetchCommand: AsyncParsableCommand {
                 ready[index] = report
                 while let report = ready.removeValue(forKey: printed) {
                     failed = failed || !report.ok
-                    if loading.json { JSONLineWriter.write(report.json) } else { print(report.text) }
+                    if loading.json { JSONLineWriter.write(report.json) } else { StandardStream.line(report.text) }
                     printed += 1
                 }
                 launch()
             }
         }
+        // Queued disk writes would be lost at exit.
+        await manager.flush()
         if failed { throw ItemsFailed() }
     }
 }
@@ -250,14 +252,15 @@ struct FetchReport: Sendable {
         }
         fields.append(("ms", .double(milliseconds)))
         if let output { fields.append(("output", .string(output))) }
-        if let error {
-            var details: [(String, JSONValue)] = [
-                ("code", .string(error.code.rawValue)), ("message", .string(error.message)),
-            ]
-            if let status = error.statusCode { details.append(("status", .int(status))) }
-            fields.append(("error", .object(details)))
-        }
+        if let error { fields.append(("error", Self.errorJSON(error))) }
         return .object(fields)
+    }
+
+    /// `{code, message, status?}` for an error.
+    static func errorJSON(_ error: WebImageError) -> JSONValue {
+        var details: [(String, JSONValue)] = [("code", .string(error.code.rawValue)), ("message", .string(error.message))]
+        if let status = error.statusCode { details.append(("status", .int(status))) }
+        return .object(details)
     }
 
     var text: String {

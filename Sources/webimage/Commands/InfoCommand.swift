@@ -36,7 +36,7 @@ struct InfoCommand: AsyncParsableCommand {
             if json {
                 JSONLineWriter.write(report.json)
             } else {
-                print(report.text)
+                StandardStream.line(report.text)
             }
         }
         if failed { throw ItemsFailed() }

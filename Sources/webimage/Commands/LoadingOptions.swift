@@ -158,7 +158,7 @@ final class ProgressBar: Sendable {
         let width = 30
         let filled = total == 0 ? width : width * count / total
         let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-        FileHandle.standardError.write(Data("\r[\(bar)] \(count)/\(total)".utf8))
-        if count == total { FileHandle.standardError.write(Data("\n".utf8)) }
+        StandardStream.error.write("\r[\(bar)] \(count)/\(total)")
+        if count == total { StandardStream.error.write("\n") }
     }
 }

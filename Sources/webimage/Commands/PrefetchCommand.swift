@@ -50,13 +50,29 @@ struct PrefetchCommand: AsyncParsableCommand {
         var options = loading.imageOptions
         options.insert(.lowPriority)
         let bar = ProgressBar(total: inputs.count, requested: loading.progress)
-        let counts = await withCheckedContinuation { continuation in
+        let (counts, failures) = await withCheckedContinuation { continuation in
             let token = prefetcher.prefetchURLs(
                 inputs.map { $0.isEmpty ? nil : URL(string: $0) },
                 options: options,
                 progress: { _, _ in bar.advance() }
             )
-            token.onEnd { continuation.resume(returning: $0) }
+            token.onEnd { continuation.resume(returning: ($0, token.failures)) }
+        }
+        // Every load waited for its disk write; this only covers writes still queued by others.
+        await manager.flush()
+        // Each failure, in input order, before the summary: which URL and why.
+        for failure in failures.sorted(by: { $0.index < $1.index }) {
+            let input = inputs[failure.index]
+            if loading.json {
+                JSONLineWriter.write(
+                    .object([
+                        ("url", .string(input)), ("ok", .bool(false)),
+                        ("error", FetchReport.errorJSON(failure.error)),
+                    ])
+                )
+            } else {
+                Diagnostics.write("\(input.isEmpty ? "(empty)" : input): error: \(failure.error.message)")
+            }
         }
         let failed = counts.skipped
         let summary = JSONValue.object([
@@ -65,7 +81,9 @@ struct PrefetchCommand: AsyncParsableCommand {
         if loading.json {
             JSONLineWriter.write(summary)
         } else {
-            print("finished \(counts.finished - failed), skipped \(counts.cached) (already cached), failed \(failed)")
+            StandardStream.line(
+                "finished \(counts.finished - failed), skipped \(counts.cached) (already cached), failed \(failed)"
+            )
         }
         if failed > 0 { throw ItemsFailed() }
     }

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A JSON value small enough to write by hand, in a stable key order.
 enum JSONValue: Sendable {
     case string(String)
@@ -41,13 +45,46 @@ enum JSONValue: Sendable {
 /// Writes one JSON object per line to standard output, flushing each line.
 enum JSONLineWriter {
     static func write(_ object: JSONValue) {
-        FileHandle.standardOutput.write(Data((object.serialized + "\n").utf8))
+        StandardStream.output.write(object.serialized + "\n")
     }
 }
 
 /// Writes diagnostics to standard error.
 enum Diagnostics {
     static func write(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardStream.error.write(line + "\n")
     }
+}
+
+/// Standard output or error, written with `write(2)`: every line reaches the stream at once
+/// (no stdio buffer to lose), and a reader that went away (`| head -1`, EPIPE) ends the command
+/// quietly instead of trapping.
+struct StandardStream: Sendable {
+    let descriptor: Int32
+
+    static let output = StandardStream(descriptor: STDOUT_FILENO)
+    static let error = StandardStream(descriptor: STDERR_FILENO)
+
+    /// A line of text output (what `print` would write), on standard output.
+    static func line(_ text: String) { output.write(text + "\n") }
+
+    func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    // The reader is gone (EPIPE) or the stream is unusable: nobody can read what
+                    // follows, so stop now, quietly (status 1: not every line was delivered).
+                    Glibc._exit(ExitStatus.itemFailed)
+                }
+                offset += written
+            }
+        }
+    }
+
+    /// Stop the process from being killed by SIGPIPE, so a closed pipe shows up as EPIPE here.
+    static func ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN) }
 }
