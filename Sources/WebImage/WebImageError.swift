@@ -75,7 +75,14 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The error for text that is not a loadable URL (the text is quoted in the message).
-    public static func invalidURL(_ text: String) -> WebImageError {
-        WebImageError(.invalidURL, url: nil, message: "\(text.isEmpty ? "(empty)" : text): not a valid image URL")
+    public static func invalidURL(_ text: String) -> WebImageError { invalidURL(text, reason: nil) }
+
+    /// `invalidURL` for `text`, saying why when the reason is known (`port 70000 is not …`).
+    public static func invalidURL(_ text: String, reason: String?) -> WebImageError {
+        WebImageError(
+            .invalidURL,
+            url: nil,
+            message: "\(text.isEmpty ? "(empty)" : text): not a valid image URL\(reason.map { " (\($0))" } ?? "")"
+        )
     }
 }

@@ -34,6 +34,19 @@ public final class ImageCodersManager: Sendable {
         storage.withLock { coders in coders.removeAll { Swift.type(of: $0) == type } }
     }
 
+    /// The formats some coder here decodes, WebP first (the smallest of them), then PNG, JPEG,
+    /// GIF and the rest in ``ImageFormat`` order.
+    public var decodableFormats: [ImageFormat] {
+        let preferred: [ImageFormat] = [.webp, .png, .jpeg, .gif]
+        let order = preferred + ImageFormat.allCases.filter { !preferred.contains($0) && $0 != .unknown }
+        return order.filter { decoder(for: ImageFormatDetails(format: $0)) != nil }
+    }
+
+    /// An HTTP `Accept` value naming exactly the media types of ``decodableFormats``
+    /// (`image/webp,image/png,image/jpeg,image/gif` with the built-in coders): a server that
+    /// negotiates never sends a format nothing here can decode.
+    public var acceptHeaderValue: String { decodableFormats.map(\.mimeType).joined(separator: ",") }
+
     /// The first decoder that accepts data with these details.
     public func decoder(for details: ImageFormatDetails) -> (any ImageCoding)? {
         coders.first { $0.canDecode(details) }

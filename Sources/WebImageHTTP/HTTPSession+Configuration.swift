@@ -12,11 +12,20 @@ extension HTTPSession {
             /// Allow a redirect back to a URL already visited (still bounded by `maximumCount`).
             /// Default `false`: a cycle fails with `redirectLoop`.
             public var allowCycles: Bool
+            /// Follow a redirect from https to plain http. Default `false`: such a redirect fails
+            /// with `redirectRefused` (as browsers refuse mixed downgrades).
+            public var allowsInsecureRedirects: Bool
 
-            public init(follow: Bool = true, maximumCount: Int = 10, allowCycles: Bool = false) {
+            public init(
+                follow: Bool = true,
+                maximumCount: Int = 10,
+                allowCycles: Bool = false,
+                allowsInsecureRedirects: Bool = false
+            ) {
                 self.follow = follow
                 self.maximumCount = maximumCount
                 self.allowCycles = allowCycles
+                self.allowsInsecureRedirects = allowsInsecureRedirects
             }
 
             public static let `default` = RedirectPolicy()

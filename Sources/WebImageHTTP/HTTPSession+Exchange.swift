@@ -56,6 +56,10 @@ extension HTTPSession {
         while true {
             try Task.checkCancellation()
             await task.waitWhilePaused()
+            // Every hop, the first included: a bad port must never reach a socket address.
+            if let failure = request.url.httpValidationFailure {
+                throw HTTPSessionError(.invalidURL, url: request.url, message: "\(request.url): \(failure)")
+            }
             // One deadline for this request: its own timeout or the task's, whichever ends first.
             // AsyncHTTPClient enforces it until the head; each body chunk checks it after (and the
             // read timeout ends a body that stalls outright). No timers, so no event-loop wake-ups.
@@ -124,8 +128,12 @@ extension HTTPSession {
                 }
             }
 
+            // HEAD answers, 1xx, 204 and 304 have no body whatever their Content-Length says.
+            let hasBody =
+                request.method != .head && !(100..<200).contains(head.statusCode) && head.statusCode != 204
+                && head.statusCode != 304
             if let limit = bodyLimit, let expected = head.expectedContentLength, expected > limit,
-                head.headers["Content-Encoding"] == nil, request.method != .head
+                head.headers["Content-Encoding"] == nil, hasBody
             {
                 throw Self.bodyTooLarge(head, limit: limit, detail: "its Content-Length of \(expected) bytes")
             }
@@ -141,8 +149,12 @@ extension HTTPSession {
             }
             task.update(response: head, resumedAt: offset)
             task.emit(.response(head))
-            if let delegate, await delegate.task(task, didReceive: head) == .cancel {
-                throw HTTPSessionError.cancelled(request.url)
+            switch await delegate?.task(task, didReceive: head) ?? .allow {
+            case .allow: break
+            case .cancel: throw HTTPSessionError.cancelled(request.url)
+            case .finish:
+                metrics.bytesSent = task.countOfBytesSent
+                return metrics
             }
             var received: Int64 = 0
             for try await buffer in response.body {
@@ -172,7 +184,7 @@ extension HTTPSession {
                 }
             }
             try Task.checkCancellation()
-            if let expected = head.expectedContentLength, received < expected, request.method != .head,
+            if let expected = head.expectedContentLength, received < expected, hasBody,
                 head.headers["Content-Encoding"] == nil
             {
                 throw HTTPSessionError(
@@ -218,10 +230,25 @@ extension HTTPSession {
     ) async throws -> Request? {
         let policy = configuration.redirectPolicy
         guard policy.follow, [301, 302, 303, 307, 308].contains(head.statusCode),
-            let location = head.headers["Location"],
-            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
-            ["http", "https"].contains(target.scheme?.lowercased() ?? "")
+            let location = head.headers["Location"]
         else { return nil }
+        func refuse(_ reason: String) -> HTTPSessionError {
+            HTTPSessionError(
+                .redirectRefused,
+                url: request.url,
+                message: "\(request.url): redirect (\(head.statusCode)) to \(location.prefix(200)) refused: \(reason)",
+                response: head
+            )
+        }
+        guard let target = URL(string: location, relativeTo: request.url)?.absoluteURL else {
+            throw refuse("not a URL")
+        }
+        if let failure = target.httpValidationFailure { throw refuse(failure) }
+        if request.url.scheme?.lowercased() == "https", target.scheme?.lowercased() == "http",
+            !policy.allowsInsecureRedirects
+        {
+            throw refuse("it leaves https for plain http")
+        }
         guard redirects < policy.maximumCount else {
             throw HTTPSessionError(
                 .tooManyRedirects,
@@ -247,16 +274,28 @@ extension HTTPSession {
             next.headers.remove(name: "Content-Type")
             next.headers.remove(name: "Content-Length")
         }
-        // Credentials stay with their origin.
+        // Across origins only headers known to be safe go along (the session's default headers
+        // are added again when the request is made): credentials, cookies, proxy credentials and
+        // any custom header (an API key) stay with the origin they were meant for.
         if target.host?.lowercased() != request.url.host?.lowercased() || target.port != request.url.port
-            || target.scheme != request.url.scheme
+            || target.scheme?.lowercased() != request.url.scheme?.lowercased()
         {
-            next.headers.remove(name: "Authorization")
-            next.headers.remove(name: "Cookie")
+            next.headers = HTTPHeaderFields(
+                next.headers.filter { field in
+                    Self.crossOriginSafeHeaders.contains(where: { field.name.caseInsensitiveEquals($0) })
+                }.map { ($0.name, $0.value) }
+            )
         }
         if let delegate { return await delegate.task(task, willPerformRedirection: head, newRequest: next) }
         return next
     }
+
+    /// Headers a redirect to another origin keeps (what they say is no secret and no instruction
+    /// about a resource on the first origin).
+    static let crossOriginSafeHeaders = [
+        "Accept", "Accept-Language", "Accept-Encoding", "User-Agent", "Content-Type", "Content-Length",
+        "Cache-Control", "Pragma",
+    ]
 
     private static func challenge(in head: Response, failures: Int) -> HTTPAuthenticationChallenge? {
         guard let header = head.headers["WWW-Authenticate"] else { return nil }
@@ -365,11 +404,15 @@ extension HTTPSession {
                 message: "\(subject): cannot connect to \(error.host):\(error.port)"
             )
         }
-        if error is PublicKeyPinMismatch {
+        if error is PinMismatch {
             return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): \(error)")
         }
         if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
-            return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): TLS failed: \(error)")
+            return HTTPSessionError(
+                .serverCertificateUntrusted,
+                url: url,
+                message: "\(subject): TLS failed: \(tlsFailureReason(error, host: url.host ?? "the host"))"
+            )
         }
         if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
             return HTTPSessionError(.cannotConnect, url: url, message: "\(subject): connection refused")
@@ -379,6 +422,36 @@ extension HTTPSession {
         }
         return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error)")
     }
+}
+
+/// A TLS failure in words, from BoringSSL's reason codes (never its raw error dump).
+func tlsFailureReason(_ error: any Error, host: String) -> String {
+    let text = String(describing: error)
+    if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+        return "the certificate is for another host, not \(host) (wrong host)"
+    }
+    let reasons: [(String, String)] = [
+        ("CERTIFICATE_HAS_EXPIRED", "the server's certificate has expired"),
+        ("CERT_HAS_EXPIRED", "the server's certificate has expired"),
+        ("CERTIFICATE_VERIFY_FAILED",
+            "the server's certificate is not trusted (self-signed, expired, or issued by an unknown authority)"),
+        ("UNSUPPORTED_PROTOCOL", "the server only offers a TLS version that is too old (TLS 1.2 is the minimum)"),
+        ("PROTOCOL_VERSION", "the server only offers a TLS version that is too old (TLS 1.2 is the minimum)"),
+        ("WRONG_VERSION_NUMBER", "the server did not answer with TLS (plain HTTP on an https port?)"),
+        ("NO_SHARED_CIPHER", "the server and client share no cipher"),
+        ("HANDSHAKE_FAILURE", "the server refused the TLS handshake"),
+        ("UNKNOWN_CA", "the server's certificate is issued by an unknown authority"),
+        ("BAD_CERTIFICATE", "the server's certificate is damaged"),
+    ]
+    for (code, reason) in reasons where text.contains(code) { return reason }
+    if let ssl = error as? NIOSSLError {
+        switch ssl {
+        case .uncleanShutdown: return "the server closed the connection during the handshake"
+        case .handshakeFailed: return "the TLS handshake failed"
+        default: break
+        }
+    }
+    return "the TLS handshake failed"
 }
 
 extension Duration {

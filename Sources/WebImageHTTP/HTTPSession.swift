@@ -73,14 +73,15 @@ public final class HTTPSession: Sendable {
         } else {
             resolved = nil
         }
-        guard let resolved, let scheme = resolved.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            resolved.host?.isEmpty == false
-        else {
+        guard let resolved else {
             throw HTTPSessionError(
                 .invalidURL,
                 url: nil,
                 message: "\(path.isEmpty ? "(empty)" : path): not an http(s) URL"
             )
+        }
+        if let failure = resolved.httpValidationFailure {
+            throw HTTPSessionError(.invalidURL, url: nil, message: "\(path): \(failure)")
         }
         return resolved
     }

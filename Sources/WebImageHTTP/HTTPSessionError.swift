@@ -20,6 +20,9 @@ public struct HTTPSessionError: Error, Sendable, CustomStringConvertible {
         case tooManyRedirects
         /// A redirect led back to a URL already visited.
         case redirectLoop
+        /// A redirect the session will not follow: a target that is not http(s), has an invalid
+        /// port, or downgrades https to http. The message names the refused target.
+        case redirectRefused
         /// The status code is not acceptable (see ``HTTPResponseValidation``).
         case unacceptableStatusCode
         /// The content type is not acceptable (see ``HTTPResponseValidation``).

@@ -6,6 +6,10 @@ public enum HTTPResponseDisposition: Sendable {
     case allow
     /// Stop: the task completes with `cancelled`.
     case cancel
+    /// Skip the body: the task completes at once, successfully, with the response head and no
+    /// body (the connection is closed rather than drained). For answers not worth reading, such
+    /// as an error status.
+    case finish
 }
 
 /// The per-task callbacks of `URLSessionDataDelegate` / AFURLSessionManager. Every method has a

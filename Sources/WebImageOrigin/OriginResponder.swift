@@ -76,7 +76,10 @@ struct OriginResponder: HTTPResponder {
             && ((recorded.header("if-none-match").map { $0 == routeHeader("etag") } ?? false)
                 || (recorded.header("if-none-match") == nil
                     && recorded.header("if-modified-since").map { $0 == routeHeader("last-modified") } ?? false))
-        if notModified { return Response(status: .notModified, headers: headers) }
+        if notModified {
+            if behavior.notModifiedDeclaresLength { headers[.contentLength] = String(route.body.count) }
+            return Response(status: .notModified, headers: headers)
+        }
         if route.status == 304 || route.status == 204 || recorded.method == "HEAD" && behavior.truncateAfter == nil {
             if recorded.method == "HEAD" { headers[.contentLength] = String(route.body.count) }
             return Response(status: .init(code: route.status), headers: headers)

@@ -21,6 +21,9 @@ public struct OriginRoute: Sendable {
         public var chunkedEncoding = false
         /// Answer 401 with `WWW-Authenticate: Basic` unless the request carries these credentials.
         public var requiredBasicAuth: (user: String, password: String)?
+        /// A "not modified" answer declares the full body's `Content-Length` (as some servers do;
+        /// a 304 has no body whatever its headers say).
+        public var notModifiedDeclaresLength = false
 
         public init(
             delay: Duration = .zero,
@@ -30,8 +33,10 @@ public struct OriginRoute: Sendable {
             truncateAfter: Int? = nil,
             gate: OriginGate? = nil,
             chunkedEncoding: Bool = false,
-            requiredBasicAuth: (user: String, password: String)? = nil
+            requiredBasicAuth: (user: String, password: String)? = nil,
+            notModifiedDeclaresLength: Bool = false
         ) {
+            self.notModifiedDeclaresLength = notModifiedDeclaresLength
             self.requiredBasicAuth = requiredBasicAuth
             self.delay = delay
             self.chunkSize = chunkSize

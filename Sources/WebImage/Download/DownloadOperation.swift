@@ -118,7 +118,13 @@ public final class DownloadOperation: ImageDownloadOperation {
             return state.options
         }
         guard let options else { return onFinish() }
-        var request = HTTPSession.Request(url: url, headers: hooks.headers, timeout: configuration.downloadTimeout)
+        // The download timeout is an idle timeout (the session's read timeout); the request's own
+        // deadline is the optional overall one.
+        var request = HTTPSession.Request(
+            url: url,
+            headers: hooks.headers,
+            timeout: configuration.maximumDownloadDuration ?? .infinity
+        )
         request.handlesCookies = options.contains(.handleCookies)
         request.maximumBodySize = configuration.maximumDownloadSize
         // refreshCached: revalidate what the caller has.
@@ -142,9 +148,18 @@ public final class DownloadOperation: ImageDownloadOperation {
             ) { [weak self] image in self?.deliverPartial(image) }
             state.withLock { $0.progressive = loop }
         }
+        // An unacceptable status ends the transfer at the head (as SDWebImage cancels the task
+        // there): nobody reads a 128 MiB error page. A response modifier may still change the
+        // status, so with one the body is read as usual.
+        let acceptable = configuration.acceptableStatusCodes
+        let hasResponseModifier = hooks.responseModifier != nil
+        let skipsBody: @Sendable (HTTPSession.Response) -> Bool = { response in
+            !hasResponseModifier && !acceptable.contains(response.statusCode)
+        }
         let delegate = ProgressReporter(
             operation: self,
             interval: configuration.minimumProgressInterval,
+            skipsBody: skipsBody,
             events: events
         )
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
@@ -230,6 +245,12 @@ public final class DownloadOperation: ImageDownloadOperation {
         state.withLock { $0.response = response }
         let status = response.statusCode
         if status == 304 { return fail(.cacheNotModified, "not modified (304)", status: 304) }
+        // A redirect that reached us was not followed (refused target, no Location, or a delegate
+        // declined it): its body is never the image.
+        if (300..<400).contains(status) {
+            let target = response.headers["Location"].map { "to \($0.prefix(200)) " } ?? "without a Location "
+            return fail(.invalidDownloadStatusCode, "HTTP \(status) redirect \(target)not followed", status: status)
+        }
         guard configuration.acceptableStatusCodes.contains(status) else {
             return fail(.invalidDownloadStatusCode, "HTTP status \(status)", status: status)
         }
@@ -328,21 +349,24 @@ public final class DownloadOperation: ImageDownloadOperation {
 private final class ProgressReporter: HTTPSessionTaskDelegate {
     let operation: DownloadOperation
     let interval: TimeInterval
+    let skipsBody: @Sendable (HTTPSession.Response) -> Bool
     let events: @Sendable (ImageDownloaderEvent) -> Void
 
     init(
         operation: DownloadOperation,
         interval: TimeInterval,
+        skipsBody: @escaping @Sendable (HTTPSession.Response) -> Bool,
         events: @escaping @Sendable (ImageDownloaderEvent) -> Void
     ) {
         self.operation = operation
         self.interval = interval
+        self.skipsBody = skipsBody
         self.events = events
     }
 
     func task(_ task: HTTPSessionTask, didReceive response: HTTPSession.Response) async -> HTTPResponseDisposition {
         events(.receivedResponse(operation.url, response))
-        return .allow
+        return skipsBody(response) ? .finish : .allow
     }
 
     func task(_ task: HTTPSessionTask, didReceive data: Data) {

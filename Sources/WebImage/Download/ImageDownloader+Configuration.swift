@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import WebImageCoders
 import WebImageHTTP
 
 extension ImageDownloader {
@@ -15,8 +16,18 @@ extension ImageDownloader {
     public struct Configuration: Sendable {
         /// Network loads running at once. Default 6.
         public var maxConcurrentDownloads = 6
-        /// Seconds one download may take. Default 15.
+        /// Seconds a download may go without receiving anything (an idle timeout, as
+        /// NSURLRequest's `timeoutInterval` in the seeds): a large image on a slow but steady link
+        /// loads; a server that stops sending fails with a timeout. 0 means the default, 15.
+        /// Enforced by the downloader's own session (its read and connect timeouts); a session
+        /// passed in keeps its own read timeout.
         public var downloadTimeout: TimeInterval = 15
+        /// Seconds a whole download may take, however steadily the bytes arrive; `nil` (default):
+        /// no overall deadline, only ``downloadTimeout``.
+        public var maximumDownloadDuration: TimeInterval?
+
+        /// ``downloadTimeout``, with 0 (or less) meaning the default.
+        var effectiveDownloadTimeout: TimeInterval { downloadTimeout > 0 ? downloadTimeout : 15 }
         /// Which waiting download starts first. Default `.fifo`.
         public var executionOrder: ExecutionOrder = .fifo
         /// Progress callbacks are at least this many seconds apart (the final one always comes).
@@ -31,14 +42,17 @@ extension ImageDownloader {
         public var decodesImages = true
         /// Credentials for servers that ask for HTTP basic authentication.
         public var credential: HTTPCredential?
-        /// Statuses accepted as success. Default 200–399 (a 304 is `cacheNotModified`).
-        public var acceptableStatusCodes: Set<Int> = Set(200..<400)
+        /// Statuses accepted as success. Default 200–299. Any other ends the transfer at the
+        /// response head (`invalidDownloadStatusCode`); a 304 is `cacheNotModified`, and a redirect
+        /// the session did not follow is an error naming its target.
+        public var acceptableStatusCodes: Set<Int> = Set(200..<300)
         /// Content types accepted; `nil` (default) accepts any.
         public var acceptableContentTypes: Set<String>?
-        /// Headers every download sends; by default `Accept` lists the image types we decode.
-        public var headers: HTTPHeaderFields = [
-            "Accept": "image/webp,image/avif,image/png,image/jpeg,image/gif,image/*;q=0.8,*/*;q=0.5"
-        ]
+        /// Headers every download sends. By default `Accept` names exactly the media types the
+        /// shared coders decode when the configuration is made
+        /// (`ImageCodersManager.acceptHeaderValue`): a negotiating server or CDN never picks a
+        /// format that would fail to decode (and blacklist the URL).
+        public var headers: HTTPHeaderFields = ["Accept": ImageCodersManager.shared.acceptHeaderValue]
 
         /// Makes the operation for a new network load: `(url, first caller's options, context)`.
         /// Default: ``DownloadOperation``. Replace it to run loads your own way.

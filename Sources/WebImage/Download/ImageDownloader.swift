@@ -58,7 +58,7 @@ public final class ImageDownloader: Sendable {
     }
 
     /// A downloader; `session` defaults to one made for it (with the configuration's credential,
-    /// and a read timeout no longer than its download timeout).
+    /// and its download timeout as the read timeout: the longest wait for a byte).
     public init(configuration: Configuration = .default, session: HTTPSession? = nil) {
         self.configuration = configuration
         hooks = Protected(Hooks(headers: configuration.headers))
@@ -70,8 +70,13 @@ public final class ImageDownloader: Sendable {
             // Cookies are sent and stored only for loads with `handleCookies`.
             sessionConfiguration.cookieStore = .shared
             sessionConfiguration.maximumConnectionsPerHost = max(configuration.maxConcurrentDownloads, 1)
-            // A body that stops arriving ends within the download timeout, not the session's 60 s.
-            sessionConfiguration.readTimeout = min(sessionConfiguration.readTimeout, configuration.downloadTimeout)
+            // The download timeout is the time allowed without a byte: the read timeout (and no
+            // longer to connect).
+            sessionConfiguration.readTimeout = configuration.effectiveDownloadTimeout
+            sessionConfiguration.connectTimeout = min(
+                sessionConfiguration.connectTimeout,
+                configuration.effectiveDownloadTimeout
+            )
             self.session = HTTPSession(configuration: sessionConfiguration)
         }
     }
@@ -86,10 +91,8 @@ public final class ImageDownloader: Sendable {
         progress: ProgressHandler? = nil,
         completed: @escaping CompletedHandler
     ) -> DownloadToken? {
-        guard let url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            url.host?.isEmpty == false
-        else {
-            completed(nil, nil, .invalidURL(url?.absoluteString ?? ""), true)
+        guard let url, url.httpValidationFailure == nil else {
+            completed(nil, nil, .invalidURL(url?.absoluteString ?? "", reason: url?.httpValidationFailure), true)
             return nil
         }
         let context = context ?? ImageContext()
@@ -281,13 +284,15 @@ public final class ImageDownloader: Sendable {
         }
     }
 
-    /// The shared session, or for `allowInvalidSSLCertificates` one that accepts any certificate.
+    /// The shared session, or for `allowInvalidSSLCertificates` one that skips chain validation
+    /// (keeping the session's pins).
     private func session(for options: ImageOptions) -> HTTPSession {
         guard options.contains(.allowInvalidSSLCertificates) else { return session }
         return permissiveSession.withLock { permissive in
             if let permissive { return permissive }
             var configuration = session.configuration
-            configuration.securityPolicy = SecurityPolicy(allowInvalidCertificates: true)
+            // Chain validation is relaxed; pins, when the session has them, still hold.
+            configuration.securityPolicy.allowInvalidCertificates = true
             let made = HTTPSession(configuration: configuration)
             permissive = made
             return made

@@ -294,7 +294,8 @@ public final class ImageManager: Sendable {
         running.withLock { _ = $0.insert(operation) }
 
         guard let url, Self.isLoadable(url) else {
-            deliver(.failure(.invalidURL(url?.absoluteString ?? ""), url))
+            let reason = url?.isFileURL == true ? nil : url?.httpValidationFailure
+            deliver(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
             return operation
         }
         if !options.contains(.retryFailed), failed.withLock({ $0.contains(url) }) {
@@ -618,7 +619,7 @@ public final class ImageManager: Sendable {
 
     static func isLoadable(_ url: URL) -> Bool {
         switch url.scheme?.lowercased() {
-        case "http", "https": url.host?.isEmpty == false
+        case "http", "https": url.httpValidationFailure == nil
         case "file": !url.path.isEmpty
         default: false
         }

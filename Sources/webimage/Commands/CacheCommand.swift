@@ -29,9 +29,9 @@ struct CacheCommand: AsyncParsableCommand {
         }
 
         func validate() throws {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                throw ValidationError("--cache-dir \(url.path): not a folder")
+            try LoadingOptions.validateCacheDirectory(url.path)
+            guard FileManager.default.fileExists(atPath: url.path) else {
+                throw ValidationError("--cache-dir \(url.path): no such folder")
             }
         }
 
@@ -50,9 +50,16 @@ struct CacheCommand: AsyncParsableCommand {
         func run() throws {
             let cache = DiskCache(directory: folder.url)
             let (count, size) = (cache.count, cache.totalSize)
+            let temporary = cache.temporaryFiles
             folder.emit(
-                .object([("directory", .string(cache.directory.path)), ("count", .int(count)), ("bytes", .int(size))]),
+                .object([
+                    ("directory", .string(cache.directory.path)), ("count", .int(count)), ("bytes", .int(size)),
+                    ("temporaryFiles", .int(temporary.count)), ("temporaryBytes", .int(temporary.size)),
+                ]),
                 text: "\(cache.directory.path): \(count) entries, \(size) bytes"
+                    + (temporary.count > 0
+                        ? "; \(temporary.count) temporary files (\(temporary.size) bytes; writes in progress or left by a killed writer)"
+                        : "")
             )
         }
     }

@@ -46,6 +46,8 @@ struct DemoCommand: AsyncParsableCommand {
         var failures: [String] = []
     }
 
+    func validate() throws { try LoadingOptions.validateCacheDirectory(cacheDirectory) }
+
     func run() async throws {
         let images = try DemoImages.make()
         let origin = try await OriginServer.start()

@@ -16,7 +16,7 @@ struct LoadingOptions: ParsableArguments {
     @Option(name: .customLong("max-downloads"), help: "Network loads at once.")
     var maxDownloads = 6
 
-    @Option(help: "Seconds each request may take.")
+    @Option(help: "Seconds a request may wait for data (an idle timeout: a slow but steady download goes on).")
     var timeout: Double = 15
 
     @Option(
@@ -56,22 +56,44 @@ struct LoadingOptions: ParsableArguments {
             )
         }
         for header in headers where Self.parseHeader(header) == nil {
-            throw ValidationError("--header '\(header)' is not 'Name: value'")
+            throw ValidationError(
+                "--header '\(header.debugDescription.dropFirst().dropLast())' is not 'Name: value' (one line, a token name)"
+            )
         }
+        try Self.validateCacheDirectory(cacheDirectory)
         for path in pinnedCertificates {
             do {
                 _ = try SecurityPolicy.certificate(contentsOf: URL(fileURLWithPath: path))
             } catch {
-                throw ValidationError("--pin-cert \(path): not a readable DER or PEM certificate (\(error))")
+                throw ValidationError("--pin-cert \(error)")
             }
         }
     }
 
+    /// The same usage error for every subcommand when `--cache-dir` names something that is not
+    /// a folder (a missing folder is created on the first write).
+    static func validateCacheDirectory(_ path: String?) throws {
+        guard let path else { return }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            throw ValidationError("--cache-dir \(path): not a folder")
+        }
+    }
+
+    /// `Name: value` with an RFC 9110 token for a name and no CR, LF or NUL anywhere (they would
+    /// split the request); `nil` otherwise.
     static func parseHeader(_ text: String) -> (String, String)? {
-        guard let colon = text.firstIndex(of: ":") else { return nil }
+        guard let colon = text.firstIndex(of: ":"),
+            !text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" })
+        else { return nil }
         let name = text[..<colon].trimmingCharacters(in: .whitespaces)
         let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, !name.contains(" ") else { return nil }
+        let tokenSymbols = Set("!#$%&'*+-.^_`|~".unicodeScalars)
+        guard !name.isEmpty,
+            name.unicodeScalars.allSatisfy({
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || tokenSymbols.contains($0))
+            })
+        else { return nil }
         return (name, value)
     }
 
@@ -110,7 +132,9 @@ struct LoadingOptions: ParsableArguments {
 
         var sessionConfiguration = HTTPSession.Configuration()
         sessionConfiguration.maximumConnectionsPerHost = maxDownloads
-        sessionConfiguration.readTimeout = min(sessionConfiguration.readTimeout, timeout)
+        // --timeout is the longest wait for a byte (connect, head, each body chunk).
+        sessionConfiguration.readTimeout = timeout
+        sessionConfiguration.connectTimeout = min(sessionConfiguration.connectTimeout, timeout)
         sessionConfiguration.cookieStore = .shared
         if !pinnedCertificates.isEmpty {
             let certificates = try pinnedCertificates.map {
