@@ -38,11 +38,14 @@ public final class OriginServer: Sendable {
         public var certificatePEM: String
         public var privateKeyPEM: String
         public var http2: Bool
+        /// Offer TLS 1.1 at most (an old server), to test that clients refuse it.
+        public var onlyLegacyTLS: Bool
 
-        public init(certificatePEM: String, privateKeyPEM: String, http2: Bool = false) {
+        public init(certificatePEM: String, privateKeyPEM: String, http2: Bool = false, onlyLegacyTLS: Bool = false) {
             self.certificatePEM = certificatePEM
             self.privateKeyPEM = privateKeyPEM
             self.http2 = http2
+            self.onlyLegacyTLS = onlyLegacyTLS
         }
     }
 
@@ -64,6 +67,10 @@ public final class OriginServer: Sendable {
                 },
                 privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))
             )
+            if tls.onlyLegacyTLS {
+                configuration.minimumTLSVersion = .tlsv1
+                configuration.maximumTLSVersion = .tlsv11
+            }
             if tls.http2 {
                 configuration.applicationProtocols = ["h2", "http/1.1"]
                 server = try .http2Upgrade(tlsConfiguration: configuration, configuration: .init())
