@@ -160,7 +160,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageCLITests",
-            dependencies: ["webimage", "WebImageCoders", "WebImageOrigin", "WebImageTestSupport"],
+            dependencies: ["webimage", "WebImage", "WebImageCoders", "WebImageOrigin", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
     ],

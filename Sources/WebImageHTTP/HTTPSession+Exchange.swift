@@ -433,8 +433,10 @@ func tlsFailureReason(_ error: any Error, host: String) -> String {
     let reasons: [(String, String)] = [
         ("CERTIFICATE_HAS_EXPIRED", "the server's certificate has expired"),
         ("CERT_HAS_EXPIRED", "the server's certificate has expired"),
-        ("CERTIFICATE_VERIFY_FAILED",
-            "the server's certificate is not trusted (self-signed, expired, or issued by an unknown authority)"),
+        (
+            "CERTIFICATE_VERIFY_FAILED",
+            "the server's certificate is not trusted (self-signed, expired, or issued by an unknown authority)"
+        ),
         ("UNSUPPORTED_PROTOCOL", "the server only offers a TLS version that is too old (TLS 1.2 is the minimum)"),
         ("PROTOCOL_VERSION", "the server only offers a TLS version that is too old (TLS 1.2 is the minimum)"),
         ("WRONG_VERSION_NUMBER", "the server did not answer with TLS (plain HTTP on an https port?)"),

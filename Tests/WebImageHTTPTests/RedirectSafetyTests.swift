@@ -19,7 +19,9 @@ struct RedirectSafetyTests {
     @Test("A port over 65535, or too long for a number, is invalidURL (no trap, no silent port 80)")
     func badPorts() async throws {
         let context = try await HTTPTestContext.make()
-        for text in ["http://127.0.0.1:70000/a.png", "http://127.0.0.1:99999999999999999999999/a", "http://127.0.0.1:0/a"] {
+        for text in [
+            "http://127.0.0.1:70000/a.png", "http://127.0.0.1:99999999999999999999999/a", "http://127.0.0.1:0/a",
+        ] {
             let url = try #require(URL(string: text))
             #expect(url.httpValidationFailure != nil, "\(text)")
             let error = await Self.failure(context.session, url)

@@ -41,7 +41,11 @@ struct TLSHardeningTests {
     func legacyTLSRefused() async throws {
         let identity = try TestCertificates.selfSigned()
         let origin = try await OriginServer.start(
-            tls: .init(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.privateKeyPEM, onlyLegacyTLS: true)
+            tls: .init(
+                certificatePEM: identity.certificatePEM,
+                privateKeyPEM: identity.privateKeyPEM,
+                onlyLegacyTLS: true
+            )
         )
         origin.setRoute("/secret", .data(Data("tls ok".utf8), contentType: "text/plain"))
         let pinned = SecurityPolicy.pinning(certificates: [identity.certificateDER])

@@ -625,32 +625,56 @@ public final class ImageManager: Sendable {
         }
     }
 
-    /// A file URL's bytes, at most `limit` of them (a device such as `/dev/zero` never ends).
-    private static func readFile(_ url: URL, limit: Int64?) throws(WebImageError) -> Data {
-        do {
-            let handle = try FileHandle(forReadingFrom: url)
-            defer { try? handle.close() }
-            guard let limit else { return try handle.readToEnd() ?? Data() }
-            // One byte past the limit tells "at the limit" from "over it".
-            let wanted = limit < Int64.max ? Int(clamping: max(limit, 0) + 1) : Int.max
-            let data = try handle.read(upToCount: wanted) ?? Data()
-            guard data.count <= limit else {
-                throw WebImageError(
-                    .downloadTooLarge,
-                    url: url,
-                    message: "\(url.path): the file is too large: it is over the \(limit)-byte limit"
-                )
-            }
-            return data
-        } catch let error as WebImageError {
-            throw error
-        } catch {
-            throw WebImageError(
-                .networkError,
-                url: url,
-                message: "\(url.path): cannot read: \(error.localizedDescription)"
+    /// A file URL's bytes, at most `limit` of them. Only regular files: the open never blocks (a
+    /// FIFO would wait for a writer forever) and devices such as `/dev/zero` are refused. A file
+    /// whose size is over the limit fails before a byte is read.
+    static func readFile(_ url: URL, limit: Int64?) throws(WebImageError) -> Data {
+        let path = url.path
+        func failure(_ code: WebImageError.Code, _ reason: String) -> WebImageError {
+            WebImageError(code, url: url, message: "\(path): \(reason)")
+        }
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))")
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            let kind =
+                switch status.st_mode & S_IFMT {
+                case S_IFIFO: "a FIFO"
+                case S_IFDIR: "a folder"
+                case S_IFCHR, S_IFBLK: "a device"
+                case S_IFSOCK: "a socket"
+                default: "not a file"
+                }
+            throw failure(.invalidURL, "not a regular file (\(kind))")
+        }
+        let size = Int64(status.st_size)
+        if let limit, size > limit {
+            throw failure(
+                .downloadTooLarge,
+                "the file is too large: its \(size) bytes are over the \(limit)-byte limit"
             )
         }
+        // The file may grow while it is read: never past the limit (one byte over tells).
+        let cap = limit.map { $0 < Int64.max ? $0 + 1 : $0 } ?? Int64.max
+        var data = Data(count: Int(min(size, cap)))
+        var filled = 0
+        let readFailed = data.withUnsafeMutableBytes { buffer -> Bool in
+            while filled < buffer.count {
+                let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { return true }
+                if count == 0 { break }
+                filled += count
+            }
+            return false
+        }
+        if readFailed { throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))") }
+        data.count = filled
+        return data
     }
 
     /// Failures that will not fix themselves (SDWebImage's rules): bad URLs and data, 4xx other

@@ -139,7 +139,8 @@ public struct SecurityPolicy: Sendable {
         let text = String(decoding: data.prefix(1 << 16), as: UTF8.self)
         if text.contains("-----BEGIN") {
             guard text.contains("-----BEGIN CERTIFICATE-----") else {
-                let kind = text.components(separatedBy: "-----BEGIN ").dropFirst().first?
+                let kind =
+                    text.components(separatedBy: "-----BEGIN ").dropFirst().first?
                     .components(separatedBy: "-----").first ?? "something else"
                 throw SecurityPolicyError(path: url.path, reason: "a PEM \(kind.lowercased()), not a certificate")
             }

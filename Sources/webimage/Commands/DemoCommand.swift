@@ -77,7 +77,9 @@ struct DemoCommand: AsyncParsableCommand {
         let urls = images.map { origin.url("/demo/\($0.name)") }
         let totalBytes = images.reduce(0) { $0 + $1.data.count }
         if !json {
-            StandardStream.line("Serving \(images.count) generated images (\(totalBytes / 1024) KB) from \(origin.url("/demo/"))")
+            StandardStream.line(
+                "Serving \(images.count) generated images (\(totalBytes / 1024) KB) from \(origin.url("/demo/"))"
+            )
         }
 
         var passes: [Pass] = []

@@ -258,7 +258,9 @@ struct FetchReport: Sendable {
 
     /// `{code, message, status?}` for an error.
     static func errorJSON(_ error: WebImageError) -> JSONValue {
-        var details: [(String, JSONValue)] = [("code", .string(error.code.rawValue)), ("message", .string(error.message))]
+        var details: [(String, JSONValue)] = [
+            ("code", .string(error.code.rawValue)), ("message", .string(error.message)),
+        ]
         if let status = error.statusCode { details.append(("status", .int(status))) }
         return .object(details)
     }

@@ -158,7 +158,13 @@ struct DiskCacheIntegrityTests {
         configuration.disk.syncsWrites = true  // slow writes, so some are still queued
         let cache = ImageCache(directory: folder.url, configuration: configuration)
         for index in 0..<200 {
-            cache.store(nil, data: Data("entry \(index)".utf8), forKey: "key-\(index)", cacheType: .disk, completion: nil)
+            cache.store(
+                nil,
+                data: Data("entry \(index)".utf8),
+                forKey: "key-\(index)",
+                cacheType: .disk,
+                completion: nil
+            )
         }
         await cache.flush()
         // A second cache (another process would see the same) finds all of them.

@@ -309,7 +309,7 @@ struct ImageManagerTests {
         await origin.stop()
     }
 
-    @Test("A file URL that never ends (/dev/zero) stops at the downloader's maximumDownloadSize")
+    @Test("A device (/dev/zero) is refused and a file over maximumDownloadSize fails from its size")
     func endlessFile() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
@@ -319,13 +319,27 @@ struct ImageManagerTests {
             cache: CacheFixtures.cache(folder),
             loader: ImageDownloader(configuration: configuration)
         )
+        // A device is not a file: refused before any read.
         let url = URL(fileURLWithPath: "/dev/zero")
         do {
             _ = try await manager.loadImage(with: url)
             Issue.record("/dev/zero loaded")
         } catch {
+            #expect(error.code == .invalidURL)
+            #expect(error.message.contains("/dev/zero") && error.message.contains("a device"))
+        }
+        // A file over the limit fails from its size, before it is read.
+        let big = folder.file("big.png")
+        #expect(FileManager.default.createFile(atPath: big.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: big)
+        try handle.truncate(atOffset: 3 << 30)
+        try handle.close()
+        do {
+            _ = try await manager.loadImage(with: big)
+            Issue.record("a 3 GiB file loaded")
+        } catch {
             #expect(error.code == .downloadTooLarge)
-            #expect(error.message.contains("/dev/zero") && error.message.contains("\(1 << 20)-byte limit"))
+            #expect(error.message.contains("\(1 << 20)-byte limit"))
         }
         // The largest limit there is still reads a file (one byte past it must not overflow).
         configuration.maximumDownloadSize = .max
