@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -101,7 +99,8 @@ struct EntryFile {
 /// The entry files whose checksum has been checked (or that this process wrote), with the stamp
 /// they had then. Bounded: past `capacity` files it starts over.
 final class VerifiedFiles: Sendable {
-    private let files = Mutex<[EntryFile.Identity: EntryFile.Stamp]>([:])
+    /// `Protected` (pthread-based), not `Mutex`: ThreadSanitizer sees this lock.
+    private let files = Protected<[EntryFile.Identity: EntryFile.Stamp]>([:])
     private let capacity: Int
 
     init(capacity: Int = 16_384) { self.capacity = capacity }
