@@ -50,14 +50,14 @@ public final class ImageManager: Sendable {
     }
 
     private let hooks = Protected(Hooks())
-    private let failed = Protected<Set<URL>>([])
+    let failed = Protected<Set<URL>>([])
     private let running = Protected<Set<ImageLoadOperation>>([])
     /// Orders "is it in memory now? else join or start the download" against "store the
     /// downloaded image": a load that missed the cache while another load of the key was
     /// finishing either finds the image in memory or joins the download still delivering it,
     /// never starts a second network load.
     /// Counts the handoffs (a lock needs a value; this one is handy when debugging).
-    private let memoryHandoff = Protected(0)
+    let memoryHandoff = Protected(0)
 
     /// A manager over `cache` and `loader`.
     public init(cache: any ImageCaching, loader: ImageDownloader) {
@@ -178,75 +178,6 @@ public final class ImageManager: Sendable {
         }
     }
 
-    /// Loads `url` and returns the image. With `refreshCached` and a cached image, returns the
-    /// revalidated image (the cached one when the server says "not modified"). Cancelling the
-    /// Swift task cancels the load.
-    public func loadImage(
-        with url: URL?,
-        options: ImageOptions = [],
-        context: ImageContext? = nil
-    ) async throws(WebImageError) -> ImageLoadResult {
-        // A plain memory hit needs no continuation.
-        if let url, options.isDisjoint(with: [.refreshCached, .fromLoaderOnly, .queryMemoryData]),
-            let cache = imageCache as? ImageCache, context?.storeCacheType.includesMemory ?? true,
-            !failedURLs.contains(url) || options.contains(.retryFailed),
-            let image = cache.imageFromMemoryCache(forKey: cacheKey(for: url, context: context))
-        {
-            return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
-        }
-        let outcome: Result<ImageLoadResult, WebImageError> = await withCancellableCallback { continuation in
-            let latest = Protected<ImageLoadResult?>(nil)
-            return start(url: url, options: options, context: context ?? ImageContext()) { event in
-                switch event {
-                case .progress, .partial: break
-                case .image(let result, let final):
-                    if final {
-                        continuation.resume(returning: .success(result))
-                    } else {
-                        latest.withLock { $0 = result }
-                    }
-                case .failure(let error, _):
-                    if let cached = latest.withLock({ $0 }), error.code != .cancelled {
-                        continuation.resume(returning: .success(cached))
-                    } else {
-                        continuation.resume(returning: .failure(error))
-                    }
-                case .notModified(let cached): continuation.resume(returning: .success(cached))
-                }
-            }
-        } cancel: { operation in
-            operation.cancel()
-        }
-        return try outcome.get()
-    }
-
-    /// The load as a stream of progress, previews and images; failures end it with a
-    /// ``WebImageError``. Ending the iteration early cancels the load.
-    public func images(
-        with url: URL?,
-        options: ImageOptions = [],
-        context: ImageContext? = nil
-    ) -> AsyncThrowingStream<ImageLoadEvent, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ImageLoadEvent.self)
-        let operation = start(url: url, options: options, context: context ?? ImageContext()) { event in
-            switch event {
-            case .progress(let received, let expected, _):
-                continuation.yield(.progress(received: received, expected: expected))
-            case .partial(let image, _): continuation.yield(.partial(image))
-            case .image(let result, let final):
-                continuation.yield(.image(result))
-                if final { continuation.finish() }
-            case .failure(let error, _):
-                continuation.finish(throwing: error)
-            case .notModified: continuation.finish()
-            }
-        }
-        continuation.onTermination = { termination in
-            if case .cancelled = termination { operation.cancel() }
-        }
-        return stream
-    }
-
     // MARK: The pipeline
 
     /// What the pipeline reports; `final` events end the load.
@@ -268,7 +199,7 @@ public final class ImageManager: Sendable {
         }
     }
 
-    private func start(
+    func start(
         url: URL?,
         options: ImageOptions,
         context: ImageContext,
@@ -478,142 +409,6 @@ public final class ImageManager: Sendable {
         return answer.withLock { $0 }.flatMap { $0.isHit ? $0 : nil }
     }
 
-    /// Reads a `file://` URL off the caller's thread and decodes it like a download.
-    private func loadFile(
-        url: URL,
-        key: String,
-        options: ImageOptions,
-        context: ImageContext,
-        operation: ImageLoadOperation,
-        deliver: @escaping @Sendable (Event) -> Void
-    ) {
-        DispatchQueue.global().async { [self] in
-            guard !operation.isCancelled else { return }
-            let data: Data
-            do throws(WebImageError) {
-                data = try Self.readFile(url, limit: imageLoader.configuration.maximumDownloadSize)
-            } catch {
-                failed.withLock { _ = $0.insert(url) }
-                deliver(.failure(error, url))
-                return
-            }
-            var image: DecodedImage?
-            if !options.contains(.avoidDecodeImage) {
-                do {
-                    image = try (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
-                } catch {
-                    failed.withLock { _ = $0.insert(url) }
-                    deliver(.failure(WebImageError(.badImageData, url: url, message: "\(url.path): \(error)"), url))
-                    return
-                }
-            }
-            finishDownload(
-                url: url,
-                key: key,
-                image: image,
-                data: data,
-                metadata: DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType),
-                options: options,
-                context: context,
-                deliver: deliver
-            )
-        }
-    }
-
-    /// Transforms, stores and delivers a downloaded image.
-    private func finishDownload(
-        url: URL,
-        key: String,
-        image: DecodedImage?,
-        data: Data?,
-        metadata: DiskCacheMetadata,
-        options: ImageOptions,
-        context: ImageContext,
-        deliver: @escaping @Sendable (Event) -> Void
-    ) {
-        if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }
-        let storeType: ImageCacheType =
-            options.contains(.cacheMemoryOnly)
-            ? (context.storeCacheType.includesMemory ? .memory : .none)
-            : context.storeCacheType
-        var delivered = image
-        var storedData = data
-        if var transformed = image, !transformed.isAnimated || options.contains(.transformAnimatedImage) {
-            var changed = false
-            if let hook = transformDownloadedImage, let result = hook(transformed, url) {
-                transformed = result
-                changed = true
-            }
-            if let transformer = context.transformer {
-                guard let result = transformer.transform(transformed, forKey: key) else {
-                    deliver(
-                        .failure(
-                            WebImageError(
-                                .badImageData,
-                                url: url,
-                                message: "\(url): the transformer \(transformer.transformerKey) gave no image"
-                            ),
-                            url
-                        )
-                    )
-                    return
-                }
-                transformed = result
-                changed = true
-            }
-            if changed {
-                delivered = transformed
-                storedData = cacheSerializer?(transformed, data, url)
-                // Keep the original bytes too, so another transformation needs no download.
-                if let data, storeType.includesDisk, context.transformer != nil {
-                    let originalKey = cacheKey(for: url, context: nil)
-                    imageCache.store(
-                        nil,
-                        data: data,
-                        forKey: originalKey,
-                        metadata: metadata,
-                        cacheType: .disk,
-                        completion: nil
-                    )
-                }
-            }
-        }
-        let result = ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url)
-        logger.debug("loaded from the network", metadata: ["url": "\(url)", "key": "\(key)"])
-        guard storeType != .none, delivered != nil || storedData != nil else {
-            deliver(.image(result, final: true))
-            return
-        }
-        // Memory first, under the handoff lock (a load that misses memory now joins the download
-        // still delivering); the disk write is queued outside it.
-        if storeType.includesMemory, delivered != nil {
-            memoryHandoff.withLock { handoffs in
-                handoffs += 1
-                imageCache.store(delivered, data: nil, forKey: key, metadata: nil, cacheType: .memory, completion: nil)
-            }
-        }
-        guard storeType.includesDisk else {
-            deliver(.image(result, final: true))
-            return
-        }
-        let waits = options.contains(.waitStoreCache)
-        imageCache.store(delivered, data: storedData, forKey: key, metadata: metadata, cacheType: .disk) { error in
-            guard waits else { return }
-            if let error {
-                deliver(
-                    .failure(
-                        WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \(error)"),
-                        url
-                    )
-                )
-            } else {
-                deliver(.image(result, final: true))
-            }
-        }
-        if !waits { deliver(.image(result, final: true)) }
-    }
-
-    /// Waits until the cache's queued disk writes have finished (``ImageCaching/flush()``): call
     /// it before the process exits.
     public func flush() async { await imageCache.flush() }
 
@@ -625,59 +420,6 @@ public final class ImageManager: Sendable {
         }
     }
 
-    /// A file URL's bytes, at most `limit` of them. Only regular files: the open never blocks (a
-    /// FIFO would wait for a writer forever) and devices such as `/dev/zero` are refused. A file
-    /// whose size is over the limit fails before a byte is read.
-    static func readFile(_ url: URL, limit: Int64?) throws(WebImageError) -> Data {
-        let path = url.path
-        func failure(_ code: WebImageError.Code, _ reason: String) -> WebImageError {
-            WebImageError(code, url: url, message: "\(path): \(reason)")
-        }
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else {
-            throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))")
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            let kind =
-                switch status.st_mode & S_IFMT {
-                case S_IFIFO: "a FIFO"
-                case S_IFDIR: "a folder"
-                case S_IFCHR, S_IFBLK: "a device"
-                case S_IFSOCK: "a socket"
-                default: "not a file"
-                }
-            throw failure(.invalidURL, "not a regular file (\(kind))")
-        }
-        let size = Int64(status.st_size)
-        if let limit, size > limit {
-            throw failure(
-                .downloadTooLarge,
-                "the file is too large: its \(size) bytes are over the \(limit)-byte limit"
-            )
-        }
-        // The file may grow while it is read: never past the limit (one byte over tells).
-        let cap = limit.map { $0 < Int64.max ? $0 + 1 : $0 } ?? Int64.max
-        var data = Data(count: Int(min(size, cap)))
-        var filled = 0
-        let readFailed = data.withUnsafeMutableBytes { buffer -> Bool in
-            while filled < buffer.count {
-                let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { return true }
-                if count == 0 { break }
-                filled += count
-            }
-            return false
-        }
-        if readFailed { throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))") }
-        data.count = filled
-        return data
-    }
-
-    /// Failures that will not fix themselves (SDWebImage's rules): bad URLs and data, 4xx other
     /// than 429, TLS and redirect failures. Cancellation, transient network trouble and statuses
     /// a server recovers from (5xx, 429) are not remembered.
     static func shouldBlock(_ error: WebImageError) -> Bool {

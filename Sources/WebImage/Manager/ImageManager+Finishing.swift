@@ -1,0 +1,100 @@
+import Foundation
+import Logging
+import WebImageCoders
+import WebImageHTTP
+
+extension ImageManager {
+    /// Transforms, stores and delivers a downloaded image.
+    func finishDownload(
+        url: URL,
+        key: String,
+        image: DecodedImage?,
+        data: Data?,
+        metadata: DiskCacheMetadata,
+        options: ImageOptions,
+        context: ImageContext,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) {
+        if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }
+        let storeType: ImageCacheType =
+            options.contains(.cacheMemoryOnly)
+            ? (context.storeCacheType.includesMemory ? .memory : .none)
+            : context.storeCacheType
+        var delivered = image
+        var storedData = data
+        if var transformed = image, !transformed.isAnimated || options.contains(.transformAnimatedImage) {
+            var changed = false
+            if let hook = transformDownloadedImage, let result = hook(transformed, url) {
+                transformed = result
+                changed = true
+            }
+            if let transformer = context.transformer {
+                guard let result = transformer.transform(transformed, forKey: key) else {
+                    deliver(
+                        .failure(
+                            WebImageError(
+                                .badImageData,
+                                url: url,
+                                message: "\(url): the transformer \(transformer.transformerKey) gave no image"
+                            ),
+                            url
+                        )
+                    )
+                    return
+                }
+                transformed = result
+                changed = true
+            }
+            if changed {
+                delivered = transformed
+                storedData = cacheSerializer?(transformed, data, url)
+                // Keep the original bytes too, so another transformation needs no download.
+                if let data, storeType.includesDisk, context.transformer != nil {
+                    let originalKey = cacheKey(for: url, context: nil)
+                    imageCache.store(
+                        nil,
+                        data: data,
+                        forKey: originalKey,
+                        metadata: metadata,
+                        cacheType: .disk,
+                        completion: nil
+                    )
+                }
+            }
+        }
+        let result = ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url)
+        logger.debug("loaded from the network", metadata: ["url": "\(url)", "key": "\(key)"])
+        guard storeType != .none, delivered != nil || storedData != nil else {
+            deliver(.image(result, final: true))
+            return
+        }
+        // Memory first, under the handoff lock (a load that misses memory now joins the download
+        // still delivering); the disk write is queued outside it.
+        if storeType.includesMemory, delivered != nil {
+            memoryHandoff.withLock { handoffs in
+                handoffs += 1
+                imageCache.store(delivered, data: nil, forKey: key, metadata: nil, cacheType: .memory, completion: nil)
+            }
+        }
+        guard storeType.includesDisk else {
+            deliver(.image(result, final: true))
+            return
+        }
+        let waits = options.contains(.waitStoreCache)
+        imageCache.store(delivered, data: storedData, forKey: key, metadata: metadata, cacheType: .disk) { error in
+            guard waits else { return }
+            let event: Event =
+                error.map {
+                    .failure(
+                        WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \($0)"),
+                        url
+                    )
+                } ?? .image(result, final: true)
+            // The store completion runs on the cache's write queue: the caller's completion must
+            // not hold up the writes queued behind it.
+            DispatchQueue.global().async { deliver(event) }
+        }
+        if !waits { deliver(.image(result, final: true)) }
+    }
+
+}

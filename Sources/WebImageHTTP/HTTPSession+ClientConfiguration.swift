@@ -1,0 +1,38 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTPCompression
+
+extension HTTPSession.Configuration {
+    /// The AsyncHTTPClient configuration for these settings.
+    var clientConfiguration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = securityPolicy.tlsConfiguration
+        if let check = securityPolicy.connectionCheck {
+            configuration.http1_1ConnectionDebugInitializer = check
+            configuration.http2ConnectionDebugInitializer = check
+        }
+        // Redirects are ours (decision hook, cycle detection, header rules).
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(
+            connect: .nanoseconds(Int64(connectTimeout * 1e9)),
+            read: .nanoseconds(Int64(readTimeout * 1e9))
+        )
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .seconds(60),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: maximumConnectionsPerHost
+        )
+        pool.retryConnectionEstablishment = false
+        configuration.connectionPool = pool
+        configuration.httpVersion = httpVersion == .http1Only ? .http1Only : .automatic
+        configuration.decompression = decompressesResponses ? .enabled(limit: .ratio(100)) : .disabled
+        if let proxy {
+            configuration.proxy = .server(
+                host: proxy.host,
+                port: proxy.port,
+                authorization: proxy.credential.map { .basic(username: $0.user, password: $0.password) }
+            )
+        }
+        return configuration
+    }
+}

@@ -1,0 +1,112 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+extension HTTPSession {
+    /// Maps AsyncHTTPClient, NIO and TLS errors to ``HTTPSessionError``.
+    static func map(_ error: any Error, url: URL) -> HTTPSessionError {
+        if let error = error as? HTTPSessionError { return error }
+        if error is CancellationError { return .cancelled(url) }
+        let subject = url.absoluteString
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled: return .cancelled(url)
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .tlsHandshakeTimeout,
+                .getConnectionFromPoolTimeout, .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
+                return HTTPSessionError(
+                    .timedOut,
+                    url: url,
+                    message: "\(subject): timed out (\(error.shortDescription))"
+                )
+            case .remoteConnectionClosed, .bodyLengthMismatch, .uncleanShutdown:
+                return HTTPSessionError(
+                    .connectionLost,
+                    url: url,
+                    message: "\(subject): the connection was lost (\(error.shortDescription))"
+                )
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return HTTPSessionError(
+                    .invalidURL,
+                    url: url,
+                    message: "\(subject): invalid URL (\(error.shortDescription))"
+                )
+            default:
+                return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error.shortDescription)")
+            }
+        }
+        if let error = error as? HTTPParserError {
+            if error == .invalidEOFState {
+                return HTTPSessionError(
+                    .connectionLost,
+                    url: url,
+                    message: "\(subject): the connection closed before the body ended"
+                )
+            }
+            return HTTPSessionError(.networkError, url: url, message: "\(subject): invalid HTTP response (\(error))")
+        }
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.isEmpty && (error.dnsAError != nil || error.dnsAAAAError != nil) {
+                return HTTPSessionError(
+                    .cannotFindHost,
+                    url: url,
+                    message: "\(subject): cannot find host \(error.host)"
+                )
+            }
+            return HTTPSessionError(
+                .cannotConnect,
+                url: url,
+                message: "\(subject): cannot connect to \(error.host):\(error.port)"
+            )
+        }
+        if error is PinMismatch {
+            return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): \(error)")
+        }
+        if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
+            return HTTPSessionError(
+                .serverCertificateUntrusted,
+                url: url,
+                message: "\(subject): TLS failed: \(tlsFailureReason(error, host: url.host ?? "the host"))"
+            )
+        }
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            return HTTPSessionError(.cannotConnect, url: url, message: "\(subject): connection refused")
+        }
+        if error is ChannelError, case .connectTimeout = error as! ChannelError {
+            return HTTPSessionError(.timedOut, url: url, message: "\(subject): connect timed out")
+        }
+        return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error)")
+    }
+}
+
+/// A TLS failure in words, from BoringSSL's reason codes (never its raw error dump).
+func tlsFailureReason(_ error: any Error, host: String) -> String {
+    let text = String(describing: error)
+    if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+        return "the certificate is for another host, not \(host) (wrong host)"
+    }
+    let reasons: [(String, String)] = [
+        (
+            "CERTIFICATE_VERIFY_FAILED",
+            "the server's certificate is not trusted (self-signed, expired, or issued by an unknown authority)"
+        ),
+        ("UNSUPPORTED_PROTOCOL", "the server only offers a TLS version that is too old (TLS 1.2 is the minimum)"),
+        ("PROTOCOL_VERSION", "the server only offers a TLS version that is too old (TLS 1.2 is the minimum)"),
+        ("WRONG_VERSION_NUMBER", "the server did not answer with TLS (plain HTTP on an https port?)"),
+        ("NO_SHARED_CIPHER", "the server and client share no cipher"),
+        ("HANDSHAKE_FAILURE", "the server refused the TLS handshake"),
+        ("UNKNOWN_CA", "the server's certificate is issued by an unknown authority"),
+        ("BAD_CERTIFICATE", "the server's certificate is damaged"),
+    ]
+    for (code, reason) in reasons where text.contains(code) { return reason }
+    if let ssl = error as? NIOSSLError {
+        switch ssl {
+        case .uncleanShutdown: return "the server closed the connection during the handshake"
+        case .handshakeFailed: return "the TLS handshake failed"
+        default: break
+        }
+    }
+    return "the TLS handshake failed"
+}
