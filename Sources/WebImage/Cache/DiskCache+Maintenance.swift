@@ -22,7 +22,7 @@ extension DiskCache {
 
     /// Removes temporary files whose writer is gone: its process no longer runs, or the file is
     /// over a minute old (a write takes milliseconds). Returns how many it removed. ``ImageCache``
-    /// runs it when it opens a folder, on its write queue.
+    /// runs it on its write queue before its first write to the folder.
     @discardableResult
     public func removeOrphanedTemporaryFiles() -> Int {
         let now = Date().timeIntervalSince1970

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import WebImageCoders
 
 /// A memory cache in front of a disk cache (SDImageCache): the cache ``ImageManager`` uses.
@@ -67,6 +68,8 @@ public final class ImageCache: ImageCaching {
     private let writeQueue: DispatchQueue
     /// Serial: disk reads, beside the writes (a read never waits behind a queue of writes).
     private let readQueue: DispatchQueue
+    /// Whether the first write has queued the sweep of orphaned temporary files.
+    private let sweptTemporaryFiles = Atomic(false)
     /// Bytes queued for writing, readable at once: a query right after a store finds them.
     private let pendingWrites = Protected(PendingWrites())
 
@@ -104,11 +107,6 @@ public final class ImageCache: ImageCaching {
         writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
         readQueue = DispatchQueue(label: "swift-web-image.ImageCache.read")
         decodeQueue = DispatchQueue(label: "swift-web-image.ImageCache.decode", attributes: .concurrent)
-        if configuration.usesDiskCache {
-            // Temporary files of writers killed mid-write (or of a process that exited before its
-            // writes ended) go when a cache opens the folder, off the caller's thread.
-            writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
-        }
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
@@ -173,6 +171,11 @@ public final class ImageCache: ImageCaching {
                 pending.entries[key] = (data, metadata, pending.nextGeneration)
                 return pending.nextGeneration
             }
+        }
+        // Temporary files of writers killed mid-write go before this cache's first write: a
+        // folder that is only read is never scanned (opening a cache stays free).
+        if !sweptTemporaryFiles.exchange(true, ordering: .relaxed) {
+            writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
         }
         writeQueue.async { [diskCache, pendingWrites, generation, metadata, logger = configuration.logger] in
             var metadata = metadata
