@@ -43,10 +43,22 @@ struct CLIRunner {
         }
     }
 
-    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> Result {
+    /// Runs the binary; with `addressSpaceLimitKiB`, under that `ulimit -v`, so an allocation
+    /// past it fails the run.
+    static func run(
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        addressSpaceLimitKiB: Int? = nil
+    ) throws -> Result {
         let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+        if let addressSpaceLimitKiB {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments =
+                ["-c", "ulimit -v \(addressSpaceLimitKiB) && exec \"$0\" \"$@\"", executable.path] + arguments
+        } else {
+            process.executableURL = executable
+            process.arguments = arguments
+        }
         if let environment {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

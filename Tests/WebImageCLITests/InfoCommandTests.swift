@@ -86,6 +86,74 @@ struct InfoCommandTests {
         #expect(missingError["code"] as? String == "fileNotFound")
     }
 
+    /// A sparse file of `size` bytes that starts with `prefix` (no disk space, no write time).
+    func sparseFile(_ name: String, size: Int64, prefix: Data) throws -> String {
+        let path = try write(prefix, name)
+        guard truncate(path, off_t(size)) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+        return path
+    }
+
+    // Before, both files were read whole: 155 s and 3.18 GB for the first, 2.13 GB for the second.
+    @Test("Large files are judged from their first bytes and the size limit", .timeLimit(.minutes(1)))
+    func largeFiles() throws {
+        defer { directory.remove() }
+        let header = BlankPNG.make(width: 1, height: 1).prefix(33)  // signature + IHDR
+        let hugePNG = try sparseFile("huge.png", size: 3 << 30, prefix: header)
+        let sparse = try sparseFile("sparse.bin", size: 2 << 30, prefix: Data())
+        let result = try CLIRunner.run(["info", "--json", hugePNG, sparse])
+        #expect(result.status == 1)
+        let lines = try result.jsonLines()
+        #expect(lines.count == 2)
+        let tooLarge = try #require(lines.first?["error"] as? [String: Any])
+        #expect(lines.first?["format"] as? String == "png")
+        #expect(lines.first?["bytes"] as? Int == 3 << 30)
+        #expect(tooLarge["code"] as? String == "fileTooLarge")
+        #expect((tooLarge["message"] as? String)?.contains("over the 134217728-byte limit") == true)
+        let notImage = try #require(lines.last?["error"] as? [String: Any])
+        #expect(notImage["code"] as? String == "unsupportedFormat")
+        #expect(lines.last?["format"] as? String == "unknown")
+
+        // Over the default limit, under a lifted one: a PNG header then zeros is corrupt, said at once.
+        let largePNG = try sparseFile("large.png", size: 200 << 20, prefix: header)
+        let lifted = try CLIRunner.run(["info", "--json", "--max-file-size", "256M", largePNG])
+        let corrupt = try #require(try lifted.jsonLines().first?["error"] as? [String: Any])
+        #expect(corrupt["code"] as? String == "corruptData")
+        let usage = try CLIRunner.run(["info", "--max-file-size", "lots", hugePNG])
+        #expect(usage.status == 2)
+        #expect(usage.stderr.contains("--max-file-size 'lots'"))
+    }
+
+    // Before, this took 26 s and 927 MB (debug build): the resize's pre-reduction factor was 0
+    // for an extreme aspect ratio, so Lanczos ran millions of taps per output pixel.
+    @Test("A thumbnail of a 1×20,000,000 PNG takes memory for its pixels only", .timeLimit(.minutes(1)))
+    func extremeAspectRatioThumbnail() throws {
+        defer { directory.remove() }
+        let tall = try write(BlankPNG.make(width: 1, height: 20_000_000), "tall.png")
+        let result = try CLIRunner.run(
+            ["fetch", "--json", "--no-disk-cache", "--thumbnail", "64x64", URL(fileURLWithPath: tall).absoluteString],
+            addressSpaceLimitKiB: 600_000
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = try #require(try result.jsonLines().first)
+        #expect(line["ok"] as? Bool == true)
+        #expect(line["width"] as? Int == 1 && line["height"] as? Int == 64)
+    }
+
+    @Test("Folders and FIFOs are refused without waiting", .timeLimit(.minutes(1)))
+    func specialFiles() throws {
+        defer { directory.remove() }
+        let fifo = directory.file("pipe.png").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let result = try CLIRunner.run(["info", "--json", fifo, directory.url.path])
+        #expect(result.status == 1)
+        let messages = try result.jsonLines().map { ($0["error"] as? [String: Any])?["message"] as? String ?? "" }
+        #expect(messages.count == 2)
+        #expect(messages.first?.contains("a FIFO, not a regular file") == true)
+        #expect(messages.last?.contains("it is a folder") == true)
+    }
+
     @Test("file:// URLs are read; http URLs are explained")
     func urls() throws {
         defer { directory.remove() }

@@ -1,12 +1,6 @@
 import Foundation
 import WebImageCoders
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension ImageManager {
     /// Reads a `file://` URL off the caller's thread and decodes it like a download.
     func loadFile(
@@ -50,55 +44,26 @@ extension ImageManager {
         }
     }
 
-    /// A file URL's bytes, at most `limit` of them. Only regular files: the open never blocks (a
-    /// FIFO would wait for a writer forever) and devices such as `/dev/zero` are refused. A file
-    /// whose size is over the limit fails before a byte is read.
+    /// A file URL's bytes, at most `limit` of them. Only regular files (see ``RegularFile``): no
+    /// FIFO hang, no device read. A file whose size is over the limit fails before a byte is read.
     static func readFile(_ url: URL, limit: Int64?) throws(WebImageError) -> Data {
         let path = url.path
-        func failure(_ code: WebImageError.Code, _ reason: String) -> WebImageError {
-            WebImageError(code, url: url, message: "\(path): \(reason)")
+        func failure(_ failure: RegularFile.Failure) -> WebImageError {
+            switch failure {
+            case .notRegularFile: WebImageError(.invalidURL, url: url, message: "\(path): \(failure)")
+            case .system: WebImageError(.networkError, url: url, message: "\(path): cannot read: \(failure)")
+            }
         }
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else {
-            throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))")
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            let kind =
-                switch status.st_mode & S_IFMT {
-                case S_IFIFO: "a FIFO"
-                case S_IFDIR: "a folder"
-                case S_IFCHR, S_IFBLK: "a device"
-                case S_IFSOCK: "a socket"
-                default: "not a file"
-                }
-            throw failure(.invalidURL, "not a regular file (\(kind))")
-        }
-        let size = Int64(status.st_size)
-        if let limit, size > limit {
-            throw failure(
+        let file: RegularFile
+        do { file = try RegularFile(path: path) } catch { throw failure(error) }
+        if let limit, file.size > limit {
+            throw WebImageError(
                 .downloadTooLarge,
-                "the file is too large: its \(size) bytes are over the \(limit)-byte limit"
+                url: url,
+                message: "\(path): the file is too large: its \(file.size) bytes are over the \(limit)-byte limit"
             )
         }
-        // What fstat reported, no more: a file that grows meanwhile cannot pass the limit.
-        var data = Data(count: Int(size))
-        var filled = 0
-        let readFailed = data.withUnsafeMutableBytes { buffer -> Bool in
-            while filled < buffer.count {
-                let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { return true }
-                if count == 0 { break }
-                filled += count
-            }
-            return false
-        }
-        if readFailed { throw failure(.networkError, "cannot read: \(String(cString: strerror(errno)))") }
-        data.count = filled
-        return data
+        do { return try file.readAll() } catch { throw failure(error) }
     }
 
     /// Failures that will not fix themselves (SDWebImage's rules): bad URLs and data, 4xx other

@@ -48,13 +48,16 @@ struct FormatSniffer {
         bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    /// APNG announces itself with an `acTL` chunk before the first `IDAT`.
+    /// APNG announces itself with an `acTL` chunk before the first `IDAT`. The walk ends there, or
+    /// at a chunk type that is not four ASCII letters (a corrupt stream, however long).
     private func sniffPNG() -> ImageFormatDetails {
         var details = ImageFormatDetails(format: .png)
         var offset = 8
         while offset + 8 <= bytes.count {
             let length = Int(readUInt32BE(at: offset))
-            let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
+            let typeBytes = bytes[offset + 4..<offset + 8]
+            guard typeBytes.allSatisfy(PNGChunkSequence.isTypeLetter) else { break }
+            let type = String(decoding: typeBytes, as: UTF8.self)
             if type == "IHDR", offset + 18 <= bytes.count {
                 let colorType = bytes[offset + 8 + 9]
                 details.hasAlpha = colorType & 4 != 0

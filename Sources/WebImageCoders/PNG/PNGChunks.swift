@@ -10,23 +10,8 @@ struct PNGChunk {
     var payload: Range<Int>
 }
 
-/// Splits PNG data into chunks (no CRC checks: libpng does those when it decodes).
+/// Big-endian fields of PNG chunks.
 enum PNGChunkReader {
-    /// The chunks after the signature, up to IEND or the end of complete chunks.
-    static func chunks(in bytes: UnsafeRawBufferPointer) -> [PNGChunk] {
-        var chunks: [PNGChunk] = []
-        var offset = PNGSignature.bytes.count
-        while offset + 12 <= bytes.count {
-            let length = Int(bigEndianUInt32(bytes, at: offset))
-            guard length <= Int(Int32.max), offset + 12 + length <= bytes.count else { break }
-            let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
-            chunks.append(PNGChunk(type: type, payload: offset + 8..<offset + 8 + length))
-            offset += 12 + length
-            if type == "IEND" { break }
-        }
-        return chunks
-    }
-
     static func bigEndianUInt32(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt32 {
         UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8
             | UInt32(bytes[offset + 3])
@@ -34,6 +19,44 @@ enum PNGChunkReader {
 
     static func bigEndianUInt16(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt16 {
         UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+    }
+}
+
+/// The chunks of a PNG stream after the signature, read lazily (no CRC checks: libpng does those
+/// when it decodes). Ends at IEND, at the end of complete chunks, or at the first chunk whose type
+/// is not four ASCII letters (the stream is corrupt from there; libpng says how). A caller that
+/// needs only the chunks before the image data stops there, however large the file.
+struct PNGChunkSequence: Sequence, IteratorProtocol {
+    let bytes: UnsafeRawBufferPointer
+    private var offset = PNGSignature.bytes.count
+    private var ended = false
+
+    init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    /// Chunk types are four ASCII letters (PNG §5.4).
+    static func isTypeLetter(_ byte: UInt8) -> Bool {
+        (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+    }
+
+    mutating func next() -> PNGChunk? {
+        guard !ended, offset + 12 <= bytes.count else { return nil }
+        let length = Int(PNGChunkReader.bigEndianUInt32(bytes, at: offset))
+        let typeBytes = bytes[offset + 4..<offset + 8]
+        guard length <= Int(Int32.max), offset + 12 + length <= bytes.count,
+            typeBytes.allSatisfy(Self.isTypeLetter)
+        else {
+            ended = true
+            return nil
+        }
+        let chunk = PNGChunk(
+            type: String(decoding: typeBytes, as: UTF8.self),
+            payload: offset + 8..<offset + 8 + length
+        )
+        offset += 12 + length
+        if chunk.type == "IEND" { ended = true }
+        return chunk
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WebImage
 import WebImageCoders
 
 /// `webimage info FILE...`: sniffs and decodes each file and reports what it is.
@@ -21,17 +22,27 @@ struct InfoCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object per input on standard output.")
     var json = false
 
+    @Option(
+        name: .customLong("max-file-size"),
+        help: "Largest file decoded, in bytes or with a K, M or G suffix (default 128M; 0: no limit)."
+    )
+    var maxFileSize: String?
+
     @Argument(help: "Image files to inspect.")
     var inputs: [String]
 
     func validate() throws {
         guard !inputs.isEmpty else { throw ValidationError("give at least one FILE") }
+        if let maxFileSize, LoadingOptions.parseByteCount(maxFileSize) == nil {
+            throw ValidationError("--max-file-size '\(maxFileSize)' is not a byte count like 5000000, 512K, 20M or 1G")
+        }
     }
 
     func run() async throws {
         var failed = false
+        let limit = maxFileSize.flatMap(LoadingOptions.parseByteCount) ?? ImageInfo.defaultFileSizeLimit
         for input in inputs {
-            let report = ImageInfo.inspect(path: input)
+            let report = ImageInfo.inspect(path: input, sizeLimit: limit == 0 ? nil : limit)
             failed = failed || !report.ok
             if json {
                 JSONLineWriter.write(report.json)
@@ -53,7 +64,15 @@ struct ImageInfo {
     var decodeMilliseconds: Double?
     var error: (code: String, message: String)?
 
-    static func inspect(path input: String) -> ImageInfo {
+    /// The default `--max-file-size`: the downloader's default `maximumDownloadSize`.
+    static let defaultFileSizeLimit: Int64 = ImageDownloader.Configuration().maximumDownloadSize ?? 0
+
+    /// How many leading bytes the format is sniffed from, before the rest is read.
+    static let sniffedPrefixSize = 4096
+
+    /// Inspects one file. The format is sniffed from the first bytes, so a large file that is not
+    /// an image costs one small read; a file over `sizeLimit` bytes is not read further.
+    static func inspect(path input: String, sizeLimit: Int64?) -> ImageInfo {
         var info = ImageInfo(input: input, ok: false)
         let path: String
         if let url = URL(string: input), let scheme = url.scheme?.lowercased(), scheme.count > 1 {
@@ -69,21 +88,35 @@ struct ImageInfo {
             path = input
         }
         let data: Data
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        do throws(RegularFile.Failure) {
+            let file = try RegularFile(path: path)
+            info.bytes = Int(clamping: file.size)
+            info.format = ImageFormat(sniffing: try file.readPrefix(sniffedPrefixSize))
+            if file.size == 0 || info.format == .unknown {
+                let error: CoderError = file.size == 0 ? .emptyData : .unsupportedFormat(.unknown)
+                info.error = (error.code, "\(input): \(error)")
+                return info
+            }
+            if let sizeLimit, file.size > sizeLimit {
+                info.error = (
+                    "fileTooLarge",
+                    "\(input): the file is too large: its \(file.size) bytes are over the \(sizeLimit)-byte limit"
+                        + " (--max-file-size; 0 lifts it)"
+                )
+                return info
+            }
+            data = try file.readAll()
+        } catch .system(ENOENT) {
             info.error = ("fileNotFound", "\(input): no such file")
             return info
-        }
-        do {
-            guard !isDirectory.boolValue else { throw CocoaError(.fileReadInvalidFileName) }
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            let reason = isDirectory.boolValue ? "it is a directory" : error.localizedDescription
+        } catch .notRegularFile(let kind) {
+            let reason = kind == "a folder" ? "it is a folder" : "it is \(kind), not a regular file"
             info.error = ("fileNotReadable", "\(input): cannot read the file: \(reason)")
             return info
+        } catch {
+            info.error = ("fileNotReadable", "\(input): cannot read the file: \(error)")
+            return info
         }
-        info.bytes = data.count
-        info.format = ImageFormat(sniffing: data)
         let clock = ContinuousClock()
         let start = clock.now
         do {
