@@ -38,13 +38,23 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     public var progressive: Bool
     /// Encode only the first frame of an animation. Default `false`.
     public var firstFrameOnly: Bool
+    /// How long encoding an animation may take before it fails with `limitExceeded`, checked
+    /// between frames (one frame is bounded by the decoder's pixel limit). `nil`: no limit.
+    /// Default 10 seconds, as ``ImageDecodingOptions/maxDecodeDuration``.
+    public var maxEncodeDuration: Duration?
 
-    public init(quality: Double = 0.9, lossless: Bool = false, progressive: Bool = false, firstFrameOnly: Bool = false)
-    {
+    public init(
+        quality: Double = 0.9,
+        lossless: Bool = false,
+        progressive: Bool = false,
+        firstFrameOnly: Bool = false,
+        maxEncodeDuration: Duration? = .seconds(10)
+    ) {
         self.quality = quality
         self.lossless = lossless
         self.progressive = progressive
         self.firstFrameOnly = firstFrameOnly
+        self.maxEncodeDuration = maxEncodeDuration
     }
 }
 

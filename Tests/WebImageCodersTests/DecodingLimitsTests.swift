@@ -176,4 +176,33 @@ struct DecodingLimitsTests {
         )
         #expect(animation.cost == 3 * 10 * 20 * 4)
     }
+
+    @Test("A small file declaring 1×20,000,000 pixels thumbnails to 1×64")
+    func extremeAspectRatioThumbnail() throws {
+        let data = BlankPNG.make(width: 1, height: 20_000_000)
+        #expect(data.count < 300_000)
+        let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 64, height: 64), maxDecodeDuration: nil)
+        let image = try PNGCoder().decode(data, options: options)
+        #expect(image.width == 1 && image.height == 64)
+        #expect(image.sourceSize == PixelSize(width: 1, height: 20_000_000))
+        #expect(image.bitmap[0, 63] == RGBA(r: 0, g: 0, b: 0))
+    }
+
+    @Test("Encoding an animation stops at its time limit", arguments: [ImageFormat.gif, .webp])
+    func encodeTimeLimit(format: ImageFormat) throws {
+        let animation = GeneratedImages.animation(
+            width: 64,
+            height: 64,
+            colors: [RGBA(r: 1, g: 2, b: 3), RGBA(r: 200, g: 100, b: 0), RGBA(r: 0, g: 90, b: 200)],
+            format: format
+        )
+        let unlimited = ImageEncodingOptions(maxEncodeDuration: nil)
+        #expect(try ImageCodersManager.shared.encode(animation, as: format, options: unlimited).count > 0)
+        let spent = ImageEncodingOptions(maxEncodeDuration: .nanoseconds(1))
+        let error = #expect(throws: CoderError.self) {
+            try ImageCodersManager.shared.encode(animation, as: format, options: spent)
+        }
+        #expect(error?.code == "limitExceeded")
+        #expect(error.map { "\($0)" }?.contains("encoding took longer") == true)
+    }
 }

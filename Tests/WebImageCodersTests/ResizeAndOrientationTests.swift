@@ -42,6 +42,33 @@ struct ResizeAndOrientationTests {
         #expect(resized[3, 3] == RGBA(r: 100, g: 50, b: 25))
     }
 
+    @Test(
+        "Extreme aspect ratios are box-reduced per axis and keep each region's colour",
+        arguments: [ResizeFilter.lanczos3, .triangle, .area]
+    )
+    func extremeAspectRatio(filter: ResizeFilter) {
+        // 1 × 4,000,000: the top half red, the bottom half blue; to 1 × 8 (and the transpose).
+        let half = 2_000_000
+        var pixels = [UInt8](repeating: 255, count: half * 2 * 4)
+        pixels.withUnsafeMutableBufferPointer { bytes in
+            for pixel in 0..<half * 2 {
+                bytes[pixel * 4] = pixel < half ? 255 : 0
+                bytes[pixel * 4 + 1] = 0
+                bytes[pixel * 4 + 2] = pixel < half ? 0 : 255
+            }
+        }
+        let tall = Bitmap(width: 1, height: half * 2, pixels: pixels)
+        let small = tall.resized(to: PixelSize(width: 1, height: 8), filter: filter)
+        #expect(small.width == 1 && small.height == 8)
+        // Rows further than the filter's reach from the middle keep their colour.
+        #expect(small[0, 0] == RGBA(r: 255, g: 0, b: 0) && small[0, 7] == RGBA(r: 0, g: 0, b: 255))
+        #expect(small[0, 3].r > small[0, 3].b && small[0, 4].b > small[0, 4].r)
+
+        let wide = Bitmap(width: half * 2, height: 1, pixels: tall.pixels)
+        let narrow = wide.resized(to: PixelSize(width: 8, height: 1), filter: filter)
+        #expect(narrow[0, 0] == RGBA(r: 255, g: 0, b: 0) && narrow[7, 0] == RGBA(r: 0, g: 0, b: 255))
+    }
+
     @Test("Upscaling works too")
     func upscale() {
         let resized = GeneratedImages.gradient(width: 10, height: 10).resized(to: PixelSize(width: 40, height: 30))

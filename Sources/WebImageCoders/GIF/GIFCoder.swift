@@ -15,7 +15,7 @@ public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
         var reader = GIFReader(data: data, options: options, stopAfterFirstFrame: false)
-        return try reader.decode().finished(with: options)
+        return try reader.decode().finished(with: options, deadline: reader.deadline)
     }
 
     public func makeIncrementalDecoder(options: ImageDecodingOptions) -> any IncrementalImageDecoding {
@@ -58,7 +58,7 @@ final class GIFIncrementalDecoder: IncrementalImageDecoding {
         guard var image = try? reader.decode() else { return nil }
         shownFirstFrame = true
         image.isPartial = true
-        return image.finished(with: options)
+        return try image.finished(with: options, deadline: reader.deadline)
     }
 }
 
@@ -67,6 +67,8 @@ struct GIFReader {
     let data: Data
     let options: ImageDecodingOptions
     let stopAfterFirstFrame: Bool
+    /// Counted from the reader's creation; the caller finishes the image within it too.
+    let deadline: CodingDeadline
 
     private var offset = 0
 
@@ -74,6 +76,7 @@ struct GIFReader {
         self.data = data
         self.options = options
         self.stopAfterFirstFrame = stopAfterFirstFrame
+        self.deadline = CodingDeadline(options)
     }
 
     /// Graphic control extension state for the next image.
@@ -113,7 +116,6 @@ struct GIFReader {
         try options.checkPixelLimit(canvasSize, format: .gif)
         let globalColors = Self.palette(gif.pointee.SColorMap)
 
-        let deadline = DecodeDeadline(options)
         var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
         var frames: [DecodedImage.Frame] = []
         var frameCount = 0

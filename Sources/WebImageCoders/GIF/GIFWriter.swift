@@ -42,7 +42,9 @@ struct GIFWriter {
             else { throw Self.failure(gif.pointee.Error) }
         }
         let quantizer = ColorQuantizer()
+        let deadline = CodingDeadline(options)
         for frame in frames {
+            try deadline.check(.gif, "encoding")
             let result = quantizer.quantize(frame.bitmap)
             let delay = Int((frame.duration * 100).rounded())
             let disposal = frames.count > 1 && result.transparentIndex != nil ? 2 : 1

@@ -1,20 +1,19 @@
 extension DecodedImage {
     /// Applies the options' target size and orientation to freshly decoded frames: the common
-    /// last step of every decoder.
-    func finished(with options: ImageDecodingOptions) -> DecodedImage {
+    /// last step of every decoder. The decode's `deadline` covers this step too: it is checked
+    /// before each frame is resized or turned.
+    func finished(with options: ImageDecodingOptions, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
         var image = self
         let target = options.targetSize(forSource: sourceSize, orientation: orientation)
-        if target.width < width || target.height < height {
-            image.frames = frames.map { frame in
-                DecodedImage.Frame(bitmap: frame.bitmap.resized(to: target), duration: frame.duration)
-            }
+        let resizes = target.width < width || target.height < height
+        let turns = options.applyOrientation && orientation != .up
+        guard resizes || turns else { return image }
+        for index in image.frames.indices {
+            try deadline.check(format)
+            if resizes { image.frames[index].bitmap = image.frames[index].bitmap.resized(to: target) }
+            if turns { image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(orientation) }
         }
-        if options.applyOrientation, orientation != .up {
-            image.frames = image.frames.map { frame in
-                DecodedImage.Frame(bitmap: frame.bitmap.applyingOrientation(orientation), duration: frame.duration)
-            }
-            image.orientation = .up
-        }
+        if turns { image.orientation = .up }
         return image
     }
 }
@@ -48,12 +47,15 @@ extension ImageDecodingOptions {
     }
 }
 
-/// A decode's time budget (``ImageDecodingOptions/maxDecodeDuration``), counted from its start.
-struct DecodeDeadline {
+/// A decode's time budget (``ImageDecodingOptions/maxDecodeDuration``), counted from its start;
+/// also an encode's (``ImageEncodingOptions/maxEncodeDuration``).
+struct CodingDeadline {
     private let start = ContinuousClock.now
     private let limit: Duration?
 
     init(_ options: ImageDecodingOptions) { limit = options.maxDecodeDuration }
+
+    init(_ options: ImageEncodingOptions) { limit = options.maxEncodeDuration }
 
     /// Nanoseconds left, for the C decoders: 0 for no limit, otherwise at least 1.
     var remainingNanoseconds: Int64 {
@@ -63,9 +65,9 @@ struct DecodeDeadline {
         return max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 
-    /// Throws when the budget is spent.
-    func check(_ format: ImageFormat) throws(CoderError) {
+    /// Throws when the budget is spent; `work` names what was being done ("decoding").
+    func check(_ format: ImageFormat, _ work: String = "decoding") throws(CoderError) {
         guard let limit, ContinuousClock.now - start > limit else { return }
-        throw .limitExceeded(format, "decoding took longer than the \(limit) limit")
+        throw .limitExceeded(format, "\(work) took longer than the \(limit) limit")
     }
 }

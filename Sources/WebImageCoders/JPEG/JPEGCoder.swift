@@ -53,15 +53,17 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                 let decoder = wi_jpeg_decoder_create(base, raw.count)
             else { throw .outOfMemory(.jpeg, "cannot create a JPEG decompressor") }
             defer { wi_jpeg_decoder_destroy(decoder) }
-            wi_jpeg_decoder_set_limits(decoder, Self.maxScans, DecodeDeadline(options).remainingNanoseconds)
-            return try decode(with: decoder, options: options, allowTruncation: allowTruncation)
+            let deadline = CodingDeadline(options)
+            wi_jpeg_decoder_set_limits(decoder, Self.maxScans, deadline.remainingNanoseconds)
+            return try decode(with: decoder, options: options, allowTruncation: allowTruncation, deadline: deadline)
         }
     }
 
     private func decode(
         with decoder: OpaquePointer,
         options: ImageDecodingOptions,
-        allowTruncation: Bool
+        allowTruncation: Bool,
+        deadline: CodingDeadline
     )
         throws(CoderError) -> DecodedImage
     {
@@ -128,7 +130,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             isPartial: truncated,
             sourceSize: source
         )
-        return image.finished(with: options)
+        return try image.finished(with: options, deadline: deadline)
     }
 
     /// Converts CMYK (as stored; Adobe files store it inverted) to opaque RGBA in place.

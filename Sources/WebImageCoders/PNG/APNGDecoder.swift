@@ -28,10 +28,11 @@ struct APNGAnimation {
     var frames: [Frame]
     var sawEnd: Bool
 
-    /// Parses the chunk layout; `nil` when the file is not animated (no acTL before IDAT).
+    /// Parses the chunk layout; `nil` when the file is not animated (no acTL before IDAT). A still
+    /// image is known at its first IDAT, so the chunks after it are never walked.
     init?(parsing bytes: UnsafeRawBufferPointer) throws(CoderError) {
-        let chunks = PNGChunkReader.chunks(in: bytes)
-        guard let ihdr = chunks.first, ihdr.type == "IHDR", ihdr.payload.count == 13 else {
+        var chunks = PNGChunkSequence(bytes: bytes)
+        guard let ihdr = chunks.next(), ihdr.type == "IHDR", ihdr.payload.count == 13 else {
             throw .corruptData(.png, "the PNG does not start with an IHDR chunk")
         }
         header = ihdr.payload
@@ -50,7 +51,8 @@ struct APNGAnimation {
         var sawAnimationControl = false
         var sawImageData = false
         var current: Frame?
-        for chunk in chunks.dropFirst() {
+        while let chunk = chunks.next() {
+            if chunk.type == "IDAT", !sawAnimationControl { return nil }
             let start = chunk.payload.lowerBound
             switch chunk.type {
             case "acTL" where !sawImageData && chunk.payload.count == 8:
@@ -99,6 +101,7 @@ struct APNGDecoder {
     let animation: APNGAnimation
     let data: Data
     let options: ImageDecodingOptions
+    let deadline: CodingDeadline
 
     func decode() throws(CoderError) -> DecodedImage {
         let canvasSize = animation.canvas
@@ -108,7 +111,6 @@ struct APNGDecoder {
         let frameLimit = options.firstFrameOnly ? 1 : animation.frames.count
         try options.checkAnimationLimits(frameCount: frameLimit, canvas: canvasSize, format: .png)
 
-        let deadline = DecodeDeadline(options)
         var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
         var output: [DecodedImage.Frame] = []
         var hasTransparency = animation.hasAlpha
@@ -132,13 +134,13 @@ struct APNGDecoder {
             }
         }
         for index in output.indices { output[index].bitmap.hasAlpha = hasTransparency }
-        return DecodedImage(
+        return try DecodedImage(
             frames: output,
             loopCount: animation.playCount,
             format: .png,
             sourceSize: canvasSize,
             sourceFrameCount: animation.frames.count
-        ).finished(with: options)
+        ).finished(with: options, deadline: deadline)
     }
 
     /// Frame delays as browsers play them: 10 ms or less shows for 100 ms.

@@ -22,6 +22,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
+        let deadline = CodingDeadline(options)
         let animation: APNGAnimation? = try data.withBytes { (bytes) throws(CoderError) in
             guard bytes.count >= 8, bytes.prefix(8).elementsEqual(PNGSignature.bytes) else {
                 throw .corruptData(.png, "the PNG signature is wrong")
@@ -29,17 +30,20 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
             return try APNGAnimation(parsing: bytes)
         }
         if let animation {
-            return try APNGDecoder(animation: animation, data: data, options: options).decode()
+            return try APNGDecoder(animation: animation, data: data, options: options, deadline: deadline).decode()
         }
-        let bitmap = try Self.decodeStill(data, options: options, deadline: DecodeDeadline(options))
-        return DecodedImage(frames: [.init(bitmap: bitmap)], format: .png).finished(with: options)
+        let bitmap = try Self.decodeStill(data, options: options, deadline: deadline)
+        return try DecodedImage(frames: [.init(bitmap: bitmap)], format: .png).finished(
+            with: options,
+            deadline: deadline
+        )
     }
 
     /// Decodes a complete, non-animated PNG stream into a new bitmap, within `deadline`.
     static func decodeStill(
         _ data: Data,
         options: ImageDecodingOptions,
-        deadline: DecodeDeadline
+        deadline: CodingDeadline
     ) throws(CoderError) -> Bitmap {
         // The header tells the size, so the bitmap is allocated once and libpng writes into it.
         let size = try data.withBytes { (bytes) throws(CoderError) -> PixelSize in

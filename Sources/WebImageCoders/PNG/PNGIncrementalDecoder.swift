@@ -65,7 +65,8 @@ final class PNGIncrementalDecoder: IncrementalImageDecoding {
             )
         }
         let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, isPartial: true)
-        return image.finished(with: options)
+        // A preview gets the time budget of its own (ImageDecodingOptions.maxDecodeDuration).
+        return try image.finished(with: options, deadline: CodingDeadline(options))
     }
 
     /// After Adam7 pass `pass` (0-based), the known pixels lie on a grid; each fills its cell.

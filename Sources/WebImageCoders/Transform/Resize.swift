@@ -39,45 +39,54 @@ extension Bitmap {
     /// pixels do not bleed their colour into opaque neighbours.
     ///
     /// Large reductions first average integer blocks (exact area averaging), then filter the rest
-    /// of the way, which keeps the cost near-linear in the source size.
+    /// of the way, which keeps the cost near-linear in the source size. Each axis is pre-reduced on
+    /// its own, so an extreme aspect ratio (1×100,000,000 to 1×64) costs what its pixels cost.
     public func resized(to size: PixelSize, filter: ResizeFilter = .lanczos3) -> Bitmap {
         precondition(size.width > 0 && size.height > 0, "cannot resize to \(size)")
         if size.width == width && size.height == height { return self }
-        // Box-reduce by an integer factor while the filter would still have more than 2× to go.
-        let factor = min(width / size.width, height / size.height) / 2
-        if factor >= 2, filter != .area {
-            return boxReduced(by: factor).resized(to: size, filter: filter)
+        // Box-reduce an axis while the filter would still have more than 2× to go on it. Area
+        // filtering is exact as it is, and pre-reduced only when its kernels would be long.
+        let minimumFactor = filter == .area ? 16 : 2
+        let factorX = width / size.width / 2
+        let factorY = height / size.height / 2
+        if factorX >= minimumFactor || factorY >= minimumFactor {
+            let reduced = boxReduced(
+                horizontally: factorX >= minimumFactor ? factorX : 1,
+                vertically: factorY >= minimumFactor ? factorY : 1
+            )
+            return reduced.resized(to: size, filter: filter)
         }
         return Resampler(filter: filter).resample(self, to: size)
     }
 
-    /// Averages `factor` × `factor` blocks (edge blocks are partial), premultiplied.
-    func boxReduced(by factor: Int) -> Bitmap {
-        let outWidth = (width + factor - 1) / factor
-        let outHeight = (height + factor - 1) / factor
-        var sums = [UInt32](repeating: 0, count: outWidth * 4)
+    /// Averages `horizontal` × `vertical` blocks (edge blocks are partial), premultiplied.
+    func boxReduced(horizontally factorX: Int, vertically factorY: Int) -> Bitmap {
+        let outWidth = (width + factorX - 1) / factorX
+        let outHeight = (height + factorY - 1) / factorY
+        // 64-bit sums: a block of a 1×100,000,000 image holds millions of 255 × 255 products.
+        var sums = [UInt64](repeating: 0, count: outWidth * 4)
         var out = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
         pixels.withUnsafeBufferPointer { src in
             out.withUnsafeMutableBufferPointer { dst in
                 for outY in 0..<outHeight {
                     for i in 0..<sums.count { sums[i] = 0 }
-                    let y0 = outY * factor
-                    let y1 = min(y0 + factor, height)
+                    let y0 = outY * factorY
+                    let y1 = min(y0 + factorY, height)
                     for y in y0..<y1 {
                         var offset = y * bytesPerRow
                         for x in 0..<width {
-                            let a = UInt32(src[offset + 3])
-                            let base = (x / factor) * 4
-                            sums[base] &+= UInt32(src[offset]) * a
-                            sums[base + 1] &+= UInt32(src[offset + 1]) * a
-                            sums[base + 2] &+= UInt32(src[offset + 2]) * a
+                            let a = UInt64(src[offset + 3])
+                            let base = (x / factorX) * 4
+                            sums[base] &+= UInt64(src[offset]) * a
+                            sums[base + 1] &+= UInt64(src[offset + 1]) * a
+                            sums[base + 2] &+= UInt64(src[offset + 2]) * a
                             sums[base + 3] &+= a
                             offset += 4
                         }
                     }
-                    let rowsCovered = UInt32(y1 - y0)
+                    let rowsCovered = UInt64(y1 - y0)
                     for outX in 0..<outWidth {
-                        let columns = UInt32(min((outX + 1) * factor, width) - outX * factor)
+                        let columns = UInt64(min((outX + 1) * factorX, width) - outX * factorX)
                         let base = outX * 4
                         let alphaSum = sums[base + 3]
                         let target = (outY * outWidth + outX) * 4

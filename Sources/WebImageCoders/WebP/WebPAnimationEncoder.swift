@@ -19,7 +19,9 @@ struct WebPAnimationEncoder {
         defer { WebPAnimEncoderDelete(encoder) }
         var config = try WebPEncoding.config(for: options)
         var timestamp: Int32 = 0
+        let deadline = CodingDeadline(options)
         for (index, frame) in image.frames.enumerated() {
+            try deadline.check(.webp, "encoding")
             try WebPEncoding.withPicture(of: frame.bitmap) { (picture) throws(CoderError) in
                 guard WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
                     throw .encodingFailed(.webp, "cannot add frame \(index + 1): \(Self.message(encoder))")

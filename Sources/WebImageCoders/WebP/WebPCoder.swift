@@ -18,6 +18,7 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
+        let deadline = CodingDeadline(options)
         var features = WebPBitstreamFeatures()
         let status = data.withUnsafeBytes { bytes in
             WebPGetFeatures(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &features)
@@ -31,18 +32,19 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
                 data: data,
                 options: options,
                 orientation: orientation,
-                declaresAlpha: features.has_alpha != 0
+                declaresAlpha: features.has_alpha != 0,
+                deadline: deadline
             ).decode()
         }
         let target = options.targetSize(forSource: source, orientation: orientation)
         let hasAlpha = features.has_alpha != 0
         let bitmap = try Self.decodeStill(data, size: target, scaled: target != source, hasAlpha: hasAlpha)
-        return DecodedImage(
+        return try DecodedImage(
             frames: [.init(bitmap: bitmap)],
             format: .webp,
             orientation: orientation,
             sourceSize: source
-        ).finished(with: options)
+        ).finished(with: options, deadline: deadline)
     }
 
     /// Decodes a still WebP into a new bitmap at `size`; with `scaled` libwebp resamples while
@@ -116,6 +118,7 @@ struct WebPAnimationDecoder {
     let options: ImageDecodingOptions
     let orientation: ImageOrientation
     let declaresAlpha: Bool
+    let deadline: CodingDeadline
 
     func decode() throws(CoderError) -> DecodedImage {
         let image = try data.withBytes { (bytes) throws(CoderError) in
@@ -132,7 +135,7 @@ struct WebPAnimationDecoder {
             defer { WebPAnimDecoderDelete(decoder) }
             return try decodeFrames(decoder)
         }
-        return image.finished(with: options)
+        return try image.finished(with: options, deadline: deadline)
     }
 
     private func decodeFrames(_ decoder: OpaquePointer) throws(CoderError) -> DecodedImage {
@@ -148,7 +151,6 @@ struct WebPAnimationDecoder {
         var frames: [DecodedImage.Frame] = []
         var previousTimestamp: Int32 = 0
         var hasAlpha = declaresAlpha
-        let deadline = DecodeDeadline(options)
         while frames.count < wanted, WebPAnimDecoderHasMoreFrames(decoder) != 0 {
             try deadline.check(.webp)
             var buffer: UnsafeMutablePointer<UInt8>?

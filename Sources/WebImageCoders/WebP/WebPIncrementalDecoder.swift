@@ -68,6 +68,7 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
         }
         let bitmap = Bitmap(width: Int(width), height: Int(height), hasAlpha: true, pixels: pixels)
         let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .webp, isPartial: true)
-        return image.finished(with: options)
+        // A preview gets the time budget of its own (ImageDecodingOptions.maxDecodeDuration).
+        return try image.finished(with: options, deadline: CodingDeadline(options))
     }
 }

@@ -174,42 +174,53 @@ struct FetchJob: Sendable {
                 report.format = report.format ?? image.format
             }
             if let outputFolder {
-                report.output = try write(result, input: input, index: index, to: outputFolder)
+                do {
+                    report.output = try write(result, input: input, index: index, to: outputFolder)
+                } catch {
+                    report.ok = false
+                    report.outputError = "\(input): \(error.message)"
+                }
             }
-        } catch let error as WebImageError {
-            report.ok = false
-            report.error = error
         } catch {
             report.ok = false
-            report.error = WebImageError(
-                .badImageData,
-                url: url,
-                message: "\(input): cannot write the output: \(error)"
-            )
+            report.error = error
         }
         report.ms(clock.now - start)
         return report
     }
 
-    private func write(_ result: ImageLoadResult, input: String, index: Int, to folder: URL) throws -> String {
+    private func write(
+        _ result: ImageLoadResult,
+        input: String,
+        index: Int,
+        to folder: URL
+    ) throws(OutputFileError) -> String {
         let base = Self.safeName(input, index: index)
         let bytes: Data
         let ext: String
         if let outputFormat, let image = result.image {
-            bytes = try ImageCodersManager.shared.encode(image, as: outputFormat, options: ImageEncodingOptions())
+            bytes = try Self.encode(image, as: outputFormat)
             ext = outputFormat.fileExtension
         } else if let data = result.data {
             bytes = data
             ext = ImageFormat(sniffing: data).fileExtension
         } else if let image = result.image {
-            bytes = try ImageCodersManager.shared.encode(image, as: .png, options: ImageEncodingOptions())
+            bytes = try Self.encode(image, as: .png)
             ext = "png"
         } else {
-            throw CocoaError(.fileWriteUnknown)
+            throw OutputFileError(message: "nothing to write: the load returned neither bytes nor an image")
         }
         let file = folder.appendingPathComponent("\(base).\(ext)")
-        try bytes.write(to: file, options: .atomic)
+        try OutputFileError.writeAtomically(bytes, to: file)
         return file.path
+    }
+
+    private static func encode(_ image: DecodedImage, as format: ImageFormat) throws(OutputFileError) -> Data {
+        do {
+            return try ImageCodersManager.shared.encode(image, as: format, options: ImageEncodingOptions())
+        } catch {
+            throw OutputFileError(message: "cannot encode the output: \(error)")
+        }
     }
 
     /// `index-name` from the URL's last path component, letters, digits, `-` and `_` only.
@@ -235,6 +246,8 @@ struct FetchReport: Sendable {
     var milliseconds: Double = 0
     var output: String?
     var error: WebImageError?
+    /// Why the loaded image could not be written to `--output` (code `outputFailed`).
+    var outputError: String?
 
     mutating func ms(_ duration: Duration) {
         milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
@@ -253,6 +266,9 @@ struct FetchReport: Sendable {
         fields.append(("ms", .double(milliseconds)))
         if let output { fields.append(("output", .string(output))) }
         if let error { fields.append(("error", Self.errorJSON(error))) }
+        if let outputError {
+            fields.append(("error", .object([("code", .string("outputFailed")), ("message", .string(outputError))])))
+        }
         return .object(fields)
     }
 
@@ -266,7 +282,7 @@ struct FetchReport: Sendable {
     }
 
     var text: String {
-        guard ok else { return "\(url): error: \(error?.message ?? "unknown")" }
+        guard ok else { return "\(url): error: \(outputError ?? error?.message ?? "unknown")" }
         var line = "\(url): \((format ?? .unknown).rawValue) \(width ?? 0)×\(height ?? 0)"
         if let frames, frames > 1 { line += ", \(frames) frames" }
         line += ", \(cacheType == .none ? "network" : cacheType.rawValue)"

@@ -1,0 +1,52 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why an output file was not written, in words ("No space left on device"), not Foundation's
+/// "The operation could not be completed" text.
+struct OutputFileError: Error {
+    var message: String
+
+    /// Writes `data` to a temporary file beside `url`, then renames it into place: a reader never
+    /// sees half a file, and a failure leaves nothing behind.
+    static func writeAtomically(_ data: Data, to url: URL) throws(OutputFileError) {
+        let path = url.path
+        let temporary = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
+        func failure(_ step: String) -> OutputFileError {
+            OutputFileError(message: "cannot \(step) \(path): \(String(cString: strerror(errno)))")
+        }
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw failure("create") }
+        var written = 0
+        let writeFailed = data.withUnsafeBytes { bytes -> Bool in
+            while written < bytes.count {
+                let count = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { return true }
+                written += count
+            }
+            return false
+        }
+        if writeFailed {
+            let error = failure("write")
+            close(descriptor)
+            unlink(temporary)
+            throw error
+        }
+        guard close(descriptor) == 0 else {
+            let error = failure("write")
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            let error = failure("replace")
+            unlink(temporary)
+            throw error
+        }
+    }
+}
