@@ -30,6 +30,9 @@ public final class ImageCache: ImageCaching {
         public var cachesImagesInMemory = true
         /// Find evicted images again while something else still holds them. Default `true`.
         public var keepsEvictedImagesInUse = true
+        /// Purge the memory cache to its watermark when the process's cgroup nears its memory
+        /// limit (``MemoryPressureMonitor/shared``). Default `true`.
+        public var purgesOnMemoryPressure = true
         /// Use the disk at all. Default `true`.
         public var usesDiskCache = true
         /// Disk expiry, size limit, durability and clock. Defaults: a week by modification date,
@@ -104,6 +107,7 @@ public final class ImageCache: ImageCaching {
             keepsEvictedImagesInUse: configuration.keepsEvictedImagesInUse
         )
         diskCache = DiskCache(directory: directory, configuration: configuration.disk)
+        if configuration.purgesOnMemoryPressure { MemoryPressureMonitor.shared.watch(memoryCache) }
         writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
         readQueue = DispatchQueue(label: "swift-web-image.ImageCache.read")
         decodeQueue = DispatchQueue(label: "swift-web-image.ImageCache.decode", attributes: .concurrent)

@@ -17,7 +17,8 @@ import WebImageCoders
 public final class MemoryCache: Sendable {
     /// Size limits of a ``MemoryCache``.
     public struct Limits: Sendable, Hashable {
-        /// The most bytes the cached images may take. Default: a quarter of physical memory, at
+        /// The most bytes the cached images may take. Default: a quarter of the memory this
+        /// process may use (``SystemMemory/limit``: the cgroup's limit when lower than RAM), at
         /// most 1 GiB.
         public var costLimit: Int
         /// What a purge brings the cost down to. Default: 60 % of `costLimit`.
@@ -33,9 +34,9 @@ public final class MemoryCache: Sendable {
             self.countLimit = max(0, countLimit)
         }
 
-        /// A quarter of physical memory, at most 1 GiB.
+        /// A quarter of ``SystemMemory/limit`` (the cgroup's limit when lower than RAM), at most 1 GiB.
         public static var defaultCostLimit: Int {
-            Int(min(ProcessInfo.processInfo.physicalMemory / 4, 1 << 30))
+            Int(min(SystemMemory.current.limit / 4, 1 << 30))
         }
     }
 
@@ -137,6 +138,10 @@ public final class MemoryCache: Sendable {
             if let image = release(slot), keepsEvicted { evicted[key] = WeakImage(image) }
         }
 
+        mutating func purgeToWatermark() {
+            while totalCost > limits.costAfterPurge && oldest >= 0 { evictOldest() }
+        }
+
         mutating func purgeIfNeeded() {
             if totalCost > limits.costLimit {
                 while totalCost > limits.costAfterPurge && oldest >= 0 { evictOldest() }
@@ -216,6 +221,10 @@ public final class MemoryCache: Sendable {
     /// Empties the cache under memory pressure: images still in use elsewhere stay findable
     /// (weakly), the rest are freed.
     public func handleMemoryPressure() { store.withLock { $0.removeAll(keepingEvicted: true) } }
+
+    /// Purges least recently used images down to ``Limits/costAfterPurge``, as an insertion over
+    /// the limit does: what ``MemoryPressureMonitor`` asks of the caches.
+    public func purgeToWatermark() { store.withLock { $0.purgeToWatermark() } }
 
     /// Bytes held by the cached images.
     public var totalCost: Int { store.withLock { $0.totalCost } }
