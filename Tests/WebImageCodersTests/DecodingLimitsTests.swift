@@ -177,14 +177,14 @@ struct DecodingLimitsTests {
         #expect(animation.cost == 3 * 10 * 20 * 4)
     }
 
-    @Test("A small file declaring 1×20,000,000 pixels thumbnails to 1×64")
+    @Test("A small file declaring 1×5,000,000 pixels thumbnails to 1×64")
     func extremeAspectRatioThumbnail() throws {
-        let data = BlankPNG.make(width: 1, height: 20_000_000)
-        #expect(data.count < 300_000)
+        let data = BlankPNG.make(width: 1, height: 5_000_000)
+        #expect(data.count < 100_000)
         let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 64, height: 64), maxDecodeDuration: nil)
         let image = try PNGCoder().decode(data, options: options)
         #expect(image.width == 1 && image.height == 64)
-        #expect(image.sourceSize == PixelSize(width: 1, height: 20_000_000))
+        #expect(image.sourceSize == PixelSize(width: 1, height: 5_000_000))
         #expect(image.bitmap[0, 63] == RGBA(r: 0, g: 0, b: 0))
     }
 
