@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 
@@ -36,6 +37,30 @@ extension HTTPSession {
             default:
                 return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error.shortDescription)")
             }
+        }
+        if let error = error as? NIOHTTPDecompression.DecompressionError {
+            switch error {
+            case .limit:
+                return HTTPSessionError(
+                    .responseTooLarge,
+                    url: url,
+                    message: "\(subject): the compressed body expands to over 100 times its size"
+                        + " (the decompression limit; a decompression bomb?)"
+                )
+            case .inflationError(let code), .initializationError(let code):
+                return HTTPSessionError(
+                    .networkError,
+                    url: url,
+                    message: "\(subject): the gzip/deflate body cannot be decompressed (zlib error \(code))"
+                )
+            }
+        }
+        if error is NIOHTTPDecompression.ExtraDecompressionError {
+            return HTTPSessionError(
+                .networkError,
+                url: url,
+                message: "\(subject): the gzip/deflate body is cut short or followed by stray bytes (\(error))"
+            )
         }
         if let error = error as? HTTPParserError {
             if error == .invalidEOFState {

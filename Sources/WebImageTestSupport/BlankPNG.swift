@@ -1,28 +1,14 @@
 import Foundation
 
-/// A black 8-bit grayscale PNG of any size in a few bytes per 258 pixels: its image data is one
-/// fixed-Huffman deflate block of a zero literal and back-references (length 258, distance 1),
-/// written without a compression library. It makes "small file, huge image" inputs
-/// (1 × 100,000,000 is about 1.3 MB).
+/// A black 8-bit grayscale PNG of any size in a few bytes per 258 pixels (``Deflate/zeros(count:)``):
+/// "small file, huge image" inputs (1 × 100,000,000 is about 1.3 MB).
 public enum BlankPNG {
     public static func make(width: Int, height: Int) -> Data {
         precondition(width > 0 && height > 0)
         let rawCount = height * (width + 1)  // a filter byte (0) before each row
-        var bits = BitWriter()
-        bits.write(1, count: 1)  // BFINAL
-        bits.write(1, count: 2)  // BTYPE 01: fixed Huffman codes
-        bits.writeHuffman(0b0011_0000, count: 8)  // literal 0
-        var remaining = rawCount - 1
-        while remaining >= 258 {
-            bits.writeHuffman(0b1100_0101, count: 8)  // length code 285: 258 bytes
-            bits.writeHuffman(0, count: 5)  // distance code 0: 1 byte back
-            remaining -= 258
-        }
-        for _ in 0..<remaining { bits.writeHuffman(0b0011_0000, count: 8) }
-        bits.writeHuffman(0, count: 7)  // end of block (256)
         // Adler-32 of zeros: a stays 1, b grows by 1 per byte.
         let adler = UInt32(rawCount % 65521) << 16 | 1
-        let zlib = [0x78, 0x01] + bits.flushedBytes + be32(adler)
+        let zlib = [0x78, 0x01] + Deflate.zeros(count: rawCount) + be32(adler)
 
         var ihdr = be32(UInt32(width)) + be32(UInt32(height))
         ihdr += [8, 0, 0, 0, 0]  // 8-bit gray, deflate, adaptive filters, not interlaced
@@ -37,6 +23,30 @@ public enum BlankPNG {
 
     private static func be32(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
+    }
+}
+
+/// Deflate streams made without a compression library.
+public enum Deflate {
+    /// `count` zero bytes as one fixed-Huffman block: a zero literal, then back-references of
+    /// length 258 at distance 1 (13 bits per 258 bytes, a ratio of about 160:1).
+    public static func zeros(count: Int) -> [UInt8] {
+        var bits = BitWriter()
+        bits.write(1, count: 1)  // BFINAL
+        bits.write(1, count: 2)  // BTYPE 01: fixed Huffman codes
+        var remaining = count
+        if remaining > 0 {
+            bits.writeHuffman(0b0011_0000, count: 8)  // literal 0
+            remaining -= 1
+        }
+        while remaining >= 258 {
+            bits.writeHuffman(0b1100_0101, count: 8)  // length code 285: 258 bytes
+            bits.writeHuffman(0, count: 5)  // distance code 0: 1 byte back
+            remaining -= 258
+        }
+        for _ in 0..<remaining { bits.writeHuffman(0b0011_0000, count: 8) }
+        bits.writeHuffman(0, count: 7)  // end of block (256)
+        return bits.flushedBytes
     }
 
     /// Deflate's bit order: values least significant bit first, Huffman codes most significant first.

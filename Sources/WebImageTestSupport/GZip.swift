@@ -19,4 +19,15 @@ public enum GZip {
         for value in [crc, size] { out += (0..<4).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
         return Data(out)
     }
+
+    /// Gzip of `count` zero bytes, compressed about 160:1 (``Deflate/zeros(count:)``): a
+    /// decompression bomb for tests.
+    public static func zeros(count: Int) -> Data {
+        var out: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 255]
+        out += Deflate.zeros(count: count)
+        let crc = Checksum.crc32(repeatElement(UInt8(0), count: count))
+        let size = UInt32(truncatingIfNeeded: count)
+        for value in [crc, size] { out += (0..<4).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+        return Data(out)
+    }
 }

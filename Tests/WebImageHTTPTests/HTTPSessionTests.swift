@@ -176,6 +176,37 @@ struct HTTPSessionTests {
         await context.finish()
     }
 
+    @Test("A gzip bomb and a corrupt gzip body fail with the cause in words")
+    func decompressionFailures() async throws {
+        let context = try await HTTPTestContext.make()
+        let bomb = GZip.zeros(count: 64 << 20)  // 64 MiB of zeros in about 400 KB
+        #expect(bomb.count < 1 << 20)
+        context.origin.setRoute(
+            "/bomb",
+            OriginRoute(
+                headers: [("Content-Type", "application/octet-stream"), ("Content-Encoding", "gzip")],
+                body: bomb
+            )
+        )
+        let bombError = await #expect(throws: HTTPSessionError.self) {
+            _ = try await context.session.get(context.origin.url("/bomb").absoluteString, serializer: .data)
+        }
+        #expect(bombError?.code == .responseTooLarge)
+        #expect(bombError?.message.contains("decompression limit") == true)
+
+        var corrupt = GZip.stored(Data(repeating: 7, count: 1000))
+        corrupt[10] = 0x07  // BTYPE 11: a reserved block type
+        context.origin.setRoute(
+            "/corrupt",
+            OriginRoute(headers: [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")], body: corrupt)
+        )
+        let corruptError = await #expect(throws: HTTPSessionError.self) {
+            _ = try await context.session.get(context.origin.url("/corrupt").absoluteString, serializer: .data)
+        }
+        #expect(corruptError?.message.contains("cannot be decompressed") == true)
+        await context.finish()
+    }
+
     @Test("A body shorter than its Content-Length fails with connectionLost")
     func truncatedBody() async throws {
         let context = try await HTTPTestContext.make()
