@@ -33,11 +33,17 @@ struct CLIRunner {
 
     /// Runs the binary on a dispatch thread, so waiting for it never occupies the cooperative
     /// pool that an in-process origin server needs to answer it.
-    static func runDetached(_ arguments: [String], environment: [String: String]? = nil) async throws -> Result {
+    static func runDetached(
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        addressSpaceLimitKiB: Int? = nil
+    ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(
-                    with: Swift.Result<CLIRunner.Result, any Error> { try run(arguments, environment: environment) }
+                    with: Swift.Result<CLIRunner.Result, any Error> {
+                        try run(arguments, environment: environment, addressSpaceLimitKiB: addressSpaceLimitKiB)
+                    }
                 )
             }
         }

@@ -97,12 +97,12 @@ struct InfoCommandTests {
 
     // Before, both files were read whole: 155 s and 3.18 GB for the first, 2.13 GB for the second.
     @Test("Large files are judged from their first bytes and the size limit", .timeLimit(.minutes(1)))
-    func largeFiles() throws {
+    func largeFiles() async throws {
         defer { directory.remove() }
         let header = BlankPNG.make(width: 1, height: 1).prefix(33)  // signature + IHDR
         let hugePNG = try sparseFile("huge.png", size: 3 << 30, prefix: header)
         let sparse = try sparseFile("sparse.bin", size: 2 << 30, prefix: Data())
-        let result = try CLIRunner.run(["info", "--json", hugePNG, sparse])
+        let result = try await CLIRunner.runDetached(["info", "--json", hugePNG, sparse])
         #expect(result.status == 1)
         let lines = try result.jsonLines()
         #expect(lines.count == 2)
@@ -117,10 +117,10 @@ struct InfoCommandTests {
 
         // Over the default limit, under a lifted one: a PNG header then zeros is corrupt, said at once.
         let largePNG = try sparseFile("large.png", size: 200 << 20, prefix: header)
-        let lifted = try CLIRunner.run(["info", "--json", "--max-file-size", "256M", largePNG])
+        let lifted = try await CLIRunner.runDetached(["info", "--json", "--max-file-size", "256M", largePNG])
         let corrupt = try #require(try lifted.jsonLines().first?["error"] as? [String: Any])
         #expect(corrupt["code"] as? String == "corruptData")
-        let usage = try CLIRunner.run(["info", "--max-file-size", "lots", hugePNG])
+        let usage = try await CLIRunner.runDetached(["info", "--max-file-size", "lots", hugePNG])
         #expect(usage.status == 2)
         #expect(usage.stderr.contains("--max-file-size 'lots'"))
     }
@@ -128,10 +128,10 @@ struct InfoCommandTests {
     // Before, this took 26 s and 927 MB (debug build): the resize's pre-reduction factor was 0
     // for an extreme aspect ratio, so Lanczos ran millions of taps per output pixel.
     @Test("A thumbnail of a 1×20,000,000 PNG takes memory for its pixels only", .timeLimit(.minutes(1)))
-    func extremeAspectRatioThumbnail() throws {
+    func extremeAspectRatioThumbnail() async throws {
         defer { directory.remove() }
         let tall = try write(BlankPNG.make(width: 1, height: 20_000_000), "tall.png")
-        let result = try CLIRunner.run(
+        let result = try await CLIRunner.runDetached(
             ["fetch", "--json", "--no-disk-cache", "--thumbnail", "64x64", URL(fileURLWithPath: tall).absoluteString],
             addressSpaceLimitKiB: 600_000
         )
@@ -142,11 +142,11 @@ struct InfoCommandTests {
     }
 
     @Test("Folders and FIFOs are refused without waiting", .timeLimit(.minutes(1)))
-    func specialFiles() throws {
+    func specialFiles() async throws {
         defer { directory.remove() }
         let fifo = directory.file("pipe.png").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let result = try CLIRunner.run(["info", "--json", fifo, directory.url.path])
+        let result = try await CLIRunner.runDetached(["info", "--json", fifo, directory.url.path])
         #expect(result.status == 1)
         let messages = try result.jsonLines().map { ($0["error"] as? [String: Any])?["message"] as? String ?? "" }
         #expect(messages.count == 2)
