@@ -95,6 +95,32 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--output that cannot be written: outputFailed with the cause in words, nothing left behind")
+    func outputFailure() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/b.png", .data(Self.png, contentType: "image/png"))
+        let out = folder.file("out")
+        // A folder where the output file goes: the rename into place fails (root ignores modes).
+        try FileManager.default.createDirectory(
+            at: out.appendingPathComponent("1-b.png"),
+            withIntermediateDirectories: true
+        )
+        let url = origin.url("/b.png").absoluteString
+        let result = try await CLIRunner.runDetached(["fetch", "--json", "--no-disk-cache", "--output", out.path, url])
+        #expect(result.status == 1)
+        let line = try #require(result.jsonLines().first)
+        #expect(line["ok"] as? Bool == false)
+        let error = try #require(line["error"] as? [String: Any])
+        #expect(error["code"] as? String == "outputFailed")
+        let message = try #require(error["message"] as? String)
+        #expect(message.hasPrefix(url) && message.contains("Is a directory"))
+        #expect(!message.contains("NSCocoaErrorDomain") && !message.contains("could not be completed"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["1-b.png"])
+        await origin.stop()
+    }
+
     @Test("Usage errors exit 2 and name the bad input")
     func usage() async throws {
         for arguments in [

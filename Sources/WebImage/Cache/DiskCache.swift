@@ -192,20 +192,6 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Writes every byte; `false` with `errno` set on failure.
-    private func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += written
-        }
-        return true
-    }
-
     private func createDirectory() throws(DiskCacheError) {
         do {
             try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)

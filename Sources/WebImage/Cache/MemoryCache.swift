@@ -143,9 +143,7 @@ public final class MemoryCache: Sendable {
         }
 
         mutating func purgeIfNeeded() {
-            if totalCost > limits.costLimit {
-                while totalCost > limits.costAfterPurge && oldest >= 0 { evictOldest() }
-            }
+            if totalCost > limits.costLimit { purgeToWatermark() }
             while index.count > limits.countLimit && oldest >= 0 { evictOldest() }
             if evicted.count > evictedSweepThreshold {
                 evicted = evicted.filter { $0.value.isAlive }

@@ -40,8 +40,11 @@ public final class MemoryPressureMonitor: Sendable {
     /// The monitor every ``ImageCache`` registers its memory cache with.
     public static let shared = MemoryPressureMonitor()
 
-    /// How many times the watched caches were purged (for metrics and tests).
+    /// How many purges of the watched caches have finished (for metrics and tests).
     public var purgeCount: Int { state.withLock { $0.purges } }
+
+    /// Whether the monitor polls: from the first watched cache on, when the cgroup has a limit.
+    public var isPolling: Bool { state.withLock { $0.poller != nil } }
 
     /// Watches `cache` (weakly) from now on. Starts polling with the first cache, when the cgroup
     /// has a limit.
@@ -82,9 +85,9 @@ public final class MemoryPressureMonitor: Sendable {
         guard let fraction = memory.cgroupUsageFraction, fraction >= threshold else { return }
         let caches = state.withLock { state in
             state.caches.removeAll { $0.cache == nil }
-            state.purges += 1
             return state.caches.compactMap(\.cache)
         }
         for cache in caches { cache.purgeToWatermark() }
+        state.withLock { $0.purges += 1 }
     }
 }

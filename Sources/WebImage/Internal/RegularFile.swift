@@ -10,12 +10,37 @@ import Darwin
 /// writer forever) and anything but a regular file (folder, device, socket, FIFO) is refused, so
 /// reading a path a caller names can neither hang nor stream `/dev/zero`. Closed on deinit.
 package struct RegularFile: ~Copyable {
+    /// What a path names when it is not a regular file.
+    package enum Kind: CustomStringConvertible, Sendable {
+        case fifo, folder, device, socket, other
+
+        init(mode: mode_t) {
+            switch mode & S_IFMT {
+            case S_IFIFO: self = .fifo
+            case S_IFDIR: self = .folder
+            case S_IFCHR, S_IFBLK: self = .device
+            case S_IFSOCK: self = .socket
+            default: self = .other
+            }
+        }
+
+        package var description: String {
+            switch self {
+            case .fifo: "a FIFO"
+            case .folder: "a folder"
+            case .device: "a device"
+            case .socket: "a socket"
+            case .other: "not a file"
+            }
+        }
+    }
+
     /// Why a path could not be opened or read.
     package enum Failure: Error, CustomStringConvertible {
         /// `open`/`fstat`/`read` failed with this errno.
         case system(Int32)
-        /// The path names something other than a regular file; the value says what, in words.
-        case notRegularFile(String)
+        /// The path names something other than a regular file.
+        case notRegularFile(Kind)
 
         package var description: String {
             switch self {
@@ -41,15 +66,7 @@ package struct RegularFile: ~Copyable {
         }
         guard (status.st_mode & S_IFMT) == S_IFREG else {
             close(descriptor)
-            let kind =
-                switch status.st_mode & S_IFMT {
-                case S_IFIFO: "a FIFO"
-                case S_IFDIR: "a folder"
-                case S_IFCHR, S_IFBLK: "a device"
-                case S_IFSOCK: "a socket"
-                default: "not a file"
-                }
-            throw .notRegularFile(kind)
+            throw .notRegularFile(Kind(mode: status.st_mode))
         }
         self.descriptor = descriptor
         self.size = Int64(status.st_size)
@@ -60,9 +77,25 @@ package struct RegularFile: ~Copyable {
     /// Up to `count` bytes from the start of the file (fewer when it is shorter than that, or
     /// than the size it had at open).
     package func readPrefix(_ count: Int) throws(Failure) -> Data {
-        let wanted = Int(min(Int64(max(0, count)), size))
-        var data = Data(count: wanted)
-        var filled = 0
+        var data = Data()
+        try read(into: &data, upTo: count)
+        return data
+    }
+
+    /// The whole file, as large as it was at open. `prefix`, the file's first bytes read earlier
+    /// (``readPrefix(_:)``), is kept and not read again.
+    package func readAll(after prefix: Data = Data()) throws(Failure) -> Data {
+        var data = prefix
+        try read(into: &data, upTo: Int(clamping: size))
+        return data
+    }
+
+    /// Extends `data` (the file's first `data.count` bytes) to at most `count` bytes.
+    private func read(into data: inout Data, upTo count: Int) throws(Failure) {
+        let start = data.count
+        let wanted = Int(min(Int64(max(start, count)), max(size, Int64(start))))
+        data.count = wanted
+        var filled = start
         let failure = data.withUnsafeMutableBytes { buffer -> Int32? in
             while filled < buffer.count {
                 let read = pread(descriptor, buffer.baseAddress! + filled, buffer.count - filled, off_t(filled))
@@ -73,13 +106,22 @@ package struct RegularFile: ~Copyable {
             }
             return nil
         }
-        if let failure { throw .system(failure) }
         data.count = filled
-        return data
+        if let failure { throw .system(failure) }
     }
+}
 
-    /// The whole file, as large as it was at open.
-    package func readAll() throws(Failure) -> Data {
-        try readPrefix(Int(clamping: size))
+/// Writes every byte of `bytes` to `descriptor`, retrying after signals; `false` with `errno`
+/// set when a write fails.
+package func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+        if written < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        offset += written
     }
+    return true
 }

@@ -155,35 +155,37 @@ struct FetchJob: Sendable {
             report.ms(clock.now - start)
             return report
         }
+        let result: ImageLoadResult
         do {
-            let result = try await manager.loadImage(with: url, options: options, context: context)
-            report.ok = true
-            report.cacheType = result.cacheType
-            if let data = result.data {
-                bytesByURL.withLock { $0[input] = data.count }
-                report.bytes = data.count
-                report.format = ImageFormat(sniffing: data)
-            } else {
-                report.bytes = bytesByURL.withLock { $0[input] }
-                report.format = result.image?.format
-            }
-            if let image = result.image {
-                report.width = image.width
-                report.height = image.height
-                report.frames = image.frames.count
-                report.format = report.format ?? image.format
-            }
-            if let outputFolder {
-                do {
-                    report.output = try write(result, input: input, index: index, to: outputFolder)
-                } catch {
-                    report.ok = false
-                    report.outputError = "\(input): \(error.message)"
-                }
-            }
+            result = try await manager.loadImage(with: url, options: options, context: context)
         } catch {
-            report.ok = false
             report.error = error
+            report.ms(clock.now - start)
+            return report
+        }
+        report.ok = true
+        report.cacheType = result.cacheType
+        if let data = result.data {
+            bytesByURL.withLock { $0[input] = data.count }
+            report.bytes = data.count
+            report.format = ImageFormat(sniffing: data)
+        } else {
+            report.bytes = bytesByURL.withLock { $0[input] }
+            report.format = result.image?.format
+        }
+        if let image = result.image {
+            report.width = image.width
+            report.height = image.height
+            report.frames = image.frames.count
+            report.format = report.format ?? image.format
+        }
+        if let outputFolder {
+            do {
+                report.output = try write(result, input: input, index: index, to: outputFolder)
+            } catch {
+                report.ok = false
+                report.outputError = "\(input): \(error.message)"
+            }
         }
         report.ms(clock.now - start)
         return report

@@ -91,7 +91,8 @@ struct ImageInfo {
         do throws(RegularFile.Failure) {
             let file = try RegularFile(path: path)
             info.bytes = Int(clamping: file.size)
-            info.format = ImageFormat(sniffing: try file.readPrefix(sniffedPrefixSize))
+            let prefix = try file.readPrefix(sniffedPrefixSize)
+            info.format = ImageFormat(sniffing: prefix)
             if file.size == 0 || info.format == .unknown {
                 let error: CoderError = file.size == 0 ? .emptyData : .unsupportedFormat(.unknown)
                 info.error = (error.code, "\(input): \(error)")
@@ -105,12 +106,12 @@ struct ImageInfo {
                 )
                 return info
             }
-            data = try file.readAll()
+            data = try file.readAll(after: prefix)
         } catch .system(ENOENT) {
             info.error = ("fileNotFound", "\(input): no such file")
             return info
         } catch .notRegularFile(let kind) {
-            let reason = kind == "a folder" ? "it is a folder" : "it is \(kind), not a regular file"
+            let reason = kind == .folder ? "it is a folder" : "it is \(kind), not a regular file"
             info.error = ("fileNotReadable", "\(input): cannot read the file: \(reason)")
             return info
         } catch {

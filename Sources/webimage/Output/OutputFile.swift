@@ -1,4 +1,5 @@
 import Foundation
+import WebImage
 
 #if canImport(Glibc)
 import Glibc
@@ -22,17 +23,7 @@ struct OutputFileError: Error {
         }
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw failure("create") }
-        var written = 0
-        let writeFailed = data.withUnsafeBytes { bytes -> Bool in
-            while written < bytes.count {
-                let count = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { return true }
-                written += count
-            }
-            return false
-        }
-        if writeFailed {
+        if !data.withUnsafeBytes({ writeAll(descriptor, $0) }) {
             let error = failure("write")
             close(descriptor)
             unlink(temporary)

@@ -12,6 +12,18 @@ struct MemoryPressureTests {
         directory = try TemporaryDirectory(prefix: "webimage-cgroup")
     }
 
+    /// A monitor of the cgroup files in the temporary folder, checking every 10 ms.
+    func monitor() -> MemoryPressureMonitor {
+        MemoryPressureMonitor(memory: SystemMemory(cgroupDirectory: directory.url), interval: .milliseconds(10))
+    }
+
+    /// A cache holding 4,000 bytes (ten images) that purges to 2,400.
+    func fullCache() -> MemoryCache {
+        let cache = MemoryCache(limits: .init(costLimit: 4000, costAfterPurge: 2400))
+        for index in 0..<10 { cache.setImage(costImage(100), forKey: "k\(index)") }
+        return cache
+    }
+
     func write(_ text: String, _ name: String, in folder: URL? = nil) throws {
         let folder = folder ?? directory.url
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -76,15 +88,12 @@ struct MemoryPressureTests {
         defer { directory.remove() }
         try write("1000000\n", "memory.max")
         try write("500000\n", "memory.current")
-        let monitor = MemoryPressureMonitor(
-            memory: SystemMemory(cgroupDirectory: directory.url),
-            threshold: 0.9,
-            interval: .milliseconds(10)
-        )
+        let monitor = monitor()
         defer { monitor.stop() }
-        let cache = MemoryCache(limits: .init(costLimit: 4000, costAfterPurge: 2400))
-        for index in 0..<10 { cache.setImage(costImage(100), forKey: "k\(index)") }
+        #expect(monitor.threshold == 0.9)
+        let cache = fullCache()
         monitor.watch(cache)
+        #expect(monitor.isPolling)
 
         try await Task.sleep(for: .milliseconds(200))
         #expect(monitor.purgeCount == 0)
@@ -96,21 +105,21 @@ struct MemoryPressureTests {
         #expect(monitor.purgeCount > 0)
         #expect(cache.totalCost == 2400)
         #expect(cache.keysByRecency.first == "k9")
+        monitor.stop()
+        #expect(!monitor.isPolling)
     }
 
-    @Test("Without a cgroup limit nothing is polled")
+    @Test("Without a cgroup limit nothing is polled; stopping ends the polling")
     func noLimitNoPolling() async throws {
         defer { directory.remove() }
         try write("max\n", "memory.max")
         try write("999999999\n", "memory.current")
-        let monitor = MemoryPressureMonitor(
-            memory: SystemMemory(cgroupDirectory: directory.url),
-            interval: .milliseconds(10)
-        )
-        let cache = MemoryCache(limits: .init(costLimit: 4000, costAfterPurge: 2400))
-        cache.setImage(costImage(100), forKey: "kept")
+        let monitor = monitor()
+        defer { monitor.stop() }
+        let cache = fullCache()
         monitor.watch(cache)
+        #expect(!monitor.isPolling)
         try await Task.sleep(for: .milliseconds(100))
-        #expect(monitor.purgeCount == 0 && cache.contains("kept"))
+        #expect(monitor.purgeCount == 0 && cache.totalCost == 4000)
     }
 }
