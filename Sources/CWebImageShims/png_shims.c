@@ -203,6 +203,8 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
         return buffer.failed ? WI_OUT_OF_MEMORY : WI_ERROR;
     }
     png_set_write_fn(png, &buffer, wi_png_write, wi_png_flush);
+    /* libpng's default refuses over 1,000,000 rows or columns; PNG allows 2^31 - 1, as our reader does. */
+    png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_set_compression_level(png, compression_level);
     png_set_IHDR(png, info, width, height, 8, keep_alpha ? PNG_COLOR_TYPE_RGBA : PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);

@@ -188,6 +188,15 @@ struct DecodingLimitsTests {
         #expect(image.bitmap[0, 63] == RGBA(r: 0, g: 0, b: 0))
     }
 
+    @Test("PNG encodes past libpng's default 1,000,000-row limit, as it decodes")
+    func tallPNGRoundTrip() throws {
+        let tall = GeneratedImages.solid(width: 1, height: 1_100_000, color: RGBA(r: 9, g: 80, b: 200))
+        let data = try PNGCoder().encode(DecodedImage(bitmap: tall, format: .png), as: .png, options: .init())
+        let image = try PNGCoder().decode(data, options: .init())
+        #expect(image.width == 1 && image.height == 1_100_000)
+        #expect(image.bitmap[0, 1_099_999] == RGBA(r: 9, g: 80, b: 200))
+    }
+
     @Test("Encoding an animation stops at its time limit", arguments: [ImageFormat.gif, .webp])
     func encodeTimeLimit(format: ImageFormat) throws {
         let animation = GeneratedImages.animation(
