@@ -134,6 +134,13 @@ let pngMedium = try PNGCoder().encode(
     as: .png,
     options: .init()
 )
+/// 1 × 1,000,000 (the most rows the C reference, libpng's simplified API, reads): an extreme
+/// aspect ratio, whose resize once ran Lanczos over hundreds of thousands of taps per pixel.
+let pngTall = try PNGCoder().encode(
+    DecodedImage(bitmap: photo(width: 1, height: 1_000_000), format: .png),
+    as: .png,
+    options: .init()
+)
 let webpMedium = try WebPCoder().encode(
     DecodedImage(bitmap: medium, format: .webp),
     as: .webp,
@@ -206,6 +213,16 @@ rows.append(
         ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: thumbnailBox) },
         direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 8, &width, &height) } },
         note: "C: DCT 1/8 only (500×375, no resize)"
+    )
+)
+rows.append(
+    Row(
+        name: "PNG 1×1,000,000 → 1×64 thumbnail",
+        ours: try time {
+            _ = try PNGCoder().decode(pngTall, options: .init(thumbnailPixelSize: PixelSize(width: 64, height: 64)))
+        },
+        direct: time { direct(pngTall) { direct_png_decode($0, $1, &width, &height) } },
+        note: "C: full decode only (no resize)"
     )
 )
 
