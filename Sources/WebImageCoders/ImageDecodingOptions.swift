@@ -20,9 +20,10 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// Default 1 GiB.
     public var maxAnimationBytes: Int
     /// Give up on a decode that takes longer than this (``CoderError/limitExceeded(_:_:)``):
-    /// checked every few rows of JPEG and PNG images and between animation frames (a still WebP
-    /// or GIF frame is bounded by ``maxPixelCount`` instead). JPEG also stops past 1,000 scans.
-    /// Progressive previews get the budget each. `nil`: no time limit. Default 10 seconds.
+    /// checked every few rows of JPEG images, every 256 KiB of PNG rows, between animation frames
+    /// and before each frame is resized or turned (a still WebP or GIF frame is bounded by
+    /// ``maxPixelCount`` instead). JPEG also stops past 1,000 scans. Progressive previews get the
+    /// budget each. `nil`: no time limit. Default 10 seconds.
     public var maxDecodeDuration: Duration?
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
     /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.

@@ -108,7 +108,8 @@ struct DecodingLimitsTests {
 
     @Test("A decode over maxDecodeDuration fails with limitExceeded; without a limit it succeeds")
     func decodeTimeLimit() throws {
-        let still = DecodedImage(bitmap: GeneratedImages.noise(width: 256, height: 256), format: .png)
+        // 512 × 512: PNG reads the clock every 256 KiB of rows, so this image is checked four times.
+        let still = DecodedImage(bitmap: GeneratedImages.noise(width: 512, height: 512), format: .png)
         let animation = GeneratedImages.animation(
             width: 64,
             height: 64,
