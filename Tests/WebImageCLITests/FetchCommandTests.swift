@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebImage
 import WebImageCoders
 import WebImageOrigin
 import WebImageTestSupport
@@ -118,6 +119,42 @@ struct FetchCommandTests {
         #expect(message.hasPrefix(url) && message.contains("Is a directory"))
         #expect(!message.contains("NSCocoaErrorDomain") && !message.contains("could not be completed"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["1-b.png"])
+        await origin.stop()
+    }
+
+    @Test("A disk-cache write that fails is a warning naming the URL and the cause; the image still loads")
+    func lostDiskWriteWarns() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/kept.png", .data(Self.png, contentType: "image/png"))
+        origin.setRoute("/lost.png", .data(Self.png, contentType: "image/png"))
+        let cache = folder.file("cache")
+        let kept = origin.url("/kept.png").absoluteString
+        let lost = origin.url("/lost.png").absoluteString
+        // A folder where the entry goes: its rename into place fails (root ignores modes).
+        try FileManager.default.createDirectory(
+            at: cache.appendingPathComponent(DiskCache.fileName(forKey: lost)).appendingPathComponent("x"),
+            withIntermediateDirectories: true
+        )
+        for json in [false, true] {
+            let result = try await CLIRunner.runDetached(
+                ["fetch", "--cache-dir", cache.path, lost, kept] + (json ? ["--json"] : [])
+            )
+            #expect(result.status == 0, "\(result.stderr)")
+            if json {
+                #expect(try result.jsonLines().map { $0["ok"] as? Bool } == [true, true])
+            } else {
+                #expect(result.stdout.split(separator: "\n").count == 2)
+            }
+            let warnings = result.stderr.split(separator: "\n")
+            #expect(warnings.count == 1, "\(result.stderr)")
+            let warning = String(try #require(warnings.first))
+            #expect(warning.hasPrefix("\(lost): warning: not stored in the disk cache"))
+            #expect(warning.contains("Is a directory"))
+        }
+        let entries = try FileManager.default.contentsOfDirectory(atPath: cache.path)
+        #expect(entries.contains(DiskCache.fileName(forKey: kept)))
         await origin.stop()
     }
 

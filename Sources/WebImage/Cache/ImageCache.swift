@@ -43,6 +43,10 @@ public final class ImageCache: ImageCaching {
         public var cleanupInterval: TimeInterval? = 60 * 60
         /// Receives failed disk writes at `.warning` and cleanups at `.debug`. Default: none.
         public var logger = Logger.quiet("swift-web-image.cache")
+        /// Called with the key and the cause when a disk write fails (full disk, read-only
+        /// folder), whoever asked for the write; runs on the cache's write queue, so keep it
+        /// short. The image stays in memory. Default: none.
+        public var diskWriteFailureHandler: (@Sendable (_ key: String, _ error: any Error) -> Void)?
 
         /// The default configuration.
         public init() {}
@@ -181,7 +185,9 @@ public final class ImageCache: ImageCaching {
         if !sweptTemporaryFiles.exchange(true, ordering: .relaxed) {
             writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
         }
-        writeQueue.async { [diskCache, pendingWrites, generation, metadata, logger = configuration.logger] in
+        writeQueue.async {
+            [diskCache, pendingWrites, generation, metadata, logger = configuration.logger,
+            failureHandler = configuration.diskWriteFailureHandler] in
             var metadata = metadata
             defer {
                 if let generation {
@@ -197,6 +203,7 @@ public final class ImageCache: ImageCaching {
                 completion?(nil)
             } catch {
                 logger.warning("disk write failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                failureHandler?(key, error)
                 completion?(error)
             }
         }

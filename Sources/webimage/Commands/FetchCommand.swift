@@ -77,7 +77,7 @@ struct FetchCommand: AsyncParsableCommand {
             inputs += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
-        let manager = try loading.makeManager()
+        let manager = try loading.makeManager(warnsOfLostDiskWrites: true)
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
         let outputFolder = output.map { URL(fileURLWithPath: $0, isDirectory: true) }

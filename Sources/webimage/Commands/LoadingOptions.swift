@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import WebImage
 
 /// The options `fetch` and `prefetch` share: where the cache lives, how the network behaves.
@@ -123,11 +124,22 @@ struct LoadingOptions: ParsableArguments {
     }
 
     /// A manager over a cache in the chosen folder and a downloader with these settings.
-    func makeManager() throws -> ImageManager {
+    /// `warnsOfLostDiskWrites`: a failed disk-cache write prints a warning naming the image and
+    /// the cause (for commands whose loads do not wait for their writes).
+    func makeManager(warnsOfLostDiskWrites: Bool = false) throws -> ImageManager {
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.usesDiskCache = !noDiskCache
         cacheConfiguration.cleanupInterval = nil
         cacheConfiguration.logger = Verbosity.logger("cache")
+        if warnsOfLostDiskWrites {
+            // The warning below says it in words; the log line stays for --verbose.
+            if !Verbosity.requested {
+                cacheConfiguration.logger = Logger(label: "webimage.cache", factory: { _ in SwiftLogNoOpLogHandler() })
+            }
+            cacheConfiguration.diskWriteFailureHandler = { key, error in
+                Diagnostics.write("\(key): warning: not stored in the disk cache: \(error)")
+            }
+        }
         let cache = ImageCache(directory: cacheFolder, configuration: cacheConfiguration)
 
         var sessionConfiguration = HTTPSession.Configuration()
