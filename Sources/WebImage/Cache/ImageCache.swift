@@ -186,8 +186,10 @@ public final class ImageCache: ImageCaching {
             writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
         }
         writeQueue.async {
-            [diskCache, pendingWrites, generation, metadata, logger = configuration.logger,
-            failureHandler = configuration.diskWriteFailureHandler] in
+            [
+                diskCache, pendingWrites, generation, metadata, logger = configuration.logger,
+                failureHandler = configuration.diskWriteFailureHandler
+            ] in
             var metadata = metadata
             defer {
                 if let generation {
