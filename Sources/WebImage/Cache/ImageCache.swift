@@ -185,11 +185,7 @@ public final class ImageCache: ImageCaching {
         if !sweptTemporaryFiles.exchange(true, ordering: .relaxed) {
             writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
         }
-        writeQueue.async {
-            [
-                diskCache, pendingWrites, generation, metadata, logger = configuration.logger,
-                failureHandler = configuration.diskWriteFailureHandler
-            ] in
+        writeQueue.async { [diskCache, pendingWrites, generation, metadata, configuration] in
             var metadata = metadata
             defer {
                 if let generation {
@@ -204,8 +200,8 @@ public final class ImageCache: ImageCaching {
                 try diskCache.store(bytes, forKey: key, metadata: metadata)
                 completion?(nil)
             } catch {
-                logger.warning("disk write failed", metadata: ["key": "\(key)", "error": "\(error)"])
-                failureHandler?(key, error)
+                configuration.logger.warning("disk write failed", metadata: ["key": "\(key)", "error": "\(error)"])
+                configuration.diskWriteFailureHandler?(key, error)
                 completion?(error)
             }
         }
