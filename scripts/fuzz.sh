@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh TARGET [libFuzzer flags]   e.g. scripts/fuzz.sh jpeg -max_total_time=600
 #   scripts/fuzz.sh --all [libFuzzer flags]    every target in turn (CI: scripts/fuzz.sh --all -runs=3000)
 #
-# Targets: sniff decode jpeg png gif webp thumbnail progressive disk-entry http.
+# Targets: sniff (format and header) decode jpeg png gif webp thumbnail progressive disk-entry http.
 # Seeds come from our own encoders, plus the images of $WEBIMAGE_CORPUS when it is set. Inputs
 # that grow coverage collect in .build/fuzz/corpus/TARGET; a crash leaves its input in
 # .build/fuzz/crashes/ and fails the run (then add it as a regression test).

@@ -12,6 +12,9 @@ public struct ImageContext: Sendable {
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
     /// The coders to decode with (default: the shared registry).
     public var coders: ImageCodersManager?
+    /// The budget decodes reserve their pixel memory from (default:
+    /// ``DecodingMemoryBudget/shared``, one for the whole process).
+    public var decodingMemoryBudget: DecodingMemoryBudget?
     /// Transforms each downloaded image before it is cached; the cache key gains its key.
     public var transformer: (any ImageTransformer)?
     /// Where loaded images are stored (downloads by ``ImageManager``, disk hits promoted by

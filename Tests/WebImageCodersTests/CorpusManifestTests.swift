@@ -34,6 +34,11 @@ struct CorpusManifestTests {
             if let repeats = entry.trait("netscape-loop") { #expect(image.loopCount == Int(repeats)! + 1) }
             if entry.traits.contains("no-loop-extension") { #expect(image.loopCount == 1) }
             if !entry.traits.isDisjoint(with: ["alpha", "trns", "transparency"]) { #expect(image.hasAlpha) }
+            // The header alone gives the same canvas and frame count.
+            let header = try #require(ImageHeader(data), "no header read")
+            #expect(header.format == sniffed)
+            #expect(header.size == PixelSize(width: image.width, height: image.height))
+            #expect(header.frameCount == entry.frames)
         case "sniff":
             #expect(Self.sameFormat(sniffed, entry.format), "sniffed \(sniffed)")
         case "must-fail":

@@ -14,7 +14,10 @@ enum FuzzTargets {
     }()
 
     static let all: [String: @Sendable (Data) -> Void] = [
-        "sniff": { data in _ = ImageFormat(sniffing: data) },
+        "sniff": { data in
+            _ = ImageFormat(sniffing: data)
+            _ = ImageHeader(data)?.decodedByteCount(with: limits)
+        },
         "decode": { data in _ = try? ImageCodersManager.shared.decode(data, options: limits) },
         "jpeg": { data in _ = try? JPEGCoder().decode(data, options: limits) },
         "png": { data in _ = try? PNGCoder().decode(data, options: limits) },

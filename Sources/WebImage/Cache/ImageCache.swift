@@ -273,9 +273,12 @@ public final class ImageCache: ImageCaching {
             }
             decodeQueue.async { [self] in
                 guard !operation.isCancelled else { return }
-                let image = decodeDiskData(data, forKey: key, options: options, context: context)
-                guard !operation.isCancelled else { return }
-                completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
+                context.decode(data, options: options, laterOn: decodeQueue) { [self] result, _ in
+                    let image = try? result.get()
+                    if let image { promote(image, forKey: key, context: context) }
+                    guard !operation.isCancelled else { return }
+                    completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
+                }
             }
         }
         return operation
@@ -287,20 +290,11 @@ public final class ImageCache: ImageCaching {
         return diskCache.dataAndEntry(forKey: key).map { ($0.data, $0.entry.metadata) }
     }
 
-    private func decodeDiskData(
-        _ data: Data,
-        forKey key: String,
-        options: ImageOptions,
-        context: ImageContext
-    )
-        -> DecodedImage?
-    {
-        guard let image = try? (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
-        else { return nil }
+    /// Puts a disk hit's image in memory, unless the context's store type leaves memory out.
+    private func promote(_ image: DecodedImage, forKey key: String, context: ImageContext) {
         if context.storeCacheType.includesMemory, configuration.cachesImagesInMemory {
             memoryCache.setImage(image, forKey: key)
         }
-        return image
     }
 
     /// The memory cache's image for `key` (no disk access).
@@ -316,7 +310,10 @@ public final class ImageCache: ImageCaching {
         -> DecodedImage?
     {
         guard let data = diskImageData(forKey: key) else { return nil }
-        return decodeDiskData(data, forKey: key, options: options, context: context ?? ImageContext())
+        let context = context ?? ImageContext()
+        guard let image = try? context.decodeWaiting(data, options: options).get() else { return nil }
+        promote(image, forKey: key, context: context)
+        return image
     }
 
     /// Memory, then disk, on the calling thread.

@@ -173,9 +173,9 @@ public final class DownloadOperation: ImageDownloadOperation {
                 error: error,
                 options: options,
                 configuration: configuration,
-                hooks: hooks
+                hooks: hooks,
+                then: onFinish
             )
-            onFinish()
         }
         let proceed = state.withLock { state -> Bool in
             guard !state.finished else { return false }
@@ -195,8 +195,13 @@ public final class DownloadOperation: ImageDownloadOperation {
         error: HTTPSessionError?,
         options: ImageOptions,
         configuration: ImageDownloader.Configuration,
-        hooks: ImageDownloadEnvironment
+        hooks: ImageDownloadEnvironment,
+        then done: @escaping @Sendable () -> Void
     ) {
+        // Every outcome but a decode that waits for the memory budget is delivered before this
+        // returns; that one calls `done` itself (the operation stays joinable until then).
+        var decodesLater = false
+        defer { if !decodesLater { done() } }
         func fail(
             _ code: WebImageError.Code,
             _ message: String,
@@ -277,19 +282,22 @@ public final class DownloadOperation: ImageDownloadOperation {
         guard configuration.decodesImages, !options.contains(.avoidDecodeImage) else {
             return finish(image: nil, data: data, error: nil)
         }
-        do {
-            let image = try (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
-            configuration.logger.debug(
-                "download finished",
-                metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
-            )
-            finish(image: image, data: data, error: nil)
-        } catch {
-            finish(
-                image: nil,
-                data: data,
-                error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
-            )
+        decodesLater = context.decode(data, options: options, laterOn: .global()) { [self, url, data] result, waited in
+            switch result {
+            case .success(let image):
+                configuration.logger.debug(
+                    "download finished",
+                    metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
+                )
+                finish(image: image, data: data, error: nil)
+            case .failure(let error):
+                finish(
+                    image: nil,
+                    data: data,
+                    error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
+                )
+            }
+            if waited { done() }
         }
     }
 

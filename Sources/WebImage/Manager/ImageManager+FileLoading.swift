@@ -21,26 +21,28 @@ extension ImageManager {
                 deliver(.failure(error, url))
                 return
             }
-            var image: DecodedImage?
-            if !options.contains(.avoidDecodeImage) {
-                do {
-                    image = try (context.coders ?? .shared).decode(data, options: context.decodingOptions(for: options))
-                } catch {
+            let finish: @Sendable (DecodedImage?) -> Void = { [self] image in
+                finishDownload(
+                    url: url,
+                    key: key,
+                    image: image,
+                    data: data,
+                    metadata: DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType),
+                    options: options,
+                    context: context,
+                    deliver: deliver
+                )
+            }
+            guard !options.contains(.avoidDecodeImage) else { return finish(nil) }
+            context.decode(data, options: options, laterOn: .global()) { [self] result, _ in
+                switch result {
+                case .success(let image):
+                    finish(image)
+                case .failure(let error):
                     failed.withLock { _ = $0.insert(url) }
                     deliver(.failure(WebImageError(.badImageData, url: url, message: "\(url.path): \(error)"), url))
-                    return
                 }
             }
-            finishDownload(
-                url: url,
-                key: key,
-                image: image,
-                data: data,
-                metadata: DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType),
-                options: options,
-                context: context,
-                deliver: deliver
-            )
         }
     }
 

@@ -1,0 +1,119 @@
+import Foundation
+import WebImageCoders
+
+/// A budget for decoded pixels in flight: the bytes that the decodes running at once may
+/// allocate, shared by every load that uses it (by default the whole process).
+///
+/// A decode reserves what its image's header says it will allocate
+/// (``ImageHeader/decodedByteCount(with:)``) before it starts. When the budget has no room, the
+/// load waits for running decodes to release theirs, first come first served; an image that alone
+/// needs more than the whole budget fails with `limitExceeded` instead. Six URLs that each serve
+/// a 764-byte, 1 GB animation then decode one or two at a time, not all at once.
+///
+/// Thread-safe. A reservation's waiters are granted on the thread that releases room, outside
+/// the budget's lock.
+public final class DecodingMemoryBudget: Sendable {
+    /// The budget loads use unless their ``ImageContext`` names another: ``defaultLimit`` bytes.
+    public static let shared = DecodingMemoryBudget(limit: defaultLimit)
+
+    /// A quarter of ``SystemMemory/limit`` (the cgroup's limit when it is lower than RAM),
+    /// between 64 MiB and 2 GiB.
+    public static var defaultLimit: Int {
+        Int(min(max(SystemMemory.current.limit / 4, 64 << 20), 2 << 30))
+    }
+
+    /// The most bytes reserved at once.
+    public let limit: Int
+    private let state = Protected(State())
+
+    private struct State {
+        var inUse = 0
+        var peak = 0
+        var waiters: [(bytes: Int, granted: @Sendable (Reservation) -> Void)] = []
+    }
+
+    /// A budget of `limit` bytes (at least 1).
+    public init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Bytes reserved now.
+    public var bytesInUse: Int { state.withLock { $0.inUse } }
+    /// The most bytes that were ever reserved at once.
+    public var peakBytesInUse: Int { state.withLock { $0.peak } }
+    /// Reservations waiting for room.
+    public var waitingCount: Int { state.withLock { $0.waiters.count } }
+
+    /// Whether `bytes` can ever be granted (it is not more than ``limit``).
+    public func admits(_ bytes: Int) -> Bool { bytes <= limit }
+
+    /// Reserves `bytes` (at most ``limit``): returns the reservation at once when there is room
+    /// and nobody is waiting; otherwise returns `nil` and calls `granted` with it later, in
+    /// request order, on the thread whose release made room. Release it when the decode is done
+    /// (it also releases itself when dropped).
+    public func reserve(
+        _ bytes: Int,
+        whenGranted granted: @escaping @Sendable (Reservation) -> Void
+    ) -> Reservation? {
+        let bytes = min(max(0, bytes), limit)
+        let immediate = state.withLock { state -> Bool in
+            guard state.waiters.isEmpty, state.inUse + bytes <= limit else {
+                state.waiters.append((bytes, granted))
+                return false
+            }
+            state.inUse += bytes
+            state.peak = max(state.peak, state.inUse)
+            return true
+        }
+        return immediate ? Reservation(bytes: bytes, budget: self) : nil
+    }
+
+    /// Reserves `bytes` (at most ``limit``), waiting for room in request order.
+    public func reserve(_ bytes: Int) async -> Reservation {
+        await withCheckedContinuation { continuation in
+            if let reservation = reserve(bytes, whenGranted: { continuation.resume(returning: $0) }) {
+                continuation.resume(returning: reservation)
+            }
+        }
+    }
+
+    fileprivate func release(_ bytes: Int) {
+        let granted = state.withLock { state -> [(Reservation, @Sendable (Reservation) -> Void)] in
+            state.inUse -= bytes
+            var granted: [(Reservation, @Sendable (Reservation) -> Void)] = []
+            while let first = state.waiters.first, state.inUse + first.bytes <= limit {
+                state.waiters.removeFirst()
+                state.inUse += first.bytes
+                granted.append((Reservation(bytes: first.bytes, budget: self), first.granted))
+            }
+            state.peak = max(state.peak, state.inUse)
+            return granted
+        }
+        for (reservation, handler) in granted { handler(reservation) }
+    }
+
+    /// Bytes held from a ``DecodingMemoryBudget``; released once, by ``release()`` or when dropped.
+    public final class Reservation: Sendable {
+        /// The bytes held.
+        public let bytes: Int
+        private let budget: DecodingMemoryBudget
+        private let released = Protected(false)
+
+        fileprivate init(bytes: Int, budget: DecodingMemoryBudget) {
+            self.bytes = bytes
+            self.budget = budget
+        }
+
+        /// Gives the bytes back, granting waiting reservations that now fit. Later calls do nothing.
+        public func release() {
+            let first = released.withLock { released in
+                guard !released else { return false }
+                released = true
+                return true
+            }
+            if first { budget.release(bytes) }
+        }
+
+        deinit { release() }
+    }
+}

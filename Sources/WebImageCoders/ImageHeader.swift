@@ -1,0 +1,238 @@
+import Foundation
+
+/// What an image's header says about it, read without decoding: the format, the canvas size and,
+/// for animations, the frame count.
+///
+/// ```swift
+/// if let header = ImageHeader(data) {
+///     print(header.size, header.frameCount)      // 4096×4096 15
+/// }
+/// ```
+///
+/// Reads JPEG (up to the frame header), PNG and APNG (up to the first `IDAT`), GIF (every block
+/// header, skipping pixel data) and WebP (every chunk header); nothing is decompressed and no
+/// pixel memory is allocated. The figures are what the file *declares*: a decoder may still
+/// reject the data.
+public struct ImageHeader: Sendable, Hashable {
+    /// The format the data was recognised as.
+    public var format: ImageFormat
+    /// The canvas (JPEG: the frame) size, as stored (before EXIF orientation).
+    public var size: PixelSize
+    /// Frames the file declares: 1 for still images; APNG's `acTL` count; GIF's image
+    /// descriptors and WebP's `ANMF` chunks, counted up to the end of the data.
+    public var frameCount: Int
+
+    /// Reads the header of `data`; `nil` when the format is not one of JPEG, PNG, GIF and WebP,
+    /// or the header is truncated or invalid (zero dimensions included).
+    public init?(_ data: Data) {
+        let parsed: ImageHeader? = data.withUnsafeBytes { bytes in
+            let reader = HeaderReader(bytes: bytes)
+            switch ImageFormat(sniffing: data) {
+            case .png: return reader.png()
+            case .gif: return reader.gif()
+            case .jpeg: return reader.jpeg()
+            case .webp: return reader.webp()
+            default: return nil
+            }
+        }
+        guard let parsed, parsed.size.width > 0, parsed.size.height > 0, parsed.frameCount > 0 else { return nil }
+        self = parsed
+    }
+
+    init(format: ImageFormat, size: PixelSize, frameCount: Int) {
+        self.format = format
+        self.size = size
+        self.frameCount = frameCount
+    }
+
+    /// The most bytes of decoded pixels a decode of this image with `options` holds at once
+    /// (RGBA, 4 bytes a pixel): every frame at full size, or one with
+    /// ``ImageDecodingOptions/firstFrameOnly``. A JPEG decoded smaller (a thumbnail, a scale-down
+    /// limit) counts the DCT-scaled size its decoder allocates instead of the full frame. 0 when
+    /// the options' pixel, frame or animation limits refuse the image (its decoder stops before
+    /// allocating pixels).
+    public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
+        let frames = options.firstFrameOnly ? 1 : frameCount
+        let canvas = size.width.multipliedReportingOverflow(by: size.height)
+        let animation = canvas.partialValue.multipliedReportingOverflow(by: 4 * frames)
+        guard !canvas.overflow, canvas.partialValue <= options.maxPixelCount, frames <= options.maxFrameCount,
+            !animation.overflow, frames == 1 || animation.partialValue <= options.maxAnimationBytes
+        else { return 0 }
+        var frame = size
+        if format == .jpeg {
+            // The decoder's DCT scaling: the smallest 1/8, 1/4 or 1/2 that still covers the
+            // target, which depends on the EXIF orientation (not read here): cover both.
+            let targets = [.up, .right].map { options.targetSize(forSource: size, orientation: $0) }
+            for denominator in [8, 4, 2] {
+                let scaled = PixelSize(
+                    width: (size.width + denominator - 1) / denominator,
+                    height: (size.height + denominator - 1) / denominator
+                )
+                if targets.allSatisfy({ scaled.width >= $0.width && scaled.height >= $0.height }) {
+                    frame = scaled
+                    break
+                }
+            }
+        }
+        return frame.width * frame.height * 4 * frames
+    }
+}
+
+/// Bounds-checked big- and little-endian reads over a header's bytes.
+private struct HeaderReader {
+    let bytes: UnsafeRawBufferPointer
+
+    func byte(_ offset: Int) -> Int? { offset >= 0 && offset < bytes.count ? Int(bytes[offset]) : nil }
+
+    func uint16BE(_ offset: Int) -> Int? {
+        guard let high = byte(offset), let low = byte(offset + 1) else { return nil }
+        return high << 8 | low
+    }
+
+    func uint16LE(_ offset: Int) -> Int? {
+        guard let low = byte(offset), let high = byte(offset + 1) else { return nil }
+        return high << 8 | low
+    }
+
+    func uint24LE(_ offset: Int) -> Int? {
+        guard let low = uint16LE(offset), let high = byte(offset + 2) else { return nil }
+        return high << 16 | low
+    }
+
+    func uint32BE(_ offset: Int) -> Int? {
+        guard let high = uint16BE(offset), let low = uint16BE(offset + 2) else { return nil }
+        return high << 16 | low
+    }
+
+    func uint32LE(_ offset: Int) -> Int? {
+        guard let low = uint16LE(offset), let high = uint16LE(offset + 2) else { return nil }
+        return high << 16 | low
+    }
+
+    /// A four-letter chunk type; `nil` past the end or when it is not printable ASCII (damage,
+    /// or zeros: a walk over them would take one step per 8 bytes of nothing).
+    func tag(_ offset: Int) -> String? {
+        guard offset >= 0, offset + 4 <= bytes.count else { return nil }
+        let letters = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 4])
+        guard letters.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
+        return String(decoding: letters, as: UTF8.self)
+    }
+
+    /// IHDR, then chunks up to the first IDAT for an `acTL`.
+    func png() -> ImageHeader? {
+        guard tag(12) == "IHDR", let width = uint32BE(16), let height = uint32BE(20) else { return nil }
+        var frames = 1
+        var offset = 8
+        while let length = uint32BE(offset), let type = tag(offset + 4), type != "IDAT", type != "IEND" {
+            if type == "acTL", let declared = uint32BE(offset + 8) { frames = declared }
+            offset += 12 + length
+        }
+        return ImageHeader(format: .png, size: PixelSize(width: width, height: height), frameCount: frames)
+    }
+
+    /// The logical screen, then every block's header (pixel data is skipped sub-block by
+    /// sub-block) to count the image descriptors.
+    func gif() -> ImageHeader? {
+        guard let width = uint16LE(6), let height = uint16LE(8), let flags = byte(10) else { return nil }
+        var offset = 13 + (flags & 0x80 != 0 ? 3 << ((flags & 7) + 1) : 0)
+        var frames = 0
+        func skipSubBlocks(from start: Int) -> Int? {
+            var position = start
+            while let length = byte(position) {
+                position += 1
+                if length == 0 { return position }
+                position += length
+            }
+            return nil
+        }
+        scan: while let introducer = byte(offset) {
+            switch introducer {
+            case 0x2C:  // image descriptor, optional local colour table, LZW code size, data
+                guard let localFlags = byte(offset + 9) else { break scan }
+                frames += 1
+                offset += 10 + (localFlags & 0x80 != 0 ? 3 << ((localFlags & 7) + 1) : 0) + 1
+            case 0x21:  // extension: label, then sub-blocks
+                offset += 2
+            default:  // trailer, or damage: the decoder has the last word
+                break scan
+            }
+            guard let next = skipSubBlocks(from: offset) else { break }
+            offset = next
+        }
+        return ImageHeader(format: .gif, size: PixelSize(width: width, height: height), frameCount: max(1, frames))
+    }
+
+    /// Markers up to the first frame header (SOF0–SOF15 but DHT, JPG and DAC). Stray bytes
+    /// between segments are skipped, as libjpeg does.
+    func jpeg() -> ImageHeader? {
+        var offset = 2
+        while let value = byte(offset) {
+            guard value == 0xFF else {
+                offset += 1
+                continue
+            }
+            guard let marker = byte(offset + 1) else { return nil }
+            switch marker {
+            case 0xFF:  // fill byte
+                offset += 1
+                continue
+            case 0x01, 0xD0...0xD7:  // no payload
+                offset += 2
+                continue
+            case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
+                guard let height = uint16BE(offset + 5), let width = uint16BE(offset + 7) else { return nil }
+                return ImageHeader(format: .jpeg, size: PixelSize(width: width, height: height), frameCount: 1)
+            case 0xD9, 0xDA:  // end of image or start of scan before any frame header
+                return nil
+            default:
+                guard let length = uint16BE(offset + 2), length >= 2 else { return nil }
+                offset += 2 + length
+            }
+        }
+        return nil
+    }
+
+    /// `VP8 `, `VP8L` or `VP8X` (then every chunk header, counting `ANMF`).
+    func webp() -> ImageHeader? {
+        guard let type = tag(12), let length = uint32LE(16) else { return nil }
+        let payload = 20
+        switch type {
+        case "VP8 ":
+            // Frame tag (3 bytes), start code 9D 01 2A, then 14-bit width and height.
+            guard byte(payload + 3) == 0x9D, byte(payload + 4) == 0x01, byte(payload + 5) == 0x2A,
+                let width = uint16LE(payload + 6), let height = uint16LE(payload + 8)
+            else { return nil }
+            return ImageHeader(
+                format: .webp,
+                size: PixelSize(width: width & 0x3FFF, height: height & 0x3FFF),
+                frameCount: 1
+            )
+        case "VP8L":
+            guard byte(payload) == 0x2F, let bits = uint32LE(payload + 1) else { return nil }
+            return ImageHeader(
+                format: .webp,
+                size: PixelSize(width: (bits & 0x3FFF) + 1, height: (bits >> 14 & 0x3FFF) + 1),
+                frameCount: 1
+            )
+        case "VP8X":
+            guard let flags = byte(payload), let width = uint24LE(payload + 4), let height = uint24LE(payload + 7)
+            else { return nil }
+            var frames = 0
+            if flags & 0x02 != 0, let riffSize = uint32LE(4) {
+                let end = min(bytes.count, 8 + riffSize)
+                var offset = payload + length + (length & 1)
+                while offset + 8 <= end, let chunk = tag(offset), let size = uint32LE(offset + 4) {
+                    if chunk == "ANMF" { frames += 1 }
+                    offset += 8 + size + (size & 1)
+                }
+            }
+            return ImageHeader(
+                format: .webp,
+                size: PixelSize(width: width + 1, height: height + 1),
+                frameCount: max(1, frames)
+            )
+        default:
+            return nil
+        }
+    }
+}
