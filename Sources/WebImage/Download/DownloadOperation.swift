@@ -198,8 +198,8 @@ public final class DownloadOperation: ImageDownloadOperation {
         hooks: ImageDownloadEnvironment,
         then done: @escaping @Sendable () -> Void
     ) {
-        // Every outcome but a decode that waits for the memory budget is delivered before this
-        // returns; that one calls `done` itself (the operation stays joinable until then).
+        // Every outcome but a decode is delivered before this returns; the decode calls `done`
+        // itself (the operation stays joinable until its result is delivered).
         var decodesLater = false
         defer { if !decodesLater { done() } }
         func fail(
@@ -282,24 +282,37 @@ public final class DownloadOperation: ImageDownloadOperation {
         guard configuration.decodesImages, !options.contains(.avoidDecodeImage) else {
             return finish(image: nil, data: data, error: nil)
         }
-        decodesLater = context.decode(data, options: options, laterOn: .global()) { [self, url, data] result, waited in
-            switch result {
-            case .success(let image):
-                configuration.logger.debug(
-                    "download finished",
-                    metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
-                )
-                finish(image: image, data: data, error: nil)
-            case .failure(let error):
-                finish(
-                    image: nil,
-                    data: data,
-                    error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
-                )
+        // Decoding leaves the HTTP task's thread (the Swift cooperative pool, two threads on a
+        // two-core machine): the callers' continuations keep running, and take each image off the
+        // decoders' hands, while other images decode.
+        decodesLater = true
+        Self.decodeQueue.async { [self, url, data] in
+            context.decode(data, options: options, laterOn: Self.decodeQueue) { [self] result, _ in
+                switch result {
+                case .success(let image):
+                    configuration.logger.debug(
+                        "download finished",
+                        metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
+                    )
+                    finish(image: image, data: data, error: nil)
+                case .failure(let error):
+                    finish(
+                        image: nil,
+                        data: data,
+                        error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
+                    )
+                }
+                done()
             }
-            if waited { done() }
         }
     }
+
+    /// Where downloads decode: GCD's worker threads, bounded in bytes by the decoding memory budget.
+    private static let decodeQueue = DispatchQueue(
+        label: "swift-web-image.DownloadOperation.decode",
+        qos: .userInitiated,
+        attributes: .concurrent
+    )
 
     /// Feeds a chunk to the preview decoder (when progressive).
     func didReceive(_ chunk: Data) {
