@@ -106,6 +106,26 @@ struct DecodingLimitsTests {
         }
     }
 
+    @Test("A GIF whose declared frames exceed the animation limit fails before its canvas is allocated")
+    func gifCanvasBomb() throws {
+        // 20 one-pixel frames on a 10000×10000 canvas: 8 GB composed, in a few hundred bytes.
+        let frames = (0..<20).map { GIFBuilder.Frame(x: $0, y: $0, width: 1, height: 1, indices: [1]) }
+        let data = GIFBuilder(width: 10_000, height: 10_000, globalPalette: [(0, 0, 0), (255, 255, 255)])
+            .build(frames: frames)
+        #expect(data.count < 1000)
+        #expect(ImageHeader(data)?.frameCount == 20)
+        do {
+            _ = try ImageCodersManager.shared.decode(data)
+            Issue.record("an 8 GB animation decoded")
+        } catch {
+            // Counted from the header (all 20), not found at the third 400 MB frame.
+            guard case .limitExceeded(.gif, let detail) = error else { throw error }
+            #expect(detail.hasPrefix("20 frames of 10000×10000"))
+        }
+        // The first frame alone is within the limits.
+        #expect(try ImageCodersManager.shared.decode(data, options: .init(firstFrameOnly: true)).sourceFrameCount == 20)
+    }
+
     @Test("A decode over maxDecodeDuration fails with limitExceeded; without a limit it succeeds")
     func decodeTimeLimit() throws {
         // 512 × 512: PNG reads the clock every 256 KiB of rows, so this image is checked four times.

@@ -114,6 +114,11 @@ struct GIFReader {
     {
         let canvasSize = PixelSize(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
         try options.checkPixelLimit(canvasSize, format: .gif)
+        // The frames the file declares, counted from the block headers before a canvas is
+        // allocated: a 500-byte file of 20 tiny frames on a 10000×10000 canvas stops here.
+        if !options.firstFrameOnly, !stopAfterFirstFrame, let header = ImageHeader(data) {
+            try options.checkAnimationLimits(frameCount: header.frameCount, canvas: canvasSize, format: .gif)
+        }
         let globalColors = Self.palette(gif.pointee.SColorMap)
 
         var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
