@@ -4,11 +4,12 @@ import NIOCore
 import NIOHTTPCompression
 
 extension HTTPSession.Configuration {
-    /// The AsyncHTTPClient configuration for these settings.
-    var clientConfiguration: HTTPClient.Configuration {
+    /// The AsyncHTTPClient configuration for these settings; `host` is the one host the client
+    /// connects to, when the security policy checks connections per host.
+    func clientConfiguration(forHost host: String? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = securityPolicy.tlsConfiguration
-        if let check = securityPolicy.connectionCheck {
+        if let check = securityPolicy.connectionCheck(forHost: host) {
             configuration.http1_1ConnectionDebugInitializer = check
             configuration.http2ConnectionDebugInitializer = check
         }

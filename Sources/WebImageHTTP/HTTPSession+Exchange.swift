@@ -79,7 +79,7 @@ extension HTTPSession {
             guard clock.now < deadline else { throw expired() }
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(
+                response = try await client(for: request.url).execute(
                     makeClientRequest(request, task: task),
                     deadline: .now() + .nanoseconds(Int64((deadline - clock.now).secondsValue * 1e9)),
                     logger: logger

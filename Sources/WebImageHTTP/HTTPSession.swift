@@ -29,7 +29,12 @@ public final class HTTPSession: Sendable {
     /// Hears every task's events (AFURLSessionManager's session-level blocks). A task's own
     /// delegate answers decisions when it has one.
     public let delegate: (any HTTPSessionTaskDelegate)?
-    let client: HTTPClient
+    /// The client for every request, except https requests under a policy that checks each
+    /// connection against its host (``SecurityPolicy`` with a pinned server certificate): those
+    /// get a client per host, made on first use (AsyncHTTPClient does not tell a connection's
+    /// check which host it was made for).
+    private let sharedClient: HTTPClient
+    private let hostClients = Protected<[String: HTTPClient]>([:])
     let logger: Logger
 
     /// A session; `baseURL` gains a trailing slash when its path has none. `logger` receives
@@ -45,22 +50,40 @@ public final class HTTPSession: Sendable {
         self.configuration = configuration
         // Quiet by default: a real handler would also format AsyncHTTPClient's per-request metadata.
         self.logger = logger ?? Logger(label: "webimage.http", factory: { _ in SwiftLogNoOpLogHandler() })
-        client = HTTPClient(
+        sharedClient = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: configuration.clientConfiguration
+            configuration: configuration.clientConfiguration()
         )
     }
 
     deinit {
         // AsyncHTTPClient traps when a client is released without shutdown. A session that is
-        // simply dropped shuts its client down in the background; the client keeps itself alive
+        // simply dropped shuts its clients down in the background; a client keeps itself alive
         // until that finishes. After an explicit `shutdown()` this fails harmlessly.
-        _ = client.shutdown()
+        _ = sharedClient.shutdown()
+        for client in hostClients.withLock({ $0.values }) { _ = client.shutdown() }
     }
 
     /// Closes the session's connections. Tasks still running fail.
     public func shutdown() async throws {
-        try await client.shutdown()
+        try await sharedClient.shutdown()
+        for client in hostClients.withLock({ $0.values }) { try await client.shutdown() }
+    }
+
+    /// The client that sends a request for `url`.
+    func client(for url: URL) -> HTTPClient {
+        guard configuration.securityPolicy.checksConnectionsPerHost, url.scheme?.lowercased() == "https",
+            let host = url.host?.lowercased()
+        else { return sharedClient }
+        return hostClients.withLock { clients in
+            if let client = clients[host] { return client }
+            let client = HTTPClient(
+                eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                configuration: configuration.clientConfiguration(forHost: host)
+            )
+            clients[host] = client
+            return client
+        }
     }
 
     /// The URL for `path`: absolute URLs as they are, others resolved against ``baseURL``.

@@ -13,14 +13,37 @@ public struct TestIdentity: Sendable {
     public let privateKeyPEM: String
 }
 
-/// Makes self-signed server certificates for 127.0.0.1 and localhost.
+/// Makes server certificates for 127.0.0.1 and localhost: self-signed, or issued by a test CA.
 public enum TestCertificates {
     /// A self-signed certificate valid for `hosts` (IP addresses or DNS names) from an hour ago
-    /// for `validity`; a negative `validity` makes an already expired certificate.
+    /// for `validity`; a negative `validity` makes an already expired certificate. It is also a
+    /// CA: it can issue others (``issued(by:hosts:validity:)``).
     public static func selfSigned(
         commonName: String = "swift-web-image test",
         hosts: [String] = ["127.0.0.1", "localhost"],
         validity: TimeInterval = 24 * 3600
+    ) throws -> TestIdentity {
+        try make(commonName: commonName, hosts: hosts, validity: validity, isAuthority: true, issuer: nil)
+    }
+
+    /// A server certificate (not a CA) for `hosts`, signed by `authority` (made by
+    /// ``selfSigned(commonName:hosts:validity:)``). Its ``TestIdentity/certificatePEM`` holds the
+    /// chain a server sends: the certificate, then the authority's.
+    public static func issued(
+        by authority: TestIdentity,
+        commonName: String = "swift-web-image test server",
+        hosts: [String] = ["127.0.0.1", "localhost"],
+        validity: TimeInterval = 24 * 3600
+    ) throws -> TestIdentity {
+        try make(commonName: commonName, hosts: hosts, validity: validity, isAuthority: false, issuer: authority)
+    }
+
+    private static func make(
+        commonName: String,
+        hosts: [String],
+        validity: TimeInterval,
+        isAuthority: Bool,
+        issuer: TestIdentity?
     ) throws -> TestIdentity {
         let key = P256.Signing.PrivateKey()
         let certificateKey = Certificate.PrivateKey(key)
@@ -32,29 +55,44 @@ public enum TestCertificates {
             if let address = IPv4(host) { return .ipAddress(ASN1OctetString(contentBytes: address[...])) }
             return .dnsName(host)
         }
+        let issuerName: DistinguishedName
+        let issuerKey: Certificate.PrivateKey
+        if let issuer {
+            issuerName = try Certificate(derEncoded: Array(issuer.certificateDER)).subject
+            issuerKey = Certificate.PrivateKey(try P256.Signing.PrivateKey(pemRepresentation: issuer.privateKeyPEM))
+        } else {
+            issuerName = name
+            issuerKey = certificateKey
+        }
         let certificate = try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
             publicKey: certificateKey.publicKey,
             notValidBefore: notBefore,
             notValidAfter: notAfter,
-            issuer: name,
+            issuer: issuerName,
             subject: name,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                KeyUsage(digitalSignature: true, keyCertSign: true)
+                if isAuthority {
+                    Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                    KeyUsage(digitalSignature: true, keyCertSign: true)
+                } else {
+                    Critical(BasicConstraints.notCertificateAuthority)
+                    KeyUsage(digitalSignature: true)
+                }
                 try ExtendedKeyUsage([.serverAuth])
                 SubjectAlternativeNames(altNames)
             },
-            issuerPrivateKey: certificateKey
+            issuerPrivateKey: issuerKey
         )
         var serializer = DER.Serializer()
         try serializer.serialize(certificate)
         let der = Data(serializer.serializedBytes)
         return TestIdentity(
             certificateDER: der,
-            certificatePEM: try certificate.serializeAsPEM().pemString,
+            certificatePEM: try certificate.serializeAsPEM().pemString
+                + (issuer.map { "\n" + $0.certificatePEM } ?? ""),
             privateKeyPEM: key.pemRepresentation
         )
     }

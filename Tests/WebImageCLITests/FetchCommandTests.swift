@@ -158,6 +158,36 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--pin-cert with a CA-issued server certificate: that server loads, another of the CA's is refused")
+    func pinnedServerCertificate() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let server = try TestCertificates.issued(by: authority)
+        let origin = try await OriginServer.start(
+            tls: .init(certificatePEM: server.certificatePEM, privateKeyPEM: server.privateKeyPEM)
+        )
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        let url = origin.url("/a.png").absoluteString
+        let pinned = folder.file("server.pem")
+        // The file a user saves from the server holds its chain: the server's certificate comes first.
+        try server.certificatePEM.write(to: pinned, atomically: true, encoding: .utf8)
+        let loaded = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--pin-cert", pinned.path, url,
+        ])
+        #expect(loaded.status == 0, "\(loaded.stdout) \(loaded.stderr)")
+
+        let other = folder.file("other.der")
+        try TestCertificates.issued(by: authority).certificateDER.write(to: other)
+        let refused = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--pin-cert", other.path, url,
+        ])
+        #expect(refused.status == 1)
+        let error = try #require(refused.jsonLines().first?["error"] as? [String: Any])
+        #expect((error["message"] as? String)?.contains("does not match any pinned certificate") == true, "\(error)")
+        await origin.stop()
+    }
+
     @Test("Usage errors exit 2 and name the bad input")
     func usage() async throws {
         for arguments in [

@@ -76,6 +76,81 @@ struct SecurityPolicyTests {
         await origin.stop()
     }
 
+    @Test("A CA-issued server certificate can be pinned (AFNetworking's usual pin): trusted as it stands")
+    func pinnedServerCertificate() async throws {
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let server = try TestCertificates.issued(by: authority)
+        let origin = try await Self.start(server)
+        let url = origin.url("/secret")
+        // The CA is in no trust store: the pin alone makes the server trusted, by address and by name.
+        #expect(
+            try await Self.load(Self.session(.pinning(certificates: [server.certificateDER])), url).get() == "tls ok"
+        )
+        var byName = URLComponents(url: url, resolvingAgainstBaseURL: false)!
+        byName.host = "localhost"
+        #expect(
+            try await Self.load(Self.session(.pinning(certificates: [server.certificateDER])), byName.url!).get()
+                == "tls ok"
+        )
+        // Pinning the CA instead trusts every certificate it issued (the handshake's chain check).
+        #expect(
+            try await Self.load(Self.session(.pinning(certificates: [authority.certificateDER])), url).get() == "tls ok"
+        )
+        // Another certificate of the same CA is not the pinned one.
+        let sibling = try TestCertificates.issued(by: authority)
+        let refused = await Self.load(Self.session(.pinning(certificates: [sibling.certificateDER])), url)
+        #expect(throws: HTTPSessionError.self) { try refused.get() }
+        if case .failure(let error) = refused {
+            #expect(error.code == .serverCertificateUntrusted)
+            #expect(error.message.contains("does not match any pinned certificate"), "\(error.message)")
+        }
+        #expect(origin.requestCount(for: "/secret") == 3, "no request was sent on a refused connection")
+        await origin.stop()
+    }
+
+    @Test("A pinned server certificate still has to name the host and be within its dates")
+    func pinnedServerCertificateChecks() async throws {
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let elsewhere = try TestCertificates.issued(by: authority, hosts: ["images.example.com"])
+        let origin = try await Self.start(elsewhere)
+        let wrongHost = await Self.load(
+            Self.session(.pinning(certificates: [elsewhere.certificateDER])),
+            origin.url("/secret")
+        )
+        if case .failure(let error) = wrongHost {
+            #expect(error.code == .serverCertificateUntrusted && error.message.contains("wrong host"), "\(error)")
+        } else {
+            Issue.record("a pinned certificate for another host was accepted")
+        }
+        let lenient = await Self.load(
+            Self.session(.pinning(certificates: [elsewhere.certificateDER], validatesDomainName: false)),
+            origin.url("/secret")
+        )
+        #expect(try lenient.get() == "tls ok")
+        await origin.stop()
+
+        let expired = try TestCertificates.issued(by: authority, validity: -3600)
+        let expiredOrigin = try await Self.start(expired)
+        let result = await Self.load(
+            Self.session(.pinning(certificates: [expired.certificateDER])),
+            expiredOrigin.url("/secret")
+        )
+        if case .failure(let error) = result {
+            #expect(error.message.contains("expired"), "\(error)")
+        } else {
+            Issue.record("an expired pinned certificate was accepted")
+        }
+        // allowInvalidCertificates waives the dates and the host, never the pin.
+        var permissive = SecurityPolicy.pinning(certificates: [expired.certificateDER])
+        permissive.allowInvalidCertificates = true
+        #expect(try await Self.load(Self.session(permissive), expiredOrigin.url("/secret")).get() == "tls ok")
+        permissive.pinnedCertificates = [try TestCertificates.issued(by: authority).certificateDER]
+        if case .success = await Self.load(Self.session(permissive), expiredOrigin.url("/secret")) {
+            Issue.record("allowInvalidCertificates dropped the pin")
+        }
+        await expiredOrigin.stop()
+    }
+
     @Test("Public-key pinning: the right key is accepted, another key rejected, the chain still checked")
     func publicKeyPinning() async throws {
         let identity = try TestCertificates.selfSigned()

@@ -1,13 +1,21 @@
 import Foundation
 import NIOCore
 import NIOSSL
+import SwiftASN1
+import X509
 
 /// How a session trusts TLS servers (AFSecurityPolicy).
 ///
 /// - `.default`: the system trust store, host names checked; an invalid certificate (self-signed,
 ///   expired, wrong host) fails with `serverCertificateUntrusted`.
-/// - Certificate pinning: only chains that end in one of the pinned certificates are trusted —
-///   enforced during the handshake, so a pin mismatch fails even when the chain is otherwise valid.
+/// - Certificate pinning: a pinned root (a self-signed certificate) is the only trust anchor, so
+///   only chains that end in it are trusted — enforced during the handshake. A pinned certificate
+///   that is not self-signed (a server's own, CA-issued certificate: AFNetworking's usual pin) is
+///   trusted as it stands, as Apple's trust evaluation does with an anchor: the server must
+///   present exactly that certificate, within its validity dates and naming the host (each new
+///   connection is checked right after the handshake, before any request is sent on it). With
+///   such a pin in the list, a server whose own certificate is not pinned is refused; a pinned
+///   intermediate is not supported (NIOSSL does not show a client the chain it was sent).
 /// - Public-key pinning: the chain is validated as usual (unless `allowInvalidCertificates`), then
 ///   the server certificate's public key must be one of the pinned certificates' keys — checked on
 ///   every new connection right after the handshake, before any request is sent on it.
@@ -85,34 +93,104 @@ public struct SecurityPolicy: Sendable {
         )
     }
 
+    /// The pinned certificates that are not self-signed: servers' own certificates, which the
+    /// handshake cannot anchor trust in (BoringSSL's chains must end in a self-signed root).
+    var pinnedServerCertificates: [Data] {
+        pinningMode == .certificate ? pinnedCertificates.filter { !Self.isSelfSigned($0) } : []
+    }
+
+    /// Whether each connection must be checked against the host it was made for: a pinned server
+    /// certificate is checked for the host name by ``connectionCheck(forHost:)``, not the handshake.
+    var checksConnectionsPerHost: Bool {
+        !allowInvalidCertificates && validatesDomainName && !pinnedServerCertificates.isEmpty
+    }
+
+    private static func isSelfSigned(_ der: Data) -> Bool {
+        guard let certificate = try? Certificate(derEncoded: Array(der)) else { return false }
+        return certificate.issuer == certificate.subject
+            && certificate.publicKey.isValidSignature(certificate.signature, for: certificate)
+    }
+
     /// A check AsyncHTTPClient runs on each new connection once TLS is up, before any request is
     /// sent on it: for public-key pinning the server's key must be pinned; for certificate
-    /// pinning without chain validation (`allowInvalidCertificates`) its certificate must be.
-    /// `nil` when the handshake's own verification covers the policy.
-    var connectionCheck: (@Sendable (any Channel) -> EventLoopFuture<Void>)? {
-        let matches: @Sendable (NIOSSLCertificate) throws -> Bool
+    /// pinning without chain validation (`allowInvalidCertificates`, or a pinned server
+    /// certificate) its certificate must be, and a pinned server certificate must be within its
+    /// dates and name `host` (when given and domain names are validated). `nil` when the
+    /// handshake's own verification covers the policy.
+    func connectionCheck(forHost host: String?) -> (@Sendable (any Channel) -> EventLoopFuture<Void>)? {
+        let check: @Sendable (NIOSSLCertificate) throws -> Void
         switch pinningMode {
         case .none:
             return nil
         case .publicKey:
             let pinned = pinnedPublicKeys
-            matches = { pinned.contains(try $0.extractPublicKey().toSPKIBytes()) }
+            check = { certificate in
+                guard pinned.contains(try certificate.extractPublicKey().toSPKIBytes()) else {
+                    throw PinMismatch(.keyNotPinned)
+                }
+            }
         case .certificate:
-            guard allowInvalidCertificates else { return nil }
+            let serverCertificates = Set(pinnedServerCertificates.map { [UInt8]($0) })
+            guard allowInvalidCertificates || !serverCertificates.isEmpty else { return nil }
             let pinned = Set(pinnedCertificates.map { [UInt8]($0) })
-            matches = { pinned.contains(try $0.toDERBytes()) }
+            let validates = !allowInvalidCertificates
+            let expectedHost = validatesDomainName ? host : nil
+            check = { peer in
+                let der = try peer.toDERBytes()
+                guard pinned.contains(der) else { throw PinMismatch(.certificateNotPinned) }
+                guard validates, serverCertificates.contains(der) else { return }
+                try Self.checkPinnedServerCertificate(der, host: expectedHost)
+            }
         }
-        let mode = pinningMode
         return { channel in
             channel.pipeline.handler(type: NIOSSLClientHandler.self).flatMapThrowing { handler in
                 // Runs on the channel's event loop, where the handler may be read.
-                guard let certificate = handler.peerCertificate, try matches(certificate) else {
-                    throw PinMismatch(mode: mode)
-                }
+                guard let certificate = handler.peerCertificate else { throw PinMismatch(.certificateNotPinned) }
+                try check(certificate)
             }.flatMapError { error in
                 // No TLS handler: a plain-http connection, which pinning does not cover.
                 error is PinMismatch
                     ? channel.eventLoop.makeFailedFuture(error) : channel.eventLoop.makeSucceededVoidFuture()
+            }
+        }
+    }
+
+    /// What the handshake would have checked of a pinned server certificate trusted as it
+    /// stands: its validity dates and, when `host` is given, that it names the host.
+    private static func checkPinnedServerCertificate(_ der: [UInt8], host: String?) throws {
+        let certificate = try Certificate(derEncoded: der)
+        let now = Date()
+        if now > certificate.notValidAfter { throw PinMismatch(.expired(certificate.notValidAfter)) }
+        if now < certificate.notValidBefore { throw PinMismatch(.notYetValid(certificate.notValidBefore)) }
+        guard let host else { return }
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard Self.names(certificate, host: bare) else { throw PinMismatch(.wrongHost(bare)) }
+    }
+
+    /// Whether the certificate's subject alternative names cover `host` (RFC 6125: an IP
+    /// address matches an `iPAddress` entry; a name matches a `dNSName` case-insensitively, a
+    /// `*.` wildcard standing for exactly the leftmost label).
+    static func names(_ certificate: Certificate, host: String) -> Bool {
+        guard let names = try? certificate.extensions.subjectAlternativeNames else { return false }
+        var address = [UInt8](repeating: 0, count: 16)
+        let addressLength: Int? =
+            inet_pton(AF_INET, host, &address) == 1 ? 4 : inet_pton(AF_INET6, host, &address) == 1 ? 16 : nil
+        let hostLabels = host.lowercased().split(separator: ".", omittingEmptySubsequences: false)
+        return names.contains { name in
+            switch name {
+            case .ipAddress(let octets):
+                guard let addressLength else { return false }
+                return Array(octets.bytes) == Array(address.prefix(addressLength))
+            case .dnsName(let pattern):
+                guard addressLength == nil else { return false }
+                let labels = pattern.lowercased().split(separator: ".", omittingEmptySubsequences: false)
+                guard labels.count == hostLabels.count, !labels.isEmpty else { return false }
+                if labels[0] == "*" {
+                    return labels.count > 2 && !hostLabels[0].isEmpty && labels.dropFirst() == hostLabels.dropFirst()
+                }
+                return labels == hostLabels
+            default:
+                return false
             }
         }
     }
@@ -166,6 +244,11 @@ public struct SecurityPolicy: Sendable {
         }
         tls.certificateVerification = validatesDomainName ? .fullVerification : .noHostnameVerification
         if pinningMode == .certificate {
+            guard pinnedServerCertificates.isEmpty else {
+                // A pinned server certificate is its own anchor: `connectionCheck` checks it.
+                tls.certificateVerification = .none
+                return tls
+            }
             let certificates = pinnedCertificates.compactMap { try? NIOSSLCertificate(bytes: Array($0), format: .der) }
             tls.trustRoots = .certificates(certificates)
         }
@@ -183,12 +266,27 @@ public struct SecurityPolicyError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(path): \(reason)" }
 }
 
-/// The server's certificate (or its public key) is not among the pinned ones.
+/// The server's certificate (or its public key) is not among the pinned ones, or a pinned server
+/// certificate is out of date or names another host.
 struct PinMismatch: Error, CustomStringConvertible {
-    let mode: SecurityPolicy.PinningMode
+    enum Reason {
+        case keyNotPinned, certificateNotPinned
+        case expired(Date)
+        case notYetValid(Date)
+        case wrongHost(String)
+    }
+
+    let reason: Reason
+
+    init(_ reason: Reason) { self.reason = reason }
+
     var description: String {
-        mode == .publicKey
-            ? "the server's public key does not match any pinned key"
-            : "the server's certificate does not match any pinned certificate"
+        switch reason {
+        case .keyNotPinned: "the server's public key does not match any pinned key"
+        case .certificateNotPinned: "the server's certificate does not match any pinned certificate"
+        case .expired(let date): "the pinned certificate expired on \(date.formatted(.iso8601))"
+        case .notYetValid(let date): "the pinned certificate is not valid before \(date.formatted(.iso8601))"
+        case .wrongHost(let host): "the pinned certificate is for another host than \(host) (wrong host)"
+        }
     }
 }
