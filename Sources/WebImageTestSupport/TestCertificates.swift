@@ -26,16 +26,18 @@ public enum TestCertificates {
         try make(commonName: commonName, hosts: hosts, validity: validity, isAuthority: true, issuer: nil)
     }
 
-    /// A server certificate (not a CA) for `hosts`, signed by `authority` (made by
-    /// ``selfSigned(commonName:hosts:validity:)``). Its ``TestIdentity/certificatePEM`` holds the
-    /// chain a server sends: the certificate, then the authority's.
+    /// A server certificate for `hosts` (or, with `isAuthority`, an intermediate CA), signed by
+    /// `authority` (a ``selfSigned(commonName:hosts:validity:)`` root or an intermediate). Its
+    /// ``TestIdentity/certificatePEM`` holds the chain a server sends: the certificate, then the
+    /// authority's chain.
     public static func issued(
         by authority: TestIdentity,
         commonName: String = "swift-web-image test server",
         hosts: [String] = ["127.0.0.1", "localhost"],
-        validity: TimeInterval = 24 * 3600
+        validity: TimeInterval = 24 * 3600,
+        isAuthority: Bool = false
     ) throws -> TestIdentity {
-        try make(commonName: commonName, hosts: hosts, validity: validity, isAuthority: false, issuer: authority)
+        try make(commonName: commonName, hosts: hosts, validity: validity, isAuthority: isAuthority, issuer: authority)
     }
 
     private static func make(

@@ -105,6 +105,31 @@ struct SecurityPolicyTests {
             #expect(error.message.contains("does not match any pinned certificate"), "\(error.message)")
         }
         #expect(origin.requestCount(for: "/secret") == 3, "no request was sent on a refused connection")
+        // A pinned server certificate beside the CA: the CA's direct issue is still trusted.
+        let mixed = SecurityPolicy.pinning(certificates: [sibling.certificateDER, authority.certificateDER])
+        #expect(try await Self.load(Self.session(mixed), url).get() == "tls ok")
+        await origin.stop()
+    }
+
+    @Test("Pinning the intermediate CA that issued the server's certificate, the root untrusted")
+    func pinnedIntermediate() async throws {
+        let root = try TestCertificates.selfSigned(commonName: "swift-web-image test root")
+        let intermediate = try TestCertificates.issued(
+            by: root,
+            commonName: "swift-web-image test intermediate",
+            isAuthority: true
+        )
+        let server = try TestCertificates.issued(by: intermediate)
+        let origin = try await Self.start(server)
+        let url = origin.url("/secret")
+        #expect(
+            try await Self.load(Self.session(.pinning(certificates: [intermediate.certificateDER])), url).get()
+                == "tls ok"
+        )
+        // Another intermediate of the same root did not issue it.
+        let other = try TestCertificates.issued(by: root, commonName: "another intermediate", isAuthority: true)
+        let refused = await Self.load(Self.session(.pinning(certificates: [other.certificateDER])), url)
+        if case .success = refused { Issue.record("a certificate issued by another intermediate was accepted") }
         await origin.stop()
     }
 

@@ -10,12 +10,13 @@ import X509
 ///   expired, wrong host) fails with `serverCertificateUntrusted`.
 /// - Certificate pinning: a pinned root (a self-signed certificate) is the only trust anchor, so
 ///   only chains that end in it are trusted — enforced during the handshake. A pinned certificate
-///   that is not self-signed (a server's own, CA-issued certificate: AFNetworking's usual pin) is
-///   trusted as it stands, as Apple's trust evaluation does with an anchor: the server must
-///   present exactly that certificate, within its validity dates and naming the host (each new
-///   connection is checked right after the handshake, before any request is sent on it). With
-///   such a pin in the list, a server whose own certificate is not pinned is refused; a pinned
-///   intermediate is not supported (NIOSSL does not show a client the chain it was sent).
+///   that is not self-signed (a server's own, CA-issued certificate: AFNetworking's usual pin;
+///   or the intermediate CA that issued it) is trusted as it stands, as Apple's trust evaluation
+///   treats an anchor: the server must present that certificate or one it issued directly,
+///   within its dates and naming the host (each new connection is checked right after the
+///   handshake, before any request is sent on it). With such a pin in the list, a pinned
+///   certificate further up the chain than the server certificate's issuer is not found (NIOSSL
+///   does not show a client the chain it was sent).
 /// - Public-key pinning: the chain is validated as usual (unless `allowInvalidCertificates`), then
 ///   the server certificate's public key must be one of the pinned certificates' keys — checked on
 ///   every new connection right after the handshake, before any request is sent on it.
@@ -130,68 +131,28 @@ public struct SecurityPolicy: Sendable {
                 }
             }
         case .certificate:
-            let serverCertificates = Set(pinnedServerCertificates.map { [UInt8]($0) })
-            guard allowInvalidCertificates || !serverCertificates.isEmpty else { return nil }
-            let pinned = Set(pinnedCertificates.map { [UInt8]($0) })
+            guard allowInvalidCertificates || !pinnedServerCertificates.isEmpty else { return nil }
+            let pins = CertificatePins(pinnedCertificates)
             let validates = !allowInvalidCertificates
             let expectedHost = validatesDomainName ? host : nil
-            check = { peer in
-                let der = try peer.toDERBytes()
-                guard pinned.contains(der) else { throw PinMismatch(.certificateNotPinned) }
-                guard validates, serverCertificates.contains(der) else { return }
-                try Self.checkPinnedServerCertificate(der, host: expectedHost)
-            }
+            check = { peer in try pins.check(try peer.toDERBytes(), validates: validates, host: expectedHost) }
         }
         return { channel in
-            channel.pipeline.handler(type: NIOSSLClientHandler.self).flatMapThrowing { handler in
-                // Runs on the channel's event loop, where the handler may be read.
-                guard let certificate = handler.peerCertificate else { throw PinMismatch(.certificateNotPinned) }
-                try check(certificate)
-            }.flatMapError { error in
-                // No TLS handler: a plain-http connection, which pinning does not cover.
-                error is PinMismatch
-                    ? channel.eventLoop.makeFailedFuture(error) : channel.eventLoop.makeSucceededVoidFuture()
-            }
-        }
-    }
-
-    /// What the handshake would have checked of a pinned server certificate trusted as it
-    /// stands: its validity dates and, when `host` is given, that it names the host.
-    private static func checkPinnedServerCertificate(_ der: [UInt8], host: String?) throws {
-        let certificate = try Certificate(derEncoded: der)
-        let now = Date()
-        if now > certificate.notValidAfter { throw PinMismatch(.expired(certificate.notValidAfter)) }
-        if now < certificate.notValidBefore { throw PinMismatch(.notYetValid(certificate.notValidBefore)) }
-        guard let host else { return }
-        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        guard Self.names(certificate, host: bare) else { throw PinMismatch(.wrongHost(bare)) }
-    }
-
-    /// Whether the certificate's subject alternative names cover `host` (RFC 6125: an IP
-    /// address matches an `iPAddress` entry; a name matches a `dNSName` case-insensitively, a
-    /// `*.` wildcard standing for exactly the leftmost label).
-    static func names(_ certificate: Certificate, host: String) -> Bool {
-        guard let names = try? certificate.extensions.subjectAlternativeNames else { return false }
-        var address = [UInt8](repeating: 0, count: 16)
-        let addressLength: Int? =
-            inet_pton(AF_INET, host, &address) == 1 ? 4 : inet_pton(AF_INET6, host, &address) == 1 ? 16 : nil
-        let hostLabels = host.lowercased().split(separator: ".", omittingEmptySubsequences: false)
-        return names.contains { name in
-            switch name {
-            case .ipAddress(let octets):
-                guard let addressLength else { return false }
-                return Array(octets.bytes) == Array(address.prefix(addressLength))
-            case .dnsName(let pattern):
-                guard addressLength == nil else { return false }
-                let labels = pattern.lowercased().split(separator: ".", omittingEmptySubsequences: false)
-                guard labels.count == hostLabels.count, !labels.isEmpty else { return false }
-                if labels[0] == "*" {
-                    return labels.count > 2 && !hostLabels[0].isEmpty && labels.dropFirst() == hostLabels.dropFirst()
+            // No TLS handler: a plain-http connection, which pinning does not cover.
+            channel.pipeline.handler(type: NIOSSLClientHandler.self).map(Optional.some).recover { _ in nil }
+                .flatMapThrowing { handler in
+                    // Runs on the channel's event loop, where the handler may be read.
+                    guard let handler else { return }
+                    guard let certificate = handler.peerCertificate else { throw PinMismatch(.certificateNotPinned) }
+                    do {
+                        try check(certificate)
+                    } catch let mismatch as PinMismatch {
+                        throw mismatch
+                    } catch {
+                        // A certificate that cannot be read is not a pinned one.
+                        throw PinMismatch(.certificateNotPinned)
+                    }
                 }
-                return labels == hostLabels
-            default:
-                return false
-            }
         }
     }
 
@@ -266,8 +227,8 @@ public struct SecurityPolicyError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(path): \(reason)" }
 }
 
-/// The server's certificate (or its public key) is not among the pinned ones, or a pinned server
-/// certificate is out of date or names another host.
+/// The server's certificate (or its public key) is not among the pinned ones, or a certificate
+/// trusted through a pin is out of date or names another host.
 struct PinMismatch: Error, CustomStringConvertible {
     enum Reason {
         case keyNotPinned, certificateNotPinned
@@ -284,9 +245,9 @@ struct PinMismatch: Error, CustomStringConvertible {
         switch reason {
         case .keyNotPinned: "the server's public key does not match any pinned key"
         case .certificateNotPinned: "the server's certificate does not match any pinned certificate"
-        case .expired(let date): "the pinned certificate expired on \(date.formatted(.iso8601))"
-        case .notYetValid(let date): "the pinned certificate is not valid before \(date.formatted(.iso8601))"
-        case .wrongHost(let host): "the pinned certificate is for another host than \(host) (wrong host)"
+        case .expired(let date): "the server's certificate expired on \(date.formatted(.iso8601))"
+        case .notYetValid(let date): "the server's certificate is not valid before \(date.formatted(.iso8601))"
+        case .wrongHost(let host): "the server's certificate is for another host than \(host) (wrong host)"
         }
     }
 }
