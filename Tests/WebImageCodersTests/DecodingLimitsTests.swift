@@ -108,22 +108,26 @@ struct DecodingLimitsTests {
 
     @Test("A GIF whose declared frames exceed the animation limit fails before its canvas is allocated")
     func gifCanvasBomb() throws {
-        // 20 one-pixel frames on a 10000×10000 canvas: 8 GB composed, in a few hundred bytes.
+        // 20 one-pixel frames on a 2000×2000 canvas: 320 MB composed, in a few hundred bytes
+        // (the same shape at 10000×10000 is 8 GB, refused by the default 1 GiB limit).
         let frames = (0..<20).map { GIFBuilder.Frame(x: $0, y: $0, width: 1, height: 1, indices: [1]) }
-        let data = GIFBuilder(width: 10_000, height: 10_000, globalPalette: [(0, 0, 0), (255, 255, 255)])
+        let data = GIFBuilder(width: 2000, height: 2000, globalPalette: [(0, 0, 0), (255, 255, 255)])
             .build(frames: frames)
         #expect(data.count < 1000)
         #expect(ImageHeader(data)?.frameCount == 20)
+        let limits = ImageDecodingOptions(maxAnimationBytes: 64 << 20)
         do {
-            _ = try ImageCodersManager.shared.decode(data)
-            Issue.record("an 8 GB animation decoded")
+            _ = try ImageCodersManager.shared.decode(data, options: limits)
+            Issue.record("a 320 MB animation decoded under a 64 MiB limit")
         } catch {
-            // Counted from the header (all 20), not found at the third 400 MB frame.
+            // Counted from the header (all 20), not found at the fifth 16 MB frame.
             guard case .limitExceeded(.gif, let detail) = error else { throw error }
-            #expect(detail.hasPrefix("20 frames of 10000×10000"))
+            #expect(detail.hasPrefix("20 frames of 2000×2000"), "\(detail)")
         }
         // The first frame alone is within the limits.
-        #expect(try ImageCodersManager.shared.decode(data, options: .init(firstFrameOnly: true)).sourceFrameCount == 20)
+        var first = limits
+        first.firstFrameOnly = true
+        #expect(try ImageCodersManager.shared.decode(data, options: first).sourceFrameCount == 20)
     }
 
     @Test("A decode over maxDecodeDuration fails with limitExceeded; without a limit it succeeds")

@@ -7,7 +7,7 @@ import WebImageHTTP
 public final class DownloadToken: Sendable, Hashable {
     /// The URL the caller asked for.
     public let url: URL
-    let key: String
+    let key: ImageDownloadKey
     private let downloaderReference: WeakDownloader
     private let recorded = Protected<HTTPSession.Response?>(nil)
 
@@ -20,7 +20,7 @@ public final class DownloadToken: Sendable, Hashable {
     /// ``ImageDownloadOperation`` should too.
     public func recordResponse(_ response: HTTPSession.Response) { recorded.withLock { $0 = response } }
 
-    init(url: URL, key: String, downloader: ImageDownloader) {
+    init(url: URL, key: ImageDownloadKey, downloader: ImageDownloader) {
         self.url = url
         self.key = key
         downloaderReference = WeakDownloader(downloader: downloader)

@@ -38,7 +38,7 @@ public final class ImageDownloader: Sendable {
     private let permissiveSession = Protected<HTTPSession?>(nil)
 
     private struct State {
-        var operations: [String: Entry] = [:]
+        var operations: [ImageDownloadKey: Entry] = [:]
         var waiting: [Entry] = []
         var running = 0
         var suspended = false
@@ -96,10 +96,10 @@ public final class ImageDownloader: Sendable {
             return nil
         }
         let context = context ?? ImageContext()
-        let key = Self.key(url: url, options: options, context: context)
         let (token, outcome) = state.withLock { state -> (DownloadToken, JoinOutcome) in
             let id = state.nextID
             state.nextID += 1
+            let key = ImageDownloadKey(url: url, options: options, context: context, unshareable: id)
             let token = DownloadToken(url: url, key: key, downloader: self)
             if let existing = state.operations[key],
                 existing.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
@@ -326,11 +326,11 @@ public final class ImageDownloader: Sendable {
 
     /// An operation in the downloader's books: its coalescing key and arrival order.
     final class Entry: Sendable {
-        let key: String
+        let key: ImageDownloadKey
         let sequence: UInt64
         let operation: any ImageDownloadOperation
 
-        init(key: String, sequence: UInt64, operation: any ImageDownloadOperation) {
+        init(key: ImageDownloadKey, sequence: UInt64, operation: any ImageDownloadOperation) {
             self.key = key
             self.sequence = sequence
             self.operation = operation
@@ -343,18 +343,6 @@ public final class ImageDownloader: Sendable {
         }
     }
 
-    /// Loads of one URL share an operation only with the same decoding settings.
-    static func key(url: URL, options: ImageOptions, context: ImageContext) -> String {
-        guard context.requestModifier == nil else { return url.absoluteString + "#" + UUID().uuidString }
-        let decoding = context.decodingOptions(for: options)
-        var key = url.absoluteString
-        key += "|thumb=\(decoding.thumbnailPixelSize.map { "\($0.width)x\($0.height)" } ?? "-")"
-        key += "|scale=\(decoding.scaleDownLimitBytes.map(String.init) ?? "-")"
-        key += "|first=\(decoding.firstFrameOnly ? 1 : 0)|raw=\(options.contains(.avoidDecodeImage) ? 1 : 0)"
-        key += "|tls=\(options.contains(.allowInvalidSSLCertificates) ? "any" : "checked")"
-        key += "|cookies=\(options.contains(.handleCookies) ? 1 : 0)"
-        return key
-    }
 }
 
 /// One step of ``ImageDownloader/events(with:options:context:)``.

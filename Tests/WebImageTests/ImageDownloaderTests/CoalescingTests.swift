@@ -34,6 +34,38 @@ struct CoalescingTests {
         await origin.stop()
     }
 
+    @Test("A conditional request (refreshCached) never shares with an unconditional load of the URL")
+    func conditionalNotShared() async throws {
+        let origin = try await OriginServer.start()
+        let gate = OriginGate()
+        var route = DownloaderFixtures.route(behavior: .init(gate: gate))
+        route.headers.append(("ETag", "\"v1\""))
+        origin.setRoute("/c.png", route)
+        let url = origin.url("/c.png")
+        let downloader = ImageDownloader()
+        let conditional = Locked<[String]>([])
+        let plain = Locked<[String]>([])
+        var context = ImageContext()
+        context.cachedResponse = .init(etag: "\"v1\"")
+        downloader.download(with: url, options: .refreshCached, context: context) { image, _, error, finished in
+            if finished { conditional.withLock { $0.append(error?.code.rawValue ?? "ok:\(image?.width ?? 0)") } }
+        }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/c.png") == 1 }
+        // A direct caller (or a fromLoaderOnly load) while the revalidation is in flight.
+        downloader.download(with: url) { image, _, error, finished in
+            if finished { plain.withLock { $0.append(error?.code.rawValue ?? "ok:\(image?.width ?? 0)") } }
+        }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/c.png") == 2 }
+        gate.open()
+        await DownloaderFixtures.wait { !conditional.value.isEmpty && !plain.value.isEmpty }
+        #expect(conditional.value == ["cacheNotModified"])
+        #expect(plain.value == ["ok:32"])
+        #expect(
+            origin.requests.map { $0.header("if-none-match") }.sorted { ($0 ?? "") < ($1 ?? "") } == [nil, "\"v1\""]
+        )
+        await origin.stop()
+    }
+
     @Test("Cancelling one of two callers: the other completes, the cancelled one gets cancelled once")
     func cancelOne() async throws {
         let origin = try await OriginServer.start()
