@@ -5,7 +5,7 @@ import WebImageCoders
 /// allocate, shared by every load that uses it (by default the whole process).
 ///
 /// A decode reserves what its image's header says it will allocate
-/// (``ImageHeader/decodedByteCount(with:)``) before it starts. When the budget has no room, the
+/// (`ImageHeader.decodedByteCount(with:)`) before it starts. When the budget has no room, the
 /// load waits for running decodes to release theirs, first come first served; an image that alone
 /// needs more than the whole budget fails with `limitExceeded` instead. Six URLs that each serve
 /// a 764-byte, 1 GB animation then decode one or two at a time, not all at once.
