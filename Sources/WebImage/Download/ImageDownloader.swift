@@ -91,6 +91,28 @@ public final class ImageDownloader: Sendable {
         progress: ProgressHandler? = nil,
         completed: @escaping CompletedHandler
     ) -> DownloadToken? {
+        download(with: url, options: options, context: context, progress: progress) { image, data, error, finished, _ in
+            completed(image, data, error, finished)
+        }
+    }
+
+    /// ``download(with:options:context:progress:completed:)`` whose completion also gets the
+    /// response head of the load the caller joined (its validators and content type), however
+    /// soon the completion runs: even while the call has not returned its token yet.
+    @discardableResult
+    func download(
+        with url: URL?,
+        options: ImageOptions = [],
+        context: ImageContext? = nil,
+        progress: ProgressHandler? = nil,
+        completedWithResponse:
+            @escaping @Sendable (
+                DecodedImage?, Data?, WebImageError?, Bool, HTTPSession.Response?
+            ) -> Void
+    ) -> DownloadToken? {
+        let completed: CompletedHandler = { image, data, error, finished in
+            completedWithResponse(image, data, error, finished, nil)
+        }
         guard let url, url.httpValidationFailure == nil else {
             completed(nil, nil, .invalidURL(url?.absoluteString ?? "", reason: url?.httpValidationFailure), true)
             return nil
@@ -101,6 +123,10 @@ public final class ImageDownloader: Sendable {
             state.nextID += 1
             let key = ImageDownloadKey(url: url, options: options, context: context, unshareable: id)
             let token = DownloadToken(url: url, key: key, downloader: self)
+            // The operation records the response in the token before it completes the caller.
+            let completed: CompletedHandler = { [token] image, data, error, finished in
+                completedWithResponse(image, data, error, finished, finished ? token.response : nil)
+            }
             if let existing = state.operations[key],
                 existing.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
             {

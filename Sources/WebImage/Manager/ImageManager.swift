@@ -323,12 +323,11 @@ public final class ImageManager: Sendable {
                 data: cached.result.data
             )
         }
-        let tokenBox = Protected<DownloadToken?>(nil)
         // The thread inside `startLoad`, so a completion it runs synchronously (a refused
         // operation) leaves the handoff lock first; completions on other threads just wait for it.
         let handoffThread = Protected<pthread_t?>(pthread_self())
-        let handle: @Sendable (DecodedImage?, Data?, WebImageError?, Bool) -> Void = {
-            [self] image, data, error, finished in
+        let handle: @Sendable (DecodedImage?, Data?, WebImageError?, Bool, HTTPSession.Response?) -> Void = {
+            [self] image, data, error, finished, response in
             guard finished else {
                 if let image { deliver(.partial(image, url)) }
                 return
@@ -345,7 +344,6 @@ public final class ImageManager: Sendable {
                 deliver(.failure(error, url))
                 return
             }
-            let response = tokenBox.withLock { $0 }?.response
             finishDownload(
                 url: url,
                 key: key,
@@ -367,11 +365,11 @@ public final class ImageManager: Sendable {
                 options: options,
                 context: downloadContext,
                 progress: { received, expected, url in deliver(.progress(received, expected, url)) },
-                completed: { image, data, error, finished in
+                completedWithResponse: { image, data, error, finished, response in
                     if let thread = handoffThread.withLock({ $0 }), pthread_equal(thread, pthread_self()) != 0 {
-                        DispatchQueue.global().async { handle(image, data, error, finished) }
+                        DispatchQueue.global().async { handle(image, data, error, finished, response) }
                     } else {
-                        handle(image, data, error, finished)
+                        handle(image, data, error, finished, response)
                     }
                 }
             )
@@ -396,7 +394,6 @@ public final class ImageManager: Sendable {
             )
             return
         }
-        tokenBox.withLock { $0 = token }
         operation.attach(downloadToken: token)
     }
 

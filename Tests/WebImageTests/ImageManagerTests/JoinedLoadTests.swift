@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("Loads that join a download", .timeLimit(.minutes(1)))
+struct JoinedLoadTests {
+    @Test("A load that joins a download while it delivers stores the disk entry with its validators")
+    func joinedLoadKeepsValidators() async throws {
+        for round in 0..<100 {
+            let fixture = try ManagerFixture()
+            defer { fixture.folder.remove() }
+            let origin = try await OriginServer.start()
+            origin.setRoute(
+                "/v.png",
+                OriginRoute(
+                    headers: [
+                        ("Content-Type", "image/png"), ("ETag", "\"r\(round)\""),
+                        ("Last-Modified", "Mon, 23 Nov 2026 10:00:00 GMT"),
+                    ],
+                    body: ManagerImages.redPNG
+                )
+            )
+            let url = origin.url("/v.png")
+            let joined = Locked(false)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                // A direct caller's completion starts the manager's load on another thread and
+                // returns at once: the load joins the download still delivering, whose next batch
+                // completes it on this thread while the manager may still be in `download`.
+                fixture.downloader.download(with: url) { _, _, _, finished in
+                    guard finished else { return }
+                    DispatchQueue.global().async {
+                        fixture.manager.loadImage(with: url, options: .waitStoreCache) { _, _, _, _, finished, _ in
+                            guard finished else { return }
+                            joined.withLock { $0 = true }
+                            continuation.resume()
+                        }
+                    }
+                }
+            }
+            #expect(joined.value)
+            let entry = await fixture.cache.diskEntry(forKey: url.absoluteString)
+            #expect(
+                entry?.metadata.etag == "\"r\(round)\"",
+                "round \(round), \(origin.requestCount(for: "/v.png")) requests"
+            )
+            #expect(entry?.metadata.lastModified == "Mon, 23 Nov 2026 10:00:00 GMT")
+            await origin.stop()
+        }
+    }
+}
