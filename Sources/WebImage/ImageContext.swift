@@ -15,6 +15,8 @@ public struct ImageContext: Sendable {
     /// The budget decodes reserve their pixel memory from (default:
     /// ``DecodingMemoryBudget/shared``, one for the whole process).
     public var decodingMemoryBudget: DecodingMemoryBudget?
+    /// The queue decodes run on (default: ``ImageWorkQueue/decoding``, one decode per core).
+    public var decodeQueue: ImageWorkQueue?
     /// Transforms each downloaded image before it is cached; the cache key gains its key.
     public var transformer: (any ImageTransformer)?
     /// Where loaded images are stored (downloads by ``ImageManager``, disk hits promoted by

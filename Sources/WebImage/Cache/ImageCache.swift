@@ -10,8 +10,9 @@ import WebImageCoders
 /// - Disk: a ``DiskCache`` folder; every disk operation runs on the cache's own queues (one
 ///   serial queue for writes, removals and cleanups; one for reads, so a read never waits behind
 ///   writes), never on the caller's thread or an event loop. Bytes queued for writing are
-///   readable at once. Disk hits are decoded off that queue and
-///   promoted to memory unless the context's `storeCacheType` leaves memory out.
+///   readable at once. Disk hits are decoded on the context's ``ImageWorkQueue`` within its
+///   ``DecodingMemoryBudget``, and promoted to memory unless the context's `storeCacheType`
+///   leaves memory out.
 /// - Completions: a memory answer runs the completion before the call returns; disk answers and
 ///   store/remove completions run on a background queue.
 ///
@@ -85,7 +86,6 @@ public final class ImageCache: ImageCaching {
         var nextGeneration: UInt64 = 0
     }
     /// Decodes disk hits, several at once.
-    private let decodeQueue: DispatchQueue
     private let cleanupTask: Task<Void, Never>?
 
     /// A cache in the folder `namespace` under `root` (default ``defaultRootDirectory``).
@@ -114,7 +114,6 @@ public final class ImageCache: ImageCaching {
         if configuration.purgesOnMemoryPressure { MemoryPressureMonitor.shared.watch(memoryCache) }
         writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
         readQueue = DispatchQueue(label: "swift-web-image.ImageCache.read")
-        decodeQueue = DispatchQueue(label: "swift-web-image.ImageCache.decode", attributes: .concurrent)
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
@@ -271,14 +270,12 @@ public final class ImageCache: ImageCaching {
                 completion(ImageCacheQueryResult(data: data, cacheType: .disk, metadata: metadata))
                 return
             }
-            decodeQueue.async { [self] in
+            context.decode(data, options: options, isCancelled: { operation.isCancelled }) { [self] result in
+                guard let result else { return }
+                let image = try? result.get()
+                if let image { promote(image, forKey: key, context: context) }
                 guard !operation.isCancelled else { return }
-                context.decode(data, options: options, laterOn: decodeQueue) { [self] result, _ in
-                    let image = try? result.get()
-                    if let image { promote(image, forKey: key, context: context) }
-                    guard !operation.isCancelled else { return }
-                    completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
-                }
+                completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
             }
         }
         return operation

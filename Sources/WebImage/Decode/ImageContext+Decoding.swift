@@ -2,59 +2,91 @@ import Foundation
 import WebImageCoders
 
 extension ImageContext {
-    /// Decodes `data` as `options` ask, within the context's ``DecodingMemoryBudget``: on the
-    /// calling thread when the budget has room now, else on `queue` once enough is released.
-    /// An image that alone needs more than the whole budget fails with `limitExceeded`.
+    /// Decodes `data` as `options` ask on the context's ``ImageWorkQueue`` (at the options'
+    /// priority), within its ``DecodingMemoryBudget``: work that finds the budget full gives its
+    /// place back and queues again once enough is released. An image that alone needs more than
+    /// the whole budget fails with `limitExceeded`.
     ///
-    /// `completion` runs once, with `waited` telling which way it went; the return value is
-    /// `waited` too (`false`: `completion` has already run).
-    @discardableResult
+    /// `completion` runs once, on a worker thread, with the result, or with `nil` when
+    /// `isCancelled` said so before the decode started (the work then costs nothing more).
     func decode(
         _ data: Data,
         options: ImageOptions,
-        laterOn queue: DispatchQueue,
-        completion: @escaping @Sendable (_ result: Result<DecodedImage, CoderError>, _ waited: Bool) -> Void
-    ) -> Bool {
+        isCancelled: @escaping @Sendable () -> Bool = { false },
+        completion: @escaping @Sendable (Result<DecodedImage, CoderError>?) -> Void
+    ) {
+        let queue = decodeQueue ?? .decoding
+        let priority = ImageWorkQueue.Priority(options)
         let decodingOptions = decodingOptions(for: options)
         let coders = coders ?? .shared
         let budget = decodingMemoryBudget ?? .shared
-        let header = ImageHeader(data)
-        let bytes = header?.decodedByteCount(with: decodingOptions) ?? 0
-        guard budget.admits(bytes) else {
-            let size = header.map { " (\($0.size)\($0.frameCount > 1 ? " × \($0.frameCount) frames" : ""))" } ?? ""
-            completion(
-                .failure(
-                    .limitExceeded(
-                        header?.format ?? .unknown,
-                        "decoding it\(size) takes \(Self.mebibytes(bytes)), more than the "
-                            + "\(Self.mebibytes(budget.limit)) decoding memory budget"
-                    )
-                ),
-                false
-            )
-            return false
-        }
-        let run: @Sendable (DecodingMemoryBudget.Reservation, Bool) -> Void = { reservation, waited in
+        let run: @Sendable (DecodingMemoryBudget.Reservation) -> Void = { reservation in
+            guard !isCancelled() else {
+                reservation.release()
+                return completion(nil)
+            }
             let result = Result { () throws(CoderError) in try coders.decode(data, options: decodingOptions) }
             reservation.release()
-            completion(result, waited)
+            completion(result)
         }
-        guard let reservation = budget.reserve(bytes, whenGranted: { granted in queue.async { run(granted, true) } })
-        else { return true }
-        run(reservation, false)
-        return false
+        queue.enqueue(priority: priority) {
+            guard !isCancelled() else { return completion(nil) }
+            switch Self.reservation(for: data, options: decodingOptions, budget: budget) {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let bytes):
+                let granted = budget.reserve(bytes) { reservation in
+                    queue.enqueue(priority: priority) { run(reservation) }
+                }
+                if let granted { run(granted) }
+            }
+        }
     }
 
-    /// ``decode(_:options:laterOn:completion:)`` that blocks the calling thread while it waits.
+    /// ``decode(_:options:isCancelled:completion:)`` on the calling thread, which it blocks
+    /// while the budget has no room.
     func decodeWaiting(_ data: Data, options: ImageOptions) -> Result<DecodedImage, CoderError> {
-        let outcome = Protected<Result<DecodedImage, CoderError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        decode(data, options: options, laterOn: .global()) { result, _ in
-            outcome.withLock { $0 = result }
-            done.signal()
+        let decodingOptions = decodingOptions(for: options)
+        let budget = decodingMemoryBudget ?? .shared
+        let bytes: Int
+        switch Self.reservation(for: data, options: decodingOptions, budget: budget) {
+        case .failure(let error): return .failure(error)
+        case .success(let value): bytes = value
         }
-        done.wait()
-        return outcome.withLock { $0 }!
+        let granted = Protected<DecodingMemoryBudget.Reservation?>(nil)
+        let room = DispatchSemaphore(value: 0)
+        let reservation =
+            budget.reserve(bytes) { reservation in
+                granted.withLock { $0 = reservation }
+                room.signal()
+            }
+            ?? {
+                room.wait()
+                return granted.withLock { $0 }!
+            }()
+        defer { reservation.release() }
+        return Result { () throws(CoderError) in try (coders ?? .shared).decode(data, options: decodingOptions) }
+    }
+
+    /// The bytes a decode of `data` reserves, or the error when they exceed the whole budget.
+    private static func reservation(
+        for data: Data,
+        options: ImageDecodingOptions,
+        budget: DecodingMemoryBudget
+    ) -> Result<Int, CoderError> {
+        let header = ImageHeader(data)
+        let bytes = header?.decodedByteCount(with: options) ?? 0
+        guard budget.admits(bytes) else {
+            let size = header.map { " (\($0.size)\($0.frameCount > 1 ? " × \($0.frameCount) frames" : ""))" } ?? ""
+            return .failure(
+                .limitExceeded(
+                    header?.format ?? .unknown,
+                    "decoding it\(size) takes \(mebibytes(bytes)), more than the "
+                        + "\(mebibytes(budget.limit)) decoding memory budget"
+                )
+            )
+        }
+        return .success(bytes)
     }
 
     private static func mebibytes(_ bytes: Int) -> String {

@@ -283,36 +283,31 @@ public final class DownloadOperation: ImageDownloadOperation {
             return finish(image: nil, data: data, error: nil)
         }
         // Decoding leaves the HTTP task's thread (the Swift cooperative pool, two threads on a
-        // two-core machine): the callers' continuations keep running, and take each image off the
-        // decoders' hands, while other images decode.
+        // two-core machine) for the context's bounded decode queue: the callers' continuations
+        // keep running, and take each image off the decoders' hands, while others decode.
         decodesLater = true
-        Self.decodeQueue.async { [self, url, data] in
-            context.decode(data, options: options, laterOn: Self.decodeQueue) { [self] result, _ in
-                switch result {
-                case .success(let image):
-                    configuration.logger.debug(
-                        "download finished",
-                        metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
-                    )
-                    finish(image: image, data: data, error: nil)
-                case .failure(let error):
-                    finish(
-                        image: nil,
-                        data: data,
-                        error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
-                    )
-                }
-                done()
+        let unwanted: @Sendable () -> Bool = { [weak self] in self?.state.withLock { $0.finished } ?? true }
+        context.decode(data, options: options, isCancelled: unwanted) { [self, url, data] result in
+            switch result {
+            case .success(let image):
+                configuration.logger.debug(
+                    "download finished",
+                    metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
+                )
+                finish(image: image, data: data, error: nil)
+            case .failure(let error):
+                finish(
+                    image: nil,
+                    data: data,
+                    error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
+                )
+            case nil:
+                // Every caller cancelled while the decode waited: nobody to deliver to.
+                finish(image: nil, data: nil, error: .cancelled(url))
             }
+            done()
         }
     }
-
-    /// Where downloads decode: GCD's worker threads, bounded in bytes by the decoding memory budget.
-    private static let decodeQueue = DispatchQueue(
-        label: "swift-web-image.DownloadOperation.decode",
-        qos: .userInitiated,
-        attributes: .concurrent
-    )
 
     /// Feeds a chunk to the preview decoder (when progressive).
     func didReceive(_ chunk: Data) {

@@ -34,13 +34,15 @@ extension ImageManager {
                 )
             }
             guard !options.contains(.avoidDecodeImage) else { return finish(nil) }
-            context.decode(data, options: options, laterOn: .global()) { [self] result, _ in
+            context.decode(data, options: options, isCancelled: { operation.isCancelled }) { [self] result in
                 switch result {
                 case .success(let image):
                     finish(image)
                 case .failure(let error):
                     failed.withLock { _ = $0.insert(url) }
                     deliver(.failure(WebImageError(.badImageData, url: url, message: "\(url.path): \(error)"), url))
+                case nil:
+                    break  // cancelled: the operation has told its caller
                 }
             }
         }

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import WebImage
+import WebImageOrigin
+import WebImageTestSupport
+
+@Suite("Decode queue", .timeLimit(.minutes(1)))
+struct ImageWorkQueueTests {
+    @Test("Work starts by priority, then in arrival order; waiting work can be cancelled")
+    func order() async {
+        let queue = ImageWorkQueue(width: 1)
+        let started = Locked<[String]>([])
+        let release = DispatchSemaphore(value: 0)
+        queue.enqueue { release.wait() }  // holds the only place
+        await DownloaderFixtures.wait { queue.runningCount == 1 }
+        for (name, priority) in [("low", ImageWorkQueue.Priority.low), ("normal 1", .normal), ("high", .high)] {
+            queue.enqueue(priority: priority) { started.withLock { $0.append(name) } }
+        }
+        let dropped = queue.enqueue(priority: .high) { started.withLock { $0.append("cancelled") } }
+        queue.enqueue { started.withLock { $0.append("normal 2") } }
+        #expect(dropped.cancel())
+        #expect(queue.waitingCount == 4)
+        release.signal()
+        await DownloaderFixtures.wait { started.value.count == 4 }
+        #expect(started.value == ["high", "normal 1", "normal 2", "low"])
+        #expect(!dropped.cancel(), "gone from the queue")
+        await DownloaderFixtures.wait { queue.runningCount == 0 }
+        #expect(queue.peakRunningCount == 1)
+    }
+
+    @Test("Stress: the width holds however much work arrives")
+    func stress() async {
+        let queue = ImageWorkQueue(width: 3)
+        let running = Locked(0)
+        let peak = Locked(0)
+        let done = Locked(0)
+        for _ in 0..<300 {
+            queue.enqueue {
+                let now = running.withLock {
+                    $0 += 1
+                    return $0
+                }
+                peak.withLock { $0 = max($0, now) }
+                usleep(200)
+                running.withLock { $0 -= 1 }
+                done.withLock { $0 += 1 }
+            }
+        }
+        await DownloaderFixtures.wait { done.value == 300 }
+        #expect(done.value == 300)
+        #expect(peak.value <= 3)
+        #expect(queue.peakRunningCount == 3)
+        #expect(queue.runningCount == 0 && queue.waitingCount == 0)
+    }
+
+    @Test("Downloads decode on the context's queue: twelve loads, one decode at a time")
+    func downloadsHonourTheWidth() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        for index in 0..<12 {
+            origin.setRoute(
+                "/\(index).png",
+                .data(DecodingMemoryBudgetTests.png(seed: UInt64(index)), contentType: "image/png")
+            )
+        }
+        var context = ImageContext()
+        context.decodeQueue = ImageWorkQueue(width: 1)
+        let widths = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<12 {
+                group.addTask { [context] in
+                    try await fixture.manager.loadImage(with: origin.url("/\(index).png"), context: context).image?
+                        .width ?? 0
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(widths == Array(repeating: 256, count: 12))
+        #expect(context.decodeQueue?.peakRunningCount == 1)
+        await origin.stop()
+    }
+}
