@@ -79,4 +79,36 @@ struct ImageWorkQueueTests {
         #expect(context.decodeQueue?.peakRunningCount == 1)
         await origin.stop()
     }
+
+    @Test("A load cancelled while its decode is queued never decodes: nothing is reserved")
+    func cancelledWhileQueued() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/q.png", .data(DecodingMemoryBudgetTests.png(seed: 3), contentType: "image/png"))
+        let queue = ImageWorkQueue(width: 1)
+        let budget = DecodingMemoryBudget(limit: 1 << 30)
+        var context = ImageContext()
+        context.decodeQueue = queue
+        context.decodingMemoryBudget = budget
+        let release = DispatchSemaphore(value: 0)
+        queue.enqueue { release.wait() }  // holds the only place
+        let outcome = Locked<[String]>([])
+        let load = fixture.manager.loadImage(with: origin.url("/q.png"), context: context) {
+            _,
+            _,
+            error,
+            _,
+            finished,
+            _ in
+            if finished { outcome.withLock { $0.append(error?.code.rawValue ?? "ok") } }
+        }
+        await DownloaderFixtures.wait { queue.waitingCount == 1 }
+        load.cancel()
+        release.signal()
+        await DownloaderFixtures.wait { queue.runningCount == 0 && queue.waitingCount == 0 }
+        #expect(outcome.value == ["cancelled"])
+        #expect(budget.peakBytesInUse == 0, "the cancelled load's decode did not run")
+        await origin.stop()
+    }
 }
