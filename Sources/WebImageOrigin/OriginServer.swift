@@ -6,6 +6,7 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
+import ServiceLifecycle
 import WebImageCoders
 
 /// A local HTTP origin on 127.0.0.1 with scripted routes, for tests, the demo and benchmarks.
@@ -24,12 +25,15 @@ public final class OriginServer: Sendable {
     /// The port the server listens on (chosen by the system).
     public let port: Int
     private let state: OriginState
+    private let serviceGroup: ServiceGroup
     private let task: Task<Void, any Error>
 
-    private init(port: Int, scheme: String, state: OriginState, task: Task<Void, any Error>) {
+    private init(port: Int, scheme: String, state: OriginState, serviceGroup: ServiceGroup, task: Task<Void, any Error>)
+    {
         self.port = port
         self.scheme = scheme
         self.state = state
+        self.serviceGroup = serviceGroup
         self.task = task
     }
 
@@ -90,14 +94,22 @@ public final class OriginServer: Sendable {
             },
             logger: logger
         )
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        let serviceGroup = ServiceGroup(configuration: .init(services: [app], logger: logger))
+        let task = Task { try await serviceGroup.run() }
         var port = 0
         for await value in portStream { port = value }
         guard port > 0 else {
-            task.cancel()
+            await serviceGroup.triggerGracefulShutdown()
+            _ = await task.result
             throw OriginError.didNotStart
         }
-        return OriginServer(port: port, scheme: tls == nil ? "http" : "https", state: state, task: task)
+        return OriginServer(
+            port: port,
+            scheme: tls == nil ? "http" : "https",
+            state: state,
+            serviceGroup: serviceGroup,
+            task: task
+        )
     }
 
     /// `http(s)://127.0.0.1:PORT` followed by `path` (which starts with `/`).
@@ -138,10 +150,20 @@ public final class OriginServer: Sendable {
     public var abandonedResponses: Int { state.abandoned.withLock { $0 } }
 
     /// Stops the server: stalled and held responses end, connections close.
-    public func stop() async {
+    ///
+    /// A graceful shutdown, not a cancellation: cancelling the serving task while an accepted
+    /// connection is still queued traps in NIO ("Deinited NIOAsyncWriter without calling
+    /// finish()"). Only if the shutdown has not finished after `gracePeriod` is the task cancelled.
+    public func stop(gracePeriod: Duration = .seconds(10)) async {
         state.stopping.withLock { $0 = true }
-        task.cancel()
+        await serviceGroup.triggerGracefulShutdown()
+        let task = self.task
+        let watchdog = Task {
+            try await Task.sleep(for: gracePeriod)
+            task.cancel()
+        }
         _ = await task.result
+        watchdog.cancel()
     }
 }
 
