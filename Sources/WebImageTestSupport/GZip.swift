@@ -25,7 +25,7 @@ public enum GZip {
     public static func zeros(count: Int) -> Data {
         var out: [UInt8] = [0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 255]
         out += Deflate.zeros(count: count)
-        let crc = Checksum.crc32(repeatElement(UInt8(0), count: count))
+        let crc = Checksum.crc32OfZeros(count: count)
         let size = UInt32(truncatingIfNeeded: count)
         for value in [crc, size] { out += (0..<4).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
         return Data(out)
