@@ -237,7 +237,8 @@ struct HTTPSessionTests {
         } catch {
             #expect(error.code == .timedOut)
         }
-        #expect(clock.now - start < .seconds(3))
+        // A hang would never end; the margin is wide because the suite shares two cores.
+        #expect(clock.now - start < .seconds(10))
         await context.finish()
     }
 

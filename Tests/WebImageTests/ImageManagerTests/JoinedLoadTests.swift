@@ -8,12 +8,14 @@ import WebImageTestSupport
 struct JoinedLoadTests {
     @Test("A load that joins a download while it delivers stores the disk entry with its validators")
     func joinedLoadKeepsValidators() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        // One origin and one cache; each round loads its own URL for the first time.
         for round in 0..<100 {
-            let fixture = try ManagerFixture()
-            defer { fixture.folder.remove() }
-            let origin = try await OriginServer.start()
+            let path = "/v\(round).png"
             origin.setRoute(
-                "/v.png",
+                path,
                 OriginRoute(
                     headers: [
                         ("Content-Type", "image/png"), ("ETag", "\"r\(round)\""),
@@ -22,7 +24,7 @@ struct JoinedLoadTests {
                     body: ManagerImages.redPNG
                 )
             )
-            let url = origin.url("/v.png")
+            let url = origin.url(path)
             let joined = Locked(false)
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 // A direct caller's completion starts the manager's load on another thread and
@@ -43,10 +45,10 @@ struct JoinedLoadTests {
             let entry = await fixture.cache.diskEntry(forKey: url.absoluteString)
             #expect(
                 entry?.metadata.etag == "\"r\(round)\"",
-                "round \(round), \(origin.requestCount(for: "/v.png")) requests"
+                "round \(round), \(origin.requestCount(for: path)) requests"
             )
             #expect(entry?.metadata.lastModified == "Mon, 23 Nov 2026 10:00:00 GMT")
-            await origin.stop()
         }
+        await origin.stop()
     }
 }
