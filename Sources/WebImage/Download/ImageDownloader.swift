@@ -21,6 +21,8 @@ import WebImageHTTP
 /// the next call starts a new one.
 ///
 /// Handlers run on the loading task (never on an event loop), outside the downloader's lock.
+/// Releasing the downloader cancels its downloads, as SDWebImageDownloader does: every caller
+/// still waiting gets `cancelled`, none is left without its completion.
 public final class ImageDownloader: Sendable {
     /// `(receivedBytes, expectedBytes, url)`; expected is 0 when unknown.
     public typealias ProgressHandler = @Sendable (Int64, Int64, URL) -> Void
@@ -79,6 +81,11 @@ public final class ImageDownloader: Sendable {
             )
             self.session = HTTPSession(configuration: sessionConfiguration)
         }
+    }
+
+    deinit {
+        // Loads waiting for a start would never get one (starting holds the downloader weakly).
+        cancelAllDownloads()
     }
 
     /// Starts (or joins) the download of `url`. Returns `nil` when `url` is missing or not

@@ -117,6 +117,29 @@ struct CoalescingTests {
         await origin.stop()
     }
 
+    @Test("Releasing the downloader cancels its loads: waiting and running callers get cancelled")
+    func releasedDownloader() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/stalled.png", DownloaderFixtures.route(behavior: .init(stall: true)))
+        origin.setRoute("/waiting.png", DownloaderFixtures.route())
+        let results = Locked<[String: String]>([:])
+        do {
+            var configuration = ImageDownloader.Configuration()
+            configuration.maxConcurrentDownloads = 1
+            let downloader = ImageDownloader(configuration: configuration)
+            for name in ["stalled", "waiting"] {
+                downloader.download(with: origin.url("/\(name).png")) { _, _, error, _ in
+                    results.withLock { $0[name] = error?.code.rawValue ?? "ok" }
+                }
+            }
+            await DownloaderFixtures.wait { origin.requestCount(for: "/stalled.png") == 1 }
+        }
+        await DownloaderFixtures.wait { results.value.count == 2 }
+        #expect(results.value == ["stalled": "cancelled", "waiting": "cancelled"])
+        #expect(origin.requestCount(for: "/waiting.png") == 0)
+        await origin.stop()
+    }
+
     @Test("Cancelling the Swift task of an async load cancels that caller")
     func asyncCancellation() async throws {
         let origin = try await OriginServer.start()
