@@ -68,6 +68,19 @@ public final class DecodingMemoryBudget: Sendable {
         return immediate ? Reservation(bytes: bytes, budget: self) : nil
     }
 
+    /// Reserves `bytes` only when there is room now and nobody is waiting; never queues. For work
+    /// that can be skipped, such as progressive previews.
+    public func reserveIfAvailable(_ bytes: Int) -> Reservation? {
+        let bytes = min(max(0, bytes), limit)
+        let granted = state.withLock { state -> Bool in
+            guard state.waiters.isEmpty, state.inUse + bytes <= limit else { return false }
+            state.inUse += bytes
+            state.peak = max(state.peak, state.inUse)
+            return true
+        }
+        return granted ? Reservation(bytes: bytes, budget: self) : nil
+    }
+
     /// Reserves `bytes` (at most ``limit``), waiting for room in request order.
     public func reserve(_ bytes: Int) async -> Reservation {
         await withCheckedContinuation { continuation in

@@ -144,7 +144,10 @@ public final class DownloadOperation: ImageDownloadOperation {
         {
             let loop = ProgressiveDecodingLoop(
                 coders: context.coders ?? .shared,
-                options: context.decodingOptions(for: options)
+                options: context.decodingOptions(for: options),
+                queue: context.decodeQueue ?? .decoding,
+                priority: ImageWorkQueue.Priority(options),
+                budget: context.decodingMemoryBudget ?? .shared
             ) { [weak self] image in self?.deliverPartial(image) }
             state.withLock { $0.progressive = loop }
         }

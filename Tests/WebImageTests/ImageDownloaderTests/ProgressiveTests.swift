@@ -37,6 +37,76 @@ struct ProgressiveTests {
         await origin.stop()
     }
 
+    @Test("Previews decode on the context's work queue: none while it is full, the final image after")
+    func previewsWaitForTheQueue() async throws {
+        let jpeg = try Self.progressiveJPEG(width: 160, height: 120)
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/p.jpg",
+            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(5)))
+        )
+        let queue = ImageWorkQueue(width: 1)
+        let release = DispatchSemaphore(value: 0)
+        queue.enqueue { release.wait() }  // holds the only place
+        var context = ImageContext()
+        context.decodeQueue = queue
+        let events = Locked<[Bool]>([])
+        let downloader = ImageDownloader()
+        let url = origin.url("/p.jpg")
+        downloader.download(with: url, options: .progressiveLoad, context: context) { _, _, _, finished in
+            events.withLock { $0.append(finished) }
+        }
+        // The whole body arrives; with no place on the queue nothing is decoded.
+        await DownloaderFixtures.wait { queue.waitingCount >= 2 }
+        #expect(queue.waitingCount >= 2, "a preview turn and the final decode wait for the place")
+        #expect(events.value.isEmpty)
+        release.signal()
+        await DownloaderFixtures.wait { events.value.contains(true) }
+        #expect(events.value.last == true)
+        #expect(events.value.filter { $0 }.count == 1)
+        #expect(queue.peakRunningCount == 1)
+        withExtendedLifetime(downloader) {}
+        await origin.stop()
+    }
+
+    @Test("No previews while the decoding budget has no room; the final image waits for it")
+    func previewsRespectTheBudget() async throws {
+        let jpeg = try Self.progressiveJPEG(width: 160, height: 120)
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/p.jpg",
+            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(5)))
+        )
+        let budget = DecodingMemoryBudget(limit: 160 * 120 * 4)
+        let held = try #require(budget.reserveIfAvailable(1))
+        var context = ImageContext()
+        context.decodingMemoryBudget = budget
+        let events = Locked<[(finished: Bool, image: DecodedImage?)]>([])
+        let downloader = ImageDownloader()
+        let url = origin.url("/p.jpg")
+        downloader.download(with: url, options: .progressiveLoad, context: context) { image, _, _, finished in
+            events.withLock { $0.append((finished, image)) }
+        }
+        await DownloaderFixtures.wait { budget.waitingCount == 1 }
+        #expect(budget.waitingCount == 1, "the final decode waits for room")
+        #expect(events.value.isEmpty, "no preview without room for its pixels")
+        held.release()
+        await DownloaderFixtures.wait { events.value.contains { $0.finished } }
+        #expect(events.value.count == 1)
+        #expect(events.value.last?.image?.width == 160)
+        #expect(budget.bytesInUse == 0)
+        withExtendedLifetime(downloader) {}
+        await origin.stop()
+    }
+
+    private static func progressiveJPEG(width: Int, height: Int) throws -> Data {
+        try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: width, height: height), format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+    }
+
     @Test("Without progressiveLoad there are no partial completions")
     func notProgressive() async throws {
         let jpeg = try JPEGCoder().encode(
