@@ -4,7 +4,12 @@ import WebImageCoders
 import WebImageHTTP
 
 extension ImageManager {
-    /// Transforms, stores and delivers a downloaded image.
+    /// Transforms, stores and delivers a loaded image. `source` is where `data` came from: the
+    /// network or a file (`.none`), or the original's disk entry (`.disk`) for a derived image.
+    ///
+    /// A derived image (a thumbnail smaller than the original, or a transformer's output) is
+    /// stored as its own bytes under its key, and the original's bytes under the original's key,
+    /// so another size or transformation of the same original needs no download.
     func finishDownload(
         url: URL,
         key: String,
@@ -13,6 +18,7 @@ extension ImageManager {
         metadata: DiskCacheMetadata,
         options: ImageOptions,
         context: ImageContext,
+        source: ImageCacheType = .none,
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }
@@ -22,6 +28,7 @@ extension ImageManager {
             : context.storeCacheType
         var delivered = image
         var storedData = data
+        var transformedHere = false
         if var transformed = image, !transformed.isAnimated || options.contains(.transformAnimatedImage) {
             var changed = false
             if let hook = transformDownloadedImage, let result = hook(transformed, url) {
@@ -48,22 +55,31 @@ extension ImageManager {
             if changed {
                 delivered = transformed
                 storedData = cacheSerializer?(transformed, data, url)
-                // Keep the original bytes too, so another transformation needs no download.
-                if let data, storeType.includesDisk, context.transformer != nil {
-                    let originalKey = cacheKey(for: url, context: nil)
-                    imageCache.store(
-                        nil,
-                        data: data,
-                        forKey: originalKey,
-                        metadata: metadata,
-                        cacheType: .disk,
-                        completion: nil
-                    )
-                }
+                transformedHere = true
             }
         }
-        let result = ImageLoadResult(image: delivered, data: data, cacheType: .none, url: url)
-        logger.debug("loaded from the network", metadata: ["url": "\(url)", "key": "\(key)"])
+        if context.thumbnailPixelSize != nil, !transformedHere, let delivered, let data,
+            Self.isReduced(delivered, from: data)
+        {
+            // The thumbnail's own bytes (re-encoded by the cache when the serializer gives none):
+            // a thumbnail disk hit then decodes the thumbnail, not the whole original.
+            storedData = cacheSerializer?(delivered, data, url)
+        }
+        if Self.derivesImage(context), source == .none, !url.isFileURL, let data, storeType.includesDisk {
+            imageCache.store(
+                nil,
+                data: data,
+                forKey: cacheKey(for: url, context: nil),
+                metadata: metadata,
+                cacheType: .disk,
+                completion: nil
+            )
+        }
+        let result = ImageLoadResult(image: delivered, data: data, cacheType: source, url: url)
+        logger.debug(
+            source == .disk ? "made from the original on disk" : "loaded",
+            metadata: ["url": "\(url)", "key": "\(key)"]
+        )
         guard storeType != .none, delivered != nil || storedData != nil else {
             deliver(.image(result, final: true))
             return

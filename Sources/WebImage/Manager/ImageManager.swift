@@ -263,7 +263,20 @@ public final class ImageManager: Sendable {
         let query = imageCache.queryImage(forKey: key, options: queryOptions, context: context, cacheType: .all) {
             [self] cached in
             guard !operation.isCancelled else { return }
-            guard cached.isHit else { return downloadMissing() }
+            guard cached.isHit else {
+                guard Self.mayUseStoredOriginal(url, options: options, context: context) else {
+                    return downloadMissing()
+                }
+                return loadFromStoredOriginal(
+                    url: url,
+                    key: key,
+                    options: options,
+                    context: context,
+                    operation: operation,
+                    deliver: deliver,
+                    otherwise: downloadMissing
+                )
+            }
             let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
             guard options.contains(.refreshCached), !options.contains(.fromCacheOnly) else {
                 deliver(.image(result, final: true))
@@ -406,6 +419,7 @@ public final class ImageManager: Sendable {
         return answer.withLock { $0 }.flatMap { $0.isHit ? $0 : nil }
     }
 
+    /// Waits until the cache's pending disk writes are done; a command-line tool or service calls
     /// it before the process exits.
     public func flush() async { await imageCache.flush() }
 
@@ -417,6 +431,7 @@ public final class ImageManager: Sendable {
         }
     }
 
+    /// Whether a failure is lasting enough to blacklist the URL: bad data, 4xx statuses other
     /// than 429, TLS and redirect failures. Cancellation, transient network trouble and statuses
     /// a server recovers from (5xx, 429) are not remembered.
     static func shouldBlock(_ error: WebImageError) -> Bool {
