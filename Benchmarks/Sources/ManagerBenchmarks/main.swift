@@ -118,6 +118,71 @@ for _ in 0..<rounds {
     completionHit.append(viaCompletion)
 }
 
+// MARK: Thumbnail disk hits
+
+/// A photo-like 4000×3000 (12 MP) JPEG.
+func largePhotoJPEG() throws -> Data {
+    let (width, height) = (4000, 3000)
+    var pixels = [UInt8](repeating: 255, count: width * height * 4)
+    for y in 0..<height {
+        for x in 0..<width {
+            let offset = (y * width + x) * 4
+            pixels[offset] = UInt8(128 + 100 * sin(Double(x) / 97 + Double(y) / 131))
+            pixels[offset + 1] = UInt8(128 + 90 * sin(Double(x) / 61 - Double(y) / 89))
+            pixels[offset + 2] = UInt8(truncatingIfNeeded: (x ^ y) & 0x3F + 96)
+        }
+    }
+    let bitmap = Bitmap(width: width, height: height, hasAlpha: false, pixels: pixels)
+    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
+}
+
+/// Median seconds of `hits` disk hits of `url`'s thumbnail (memory cleared before each), and the
+/// bytes its disk entry holds.
+func thumbnailDiskHits(cache: ImageCache, url: URL, context: ImageContext, hits: Int) async throws -> (Double, Int) {
+    let manager = ImageManager(cache: cache, loader: ImageDownloader())
+    var times: [Double] = []
+    for _ in 0..<hits {
+        cache.clearMemory()
+        let start = ContinuousClock.now
+        let result = try await manager.loadImage(with: url, context: context)
+        times.append(seconds(ContinuousClock.now - start))
+        precondition(result.cacheType == .disk && result.image?.width == 256)
+    }
+    return (median(times), cache.diskImageData(forKey: manager.cacheKey(for: url, context: context))?.count ?? 0)
+}
+
+let largeJPEG = try largePhotoJPEG()
+let largeFile = root.appendingPathComponent("large.jpg")
+try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+try largeJPEG.write(to: largeFile)
+let thumbnailContext = ImageContext(thumbnailPixelSize: PixelSize(width: 256, height: 256))
+// Today's entry: the first load stores the thumbnail's own bytes.
+let thumbnailCache = ImageCache(directory: root.appendingPathComponent("thumbnails"), configuration: cacheConfiguration)
+_ = try await ImageManager(cache: thumbnailCache, loader: ImageDownloader())
+    .loadImage(with: largeFile, context: thumbnailContext)
+await thumbnailCache.flush()
+let (thumbnailHit, thumbnailBytes) = try await thumbnailDiskHits(
+    cache: thumbnailCache,
+    url: largeFile,
+    context: thumbnailContext,
+    hits: 21
+)
+// The entry as it was before: the original's bytes under the thumbnail's key.
+let originalsCache = ImageCache(directory: root.appendingPathComponent("originals"), configuration: cacheConfiguration)
+originalsCache.store(
+    nil,
+    data: largeJPEG,
+    forKey: warmManager.cacheKey(for: largeFile, context: thumbnailContext),
+    cacheType: .disk
+)
+await originalsCache.flush()
+let (originalHit, originalBytes) = try await thumbnailDiskHits(
+    cache: originalsCache,
+    url: largeFile,
+    context: thumbnailContext,
+    hits: 21
+)
+
 // MARK: Cold loads
 
 let jpeg = try photoJPEG()
@@ -176,6 +241,12 @@ print(
 )
 print(
     "| manager memory hit, completion handler | \(String(format: "%.3f", viaCompletion * 1e6)) µs (+\(String(format: "%.3f", (viaCompletion - direct) * 1e6)) µs) |"
+)
+print(
+    "| 256² thumbnail of a 12 MP JPEG, disk hit: the thumbnail's own entry | \(String(format: "%.2f", thumbnailHit * 1000)) ms, \(thumbnailBytes) bytes read |"
+)
+print(
+    "| the same hit when the entry held the original (as before) | \(String(format: "%.2f", originalHit * 1000)) ms, \(originalBytes) bytes read |"
 )
 let (managerCold, memoryOnlyCold, downloaderCold) = (
     median(managerTimes), median(memoryOnlyTimes), median(downloaderTimes)

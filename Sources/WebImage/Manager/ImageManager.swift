@@ -14,6 +14,11 @@ import Glibc
 /// transforms it, stores it, and delivers it. URLs that failed for good are remembered
 /// (the failed-URL blacklist) and fail at once with `blackListed` until `retryFailed`.
 ///
+/// **Derived images.** A thumbnail (`ImageContext.thumbnailPixelSize`) or a transformer's output
+/// is cached under its own key as its own bytes, and the original's bytes under the URL's key:
+/// another size or transformation of a cached original is made from that entry with no download
+/// and completes as a disk hit.
+///
 /// ```swift
 /// let result = try await ImageManager.shared.loadImage(with: url)
 /// let operation = ImageManager.shared.loadImage(with: url, progress: nil) { image, data, error, cacheType, finished, url in … }
