@@ -7,7 +7,7 @@ import WebImageCoders
 public final class ImageLoadOperation: Sendable, Hashable {
     private struct State {
         var cacheOperation: (any ImageCacheOperation)?
-        var downloadToken: DownloadToken?
+        var loaderToken: (any ImageLoadingToken)?
         var cancelled = false
         var finished = false
     }
@@ -31,10 +31,11 @@ public final class ImageLoadOperation: Sendable, Hashable {
     /// Stops the cache query and this caller's download interest (the network load stops when no
     /// other caller wants it). The completion gets `cancelled`, unless it already finished.
     public func cancel() {
-        let (cache, token, first) = state.withLock { state -> ((any ImageCacheOperation)?, DownloadToken?, Bool) in
+        let (cache, token, first) = state.withLock {
+            state -> ((any ImageCacheOperation)?, (any ImageLoadingToken)?, Bool) in
             guard !state.cancelled, !state.finished else { return (nil, nil, false) }
             state.cancelled = true
-            return (state.cacheOperation, state.downloadToken, true)
+            return (state.cacheOperation, state.loaderToken, true)
         }
         guard first else { return }
         cache?.cancel()
@@ -57,13 +58,13 @@ public final class ImageLoadOperation: Sendable, Hashable {
         if cancelled { cacheOperation?.cancel() }
     }
 
-    /// Records the download interest, cancelling it at once when the load already was.
-    func attach(downloadToken: DownloadToken?) {
+    /// Records the loader interest, cancelling it at once when the load already was.
+    func attach(loaderToken: (any ImageLoadingToken)?) {
         let cancelled = state.withLock { state in
-            state.downloadToken = downloadToken
+            state.loaderToken = loaderToken
             return state.cancelled
         }
-        if cancelled { downloadToken?.cancel() }
+        if cancelled { loaderToken?.cancel() }
     }
 
     /// Claims the right to deliver the final completion: `true` exactly once.
@@ -72,7 +73,7 @@ public final class ImageLoadOperation: Sendable, Hashable {
             guard !state.finished else { return false }
             state.finished = true
             state.cacheOperation = nil
-            state.downloadToken = nil
+            state.loaderToken = nil
             return true
         }
     }

@@ -42,8 +42,12 @@ public final class ImageManager: Sendable {
 
     /// Where images are looked up and stored.
     public let imageCache: any ImageCaching
-    /// Where missing images are downloaded.
+    /// Where missing http and https images are downloaded.
     public let imageLoader: ImageDownloader
+    /// Every loader, asked in order whether it can request a URL: the additional loaders given
+    /// at init, then ``imageLoader``, then a ``FileImageLoader`` for `file://` (with the
+    /// downloader's size limit).
+    public let loaders: [any ImageLoading]
 
     private struct Hooks: Sendable {
         var cacheKeyFilter: (@Sendable (URL) -> String)?
@@ -64,11 +68,17 @@ public final class ImageManager: Sendable {
     /// Counts the handoffs (a lock needs a value; this one is handy when debugging).
     let memoryHandoff = Protected(0)
 
-    /// A manager over `cache` and `loader`.
-    public init(cache: any ImageCaching, loader: ImageDownloader) {
+    /// A manager over `cache` and `loader`; `additionalLoaders` are asked first, so they may take
+    /// over any URL (a custom scheme, say).
+    public init(cache: any ImageCaching, loader: ImageDownloader, additionalLoaders: [any ImageLoading] = []) {
         imageCache = cache
         imageLoader = loader
+        loaders =
+            additionalLoaders + [loader, FileImageLoader(maximumFileSize: loader.configuration.maximumDownloadSize)]
     }
+
+    /// The first loader that can request `url`.
+    public func loader(for url: URL) -> (any ImageLoading)? { loaders.first { $0.canRequestImage(for: url) } }
 
     // MARK: Hooks
 
@@ -229,7 +239,7 @@ public final class ImageManager: Sendable {
         operationBox.withLock { $0 = operation }
         running.withLock { _ = $0.insert(operation) }
 
-        guard let url, Self.isLoadable(url) else {
+        guard let url, loader(for: url) != nil else {
             let reason = url?.isFileURL == true ? nil : url?.httpValidationFailure
             deliver(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
             return operation
@@ -329,8 +339,8 @@ public final class ImageManager: Sendable {
             }
             return
         }
-        if url.isFileURL {
-            loadFile(url: url, key: key, options: options, context: context, operation: operation, deliver: deliver)
+        guard let loader = loader(for: url) else {
+            deliver(.failure(.invalidURL(url.absoluteString, reason: nil), url))
             return
         }
         var downloadContext = context
@@ -344,8 +354,7 @@ public final class ImageManager: Sendable {
         // The thread inside `startLoad`, so a completion it runs synchronously (a refused
         // operation) leaves the handoff lock first; completions on other threads just wait for it.
         let handoffThread = Protected<pthread_t?>(pthread_self())
-        let handle: @Sendable (DecodedImage?, Data?, WebImageError?, Bool, HTTPSession.Response?) -> Void = {
-            [self] image, data, error, finished, response in
+        let handle: ImageLoaderCompletion = { [self] image, data, error, finished, metadata in
             guard finished else {
                 if let image { deliver(.partial(image, url)) }
                 return
@@ -355,7 +364,7 @@ public final class ImageManager: Sendable {
                     deliver(.notModified(cached.result))
                     return
                 }
-                if Self.shouldBlock(error) {
+                if loader.shouldBlockFailedURL(url, error: error) {
                     failed.withLock { _ = $0.insert(url) }
                     logger.notice("URL blacklisted", metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"])
                 }
@@ -367,33 +376,29 @@ public final class ImageManager: Sendable {
                 key: key,
                 image: image,
                 data: data,
-                metadata: DiskCacheMetadata(
-                    contentType: response?.mimeType,
-                    etag: response?.headers["ETag"],
-                    lastModified: response?.headers["Last-Modified"]
-                ),
+                metadata: metadata ?? DiskCacheMetadata(),
                 options: options,
                 context: context,
                 deliver: deliver
             )
         }
         let startLoad = {
-            self.imageLoader.download(
+            loader.requestImage(
                 with: url,
                 options: options,
                 context: downloadContext,
                 progress: { received, expected, url in deliver(.progress(received, expected, url)) },
-                completedWithResponse: { image, data, error, finished, response in
+                completed: { image, data, error, finished, metadata in
                     if let thread = handoffThread.withLock({ $0 }), pthread_equal(thread, pthread_self()) != 0 {
-                        DispatchQueue.global().async { handle(image, data, error, finished, response) }
+                        DispatchQueue.global().async { handle(image, data, error, finished, metadata) }
                     } else {
-                        handle(image, data, error, finished, response)
+                        handle(image, data, error, finished, metadata)
                     }
                 }
             )
         }
         var memoryHit: ImageCacheQueryResult?
-        let token = memoryHandoff.withLock { handoffs -> DownloadToken? in
+        let token = memoryHandoff.withLock { handoffs -> (any ImageLoadingToken)? in
             handoffs += 1
             if cached == nil, !options.contains(.fromLoaderOnly), let hit = synchronousMemoryHit(key, context: context)
             {
@@ -412,7 +417,7 @@ public final class ImageManager: Sendable {
             )
             return
         }
-        operation.attach(downloadToken: token)
+        operation.attach(loaderToken: token)
     }
 
     /// The memory cache's answer for `key` when the cache gives it synchronously (ours does).
@@ -427,31 +432,4 @@ public final class ImageManager: Sendable {
     /// Waits until the cache's pending disk writes are done; a command-line tool or service calls
     /// it before the process exits.
     public func flush() async { await imageCache.flush() }
-
-    static func isLoadable(_ url: URL) -> Bool {
-        switch url.scheme?.lowercased() {
-        case "http", "https": url.httpValidationFailure == nil
-        case "file": !url.path.isEmpty
-        default: false
-        }
-    }
-
-    /// Whether a failure is lasting enough to blacklist the URL: bad data, 4xx statuses other
-    /// than 429, TLS and redirect failures. Cancellation, transient network trouble and statuses
-    /// a server recovers from (5xx, 429) are not remembered.
-    static func shouldBlock(_ error: WebImageError) -> Bool {
-        switch error.code {
-        case .cancelled, .cacheNotModified, .cacheMiss, .blackListed, .cacheStoreFailed: return false
-        case .invalidDownloadStatusCode:
-            guard let status = error.statusCode else { return true }
-            return (400..<500).contains(status) && status != 429 && status != 408
-        case .networkError:
-            switch error.underlying?.code {
-            case .timedOut, .cannotFindHost, .cannotConnect, .connectionLost, .networkError, .cancelled, nil:
-                return false
-            default: return true
-            }
-        default: return true
-        }
-    }
 }
