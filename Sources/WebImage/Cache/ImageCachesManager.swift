@@ -82,6 +82,14 @@ public final class ImageCachesManager: ImageCaching {
         for cache in caches { cache.removeImage(forKey: key, cacheType: cacheType) { group.arrive() } }
     }
 
+    /// The first cache's memory image for `key`, in order.
+    public func imageFromMemoryCache(forKey key: String) -> DecodedImage? {
+        for cache in caches {
+            if let image = cache.imageFromMemoryCache(forKey: key) { return image }
+        }
+        return nil
+    }
+
     public func containsImage(
         forKey key: String,
         cacheType: ImageCacheType,

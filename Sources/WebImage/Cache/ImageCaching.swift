@@ -55,6 +55,12 @@ public final class ImageCacheQueryOperation: ImageCacheOperation {
 ///
 /// Completions may run on any thread; implementations must be thread-safe.
 public protocol ImageCaching: Sendable {
+    /// The image in memory for `key`, answered on the calling thread; `nil` when it is not in
+    /// memory or the cache cannot answer at once. ``ImageManager`` completes a load it answers
+    /// synchronously, before `loadImage` returns (SDWebImage's memory hit). The default
+    /// implementation answers `nil`: every load then asks ``queryImage(forKey:options:context:cacheType:completion:)``.
+    func imageFromMemoryCache(forKey key: String) -> DecodedImage?
+
     /// Looks `key` up in the caches `cacheType` names. Returns `nil` when the completion already
     /// ran (a synchronous answer), else an operation that can cancel the lookup.
     @discardableResult
@@ -97,6 +103,8 @@ public protocol ImageCaching: Sendable {
 }
 
 extension ImageCaching {
+    public func imageFromMemoryCache(forKey key: String) -> DecodedImage? { nil }
+
     public func flush(completion: @escaping @Sendable () -> Void) { completion() }
 
     /// Waits until every write, removal and cleanup asked for before this call has finished.

@@ -45,3 +45,42 @@ struct ImageDownloadKey: Hashable, Sendable {
         self.unshareable = context.requestModifier == nil ? nil : unshareable
     }
 }
+
+/// What makes two ``ImageManager`` loads one load task: loads whose keys are equal share the
+/// cache query, the loader's load, the transform and the store, so everything that changes any
+/// of them is in the key. Loads that differ only in priority share (the task keeps the first
+/// caller's priority); `refreshCached` loads and loads with a request modifier never share.
+struct ImageLoadKey: Hashable, Sendable {
+    /// The cache key (``ImageManager/cacheKey(for:context:)``: filter or URL, thumbnail,
+    /// transformer) and the URL asked for, which a cache key filter may have shortened.
+    var cacheKey: String
+    var url: String
+    /// The options, without the priorities.
+    var options: ImageOptions
+    var scaleDownLimitBytes: Int
+    var storeCacheType: ImageCacheType
+    /// The context's coders, budget and decode queue, when not the shared ones.
+    var coders: ObjectIdentifier?
+    var budget: ObjectIdentifier?
+    var decodeQueue: ObjectIdentifier?
+    /// A cached copy the caller passed in (its validators and bytes change the request).
+    var cachedResponse: ImageContext.CachedResponse?
+    /// Set for loads no other load may join: a number no other load gets.
+    var unshareable: UInt64?
+
+    /// The key of a load of `url` under `cacheKey`; `unshareable` is a number no other load
+    /// gets, used for `refreshCached` and for a context with a request modifier.
+    init(cacheKey: String, url: URL, options: ImageOptions, context: ImageContext, unshareable: UInt64) {
+        self.cacheKey = cacheKey
+        self.url = url.absoluteString
+        self.options = options.subtracting([.lowPriority, .highPriority])
+        scaleDownLimitBytes = context.scaleDownLimitBytes
+        storeCacheType = context.storeCacheType
+        coders = context.coders.map(ObjectIdentifier.init)
+        budget = context.decodingMemoryBudget.map(ObjectIdentifier.init)
+        decodeQueue = context.decodeQueue.map(ObjectIdentifier.init)
+        cachedResponse = context.cachedResponse
+        let shareable = context.requestModifier == nil && !options.contains(.refreshCached)
+        self.unshareable = shareable ? nil : unshareable
+    }
+}

@@ -2,12 +2,13 @@ import Foundation
 import Synchronization
 import WebImageCoders
 
-/// One ``ImageManager`` load (SDWebImageCombinedOperation): its cache query and its download
-/// interest. `cancel()` stops both; the caller's completion then gets `cancelled` once.
+/// One caller's ``ImageManager`` load (SDWebImageCombinedOperation): its subscription to the
+/// load task that serves it. `cancel()` ends this caller's interest, and the task's work when no
+/// other caller wants it; the completion then gets `cancelled` once.
 public final class ImageLoadOperation: Sendable, Hashable {
     private struct State {
-        var cacheOperation: (any ImageCacheOperation)?
-        var loaderToken: (any ImageLoadingToken)?
+        var task: ImageLoadTask?
+        var subscription: UInt64 = 0
         var cancelled = false
         var finished = false
     }
@@ -15,32 +16,41 @@ public final class ImageLoadOperation: Sendable, Hashable {
     private let state = Protected(State())
     /// The URL being loaded (`nil` for a missing URL).
     public let url: URL?
-    private let onCancel: @Sendable () -> Void
+    private let callbackQueue: DispatchQueue?
+    private let sink: @Sendable (ImageManager.Event) -> Void
+    private let onFinish: @Sendable (ImageLoadOperation) -> Void
 
     /// Load operations alive in the process: a leak check for tests and soak runs.
     package static let liveCount = Atomic<Int>(0)
 
     deinit { Self.liveCount.subtract(1, ordering: .relaxed) }
 
-    init(url: URL?, onCancel: @escaping @Sendable () -> Void) {
+    /// An operation delivering to `sink` (on `callbackQueue` when set); `onFinish` runs once,
+    /// before the final event goes out.
+    init(
+        url: URL?,
+        callbackQueue: DispatchQueue?,
+        sink: @escaping @Sendable (ImageManager.Event) -> Void,
+        onFinish: @escaping @Sendable (ImageLoadOperation) -> Void
+    ) {
         Self.liveCount.add(1, ordering: .relaxed)
         self.url = url
-        self.onCancel = onCancel
+        self.callbackQueue = callbackQueue
+        self.sink = sink
+        self.onFinish = onFinish
     }
 
-    /// Stops the cache query and this caller's download interest (the network load stops when no
-    /// other caller wants it). The completion gets `cancelled`, unless it already finished.
+    /// Stops this caller's interest (the load's work stops when no other caller wants it). The
+    /// completion gets `cancelled`, unless it already finished.
     public func cancel() {
-        let (cache, token, first) = state.withLock {
-            state -> ((any ImageCacheOperation)?, (any ImageLoadingToken)?, Bool) in
-            guard !state.cancelled, !state.finished else { return (nil, nil, false) }
+        let (task, subscription, first) = state.withLock { state -> (ImageLoadTask?, UInt64, Bool) in
+            guard !state.cancelled, !state.finished else { return (nil, 0, false) }
             state.cancelled = true
-            return (state.cacheOperation, state.loaderToken, true)
+            return (state.task, state.subscription, true)
         }
         guard first else { return }
-        cache?.cancel()
-        token?.cancel()
-        onCancel()
+        task?.unsubscribe(subscription)
+        deliver(.failure(.cancelled(url), url))
     }
 
     /// Whether `cancel()` was called.
@@ -49,33 +59,30 @@ public final class ImageLoadOperation: Sendable, Hashable {
     /// Whether the final completion has run (or cancellation was delivered).
     public var isFinished: Bool { state.withLock { $0.finished } }
 
-    /// Records the running cache query, cancelling it at once when the load already was.
-    func attach(cacheOperation: (any ImageCacheOperation)?) {
-        let cancelled = state.withLock { state in
-            state.cacheOperation = cacheOperation
-            return state.cancelled
-        }
-        if cancelled { cacheOperation?.cancel() }
-    }
-
-    /// Records the loader interest, cancelling it at once when the load already was.
-    func attach(loaderToken: (any ImageLoadingToken)?) {
-        let cancelled = state.withLock { state in
-            state.loaderToken = loaderToken
-            return state.cancelled
-        }
-        if cancelled { loaderToken?.cancel() }
-    }
-
-    /// Claims the right to deliver the final completion: `true` exactly once.
-    func claimFinish() -> Bool {
+    /// Records the task this operation subscribed to; `false` when it was cancelled meanwhile
+    /// (the caller then unsubscribes it).
+    func attach(to task: ImageLoadTask, subscription: UInt64) -> Bool {
         state.withLock { state in
-            guard !state.finished else { return false }
-            state.finished = true
-            state.cacheOperation = nil
-            state.loaderToken = nil
+            guard !state.cancelled else { return false }
+            state.task = task
+            state.subscription = subscription
             return true
         }
+    }
+
+    /// Passes `event` to the caller: the final one exactly once, nothing after it.
+    func deliver(_ event: ImageManager.Event) {
+        let passes = state.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            if event.isFinal {
+                state.finished = true
+                state.task = nil
+            }
+            return true
+        }
+        guard passes else { return }
+        if event.isFinal { onFinish(self) }
+        if let callbackQueue { callbackQueue.async { [sink] in sink(event) } } else { sink(event) }
     }
 
     public static func == (lhs: ImageLoadOperation, rhs: ImageLoadOperation) -> Bool { lhs === rhs }

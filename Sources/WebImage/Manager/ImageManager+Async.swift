@@ -13,9 +13,8 @@ extension ImageManager {
     ) async throws(WebImageError) -> ImageLoadResult {
         // A plain memory hit needs no continuation.
         if let url, options.isDisjoint(with: [.refreshCached, .fromLoaderOnly, .queryMemoryData]),
-            let cache = imageCache as? ImageCache, context?.storeCacheType.includesMemory ?? true,
             !failedURLs.contains(url) || options.contains(.retryFailed),
-            let image = cache.imageFromMemoryCache(forKey: cacheKey(for: url, context: context))
+            let image = imageCache.imageFromMemoryCache(forKey: cacheKey(for: url, context: context))
         {
             return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
         }

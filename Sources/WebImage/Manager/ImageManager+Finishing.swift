@@ -84,13 +84,9 @@ extension ImageManager {
             deliver(.image(result, final: true))
             return
         }
-        // Memory first, under the handoff lock (a load that misses memory now joins the download
-        // still delivering); the disk write is queued outside it.
+        // Memory first: a load of the key that starts once this task has closed finds it there.
         if storeType.includesMemory, delivered != nil {
-            memoryHandoff.withLock { handoffs in
-                handoffs += 1
-                imageCache.store(delivered, data: nil, forKey: key, metadata: nil, cacheType: .memory, completion: nil)
-            }
+            imageCache.store(delivered, data: nil, forKey: key, metadata: nil, cacheType: .memory, completion: nil)
         }
         guard storeType.includesDisk else {
             deliver(.image(result, final: true))

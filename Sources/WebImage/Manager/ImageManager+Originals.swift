@@ -25,7 +25,7 @@ extension ImageManager {
         key: String,
         options: ImageOptions,
         context: ImageContext,
-        operation: ImageLoadOperation,
+        task: ImageLoadTask,
         deliver: @escaping @Sendable (Event) -> Void,
         otherwise: @escaping @Sendable () -> Void
     ) {
@@ -34,7 +34,7 @@ extension ImageManager {
         queryOptions.insert(.avoidDecodeImage)
         let query = imageCache.queryImage(forKey: originalKey, options: queryOptions, context: nil, cacheType: .disk) {
             [self] stored in
-            guard !operation.isCancelled else { return }
+            guard !task.isCancelled else { return }
             guard let data = stored.data else { return otherwise() }
             let finish: @Sendable (DecodedImage?) -> Void = { [self] image in
                 finishDownload(
@@ -50,7 +50,7 @@ extension ImageManager {
                 )
             }
             guard !options.contains(.avoidDecodeImage) else { return finish(nil) }
-            context.decode(data, options: options, isCancelled: { operation.isCancelled }) { result in
+            context.decode(data, options: options, isCancelled: { task.isCancelled }) { result in
                 switch result {
                 case .success(let image): finish(image)
                 case .failure: otherwise()  // the network may have a better copy
@@ -58,7 +58,7 @@ extension ImageManager {
                 }
             }
         }
-        operation.attach(cacheOperation: query)
+        task.attach(cacheOperation: query)
     }
 
     /// Whether `image` has fewer pixels than the original `data` declares: a thumbnail worth

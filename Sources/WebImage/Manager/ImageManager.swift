@@ -1,11 +1,8 @@
 import Foundation
 import Logging
+import Synchronization
 import WebImageCoders
 import WebImageHTTP
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Joins the cache and the downloader behind one call (SDWebImageManager).
 ///
@@ -13,6 +10,11 @@ import Glibc
 /// `refreshCached` asks to revalidate) downloads it once however many callers want it,
 /// transforms it, stores it, and delivers it. URLs that failed for good are remembered
 /// (the failed-URL blacklist) and fail at once with `blackListed` until `retryFailed`.
+///
+/// **One task per key.** Concurrent loads with the same cache key and settings share one load
+/// task: one cache query, one loader load, one transform and one store; each caller's
+/// ``ImageLoadOperation`` cancels only its own interest, and the work stops when no caller
+/// wants it. A load that starts as a task closes finds what it stored in the cache.
 ///
 /// **Derived images.** A thumbnail (`ImageContext.thumbnailPixelSize`) or a transformer's output
 /// is cached under its own key as its own bytes, and the original's bytes under the URL's key:
@@ -26,8 +28,10 @@ import Glibc
 /// ```
 ///
 /// **Threads.** Completions run on ``callbackQueue`` when it is set; by default (`nil`) they run
-/// directly on the thread that produced the result: the caller's thread for memory hits, a
-/// background thread otherwise, never an event loop. `async` APIs resume on the caller's executor.
+/// directly on the thread that produced the result: the caller's thread for a memory hit the
+/// cache answers synchronously (``ImageCaching/imageFromMemoryCache(forKey:)``) and for URLs
+/// refused at once, a background thread otherwise, never an event loop. `async` APIs resume on
+/// the caller's executor.
 public final class ImageManager: Sendable {
     /// `(image, data, error, cacheType, finished, url)`. `finished == false` carries a
     /// progressive preview. Exactly one call has `finished == true`, except with `refreshCached`
@@ -61,12 +65,10 @@ public final class ImageManager: Sendable {
     private let hooks = Protected(Hooks())
     let failed = Protected<Set<URL>>([])
     private let running = Protected<Set<ImageLoadOperation>>([])
-    /// Orders "is it in memory now? else join or start the download" against "store the
-    /// downloaded image": a load that missed the cache while another load of the key was
-    /// finishing either finds the image in memory or joins the download still delivering it,
-    /// never starts a second network load.
-    /// Counts the handoffs (a lock needs a value; this one is handy when debugging).
-    let memoryHandoff = Protected(0)
+    /// The load tasks in flight, one per ``ImageLoadKey``.
+    private let tasks = Protected<[ImageLoadKey: ImageLoadTask]>([:])
+    /// Numbers for loads that share with no other (``ImageLoadKey/unshareable``).
+    private let loadNumbers = Atomic<UInt64>(0)
 
     /// A manager over `cache` and `loader`; `additionalLoaders` are asked first, so they may take
     /// over any URL (a custom scheme, say).
@@ -144,6 +146,9 @@ public final class ImageManager: Sendable {
     /// Forgets every failure.
     public func removeAllFailedURLs() { failed.withLock { $0.removeAll() } }
 
+    /// Load tasks in flight (callers of one key share one).
+    var loadTaskCount: Int { tasks.withLock { $0.count } }
+
     /// Whether any load is running.
     public var isRunning: Bool { running.withLock { !$0.isEmpty } }
 
@@ -220,44 +225,60 @@ public final class ImageManager: Sendable {
         context: ImageContext,
         sink: @escaping @Sendable (Event) -> Void
     ) -> ImageLoadOperation {
-        let queue = callbackQueue
-        let operationBox = Protected<ImageLoadOperation?>(nil)
-        let deliver: @Sendable (Event) -> Void = { [weak self] event in
-            guard let operation = operationBox.withLock({ $0 }) else { return }
-            if event.isFinal {
-                guard operation.claimFinish() else { return }
-                // The operation's cancel handler holds this closure, which holds the box: letting
-                // go of the operation here breaks that cycle.
-                operationBox.withLock { $0 = nil }
-                self?.running.withLock { _ = $0.remove(operation) }
-            } else if operation.isFinished {
-                return
-            }
-            if let queue { queue.async { sink(event) } } else { sink(event) }
+        let operation = ImageLoadOperation(url: url, callbackQueue: callbackQueue, sink: sink) {
+            [weak self] operation in self?.running.withLock { _ = $0.remove(operation) }
         }
-        let operation = ImageLoadOperation(url: url) { deliver(.failure(.cancelled(url), url)) }
-        operationBox.withLock { $0 = operation }
         running.withLock { _ = $0.insert(operation) }
 
         guard let url, loader(for: url) != nil else {
             let reason = url?.isFileURL == true ? nil : url?.httpValidationFailure
-            deliver(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
+            operation.deliver(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
             return operation
         }
         if !options.contains(.retryFailed), failed.withLock({ $0.contains(url) }) {
-            deliver(
-                .failure(
-                    WebImageError(
-                        .blackListed,
-                        url: url,
-                        message: "\(url): failed before; not retried without retryFailed"
-                    ),
-                    url
-                )
-            )
+            let message = "\(url): failed before; not retried without retryFailed"
+            operation.deliver(.failure(WebImageError(.blackListed, url: url, message: message), url))
             return operation
         }
         let key = cacheKey(for: url, context: context)
+        // A memory hit completes at once, on the caller's thread (SDWebImage's behaviour).
+        if options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData]),
+            let image = imageCache.imageFromMemoryCache(forKey: key)
+        {
+            let hit = ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
+            operation.deliver(.image(hit, final: true))
+            return operation
+        }
+        // Find or start the key's task: one cache query, one load and one store for every caller.
+        let loadKey = ImageLoadKey(
+            cacheKey: key,
+            url: url,
+            options: options,
+            context: context,
+            unshareable: loadNumbers.add(1, ordering: .relaxed).newValue
+        )
+        let (task, subscription, isNew) = tasks.withLock { tasks -> (ImageLoadTask, UInt64, Bool) in
+            if let existing = tasks[loadKey], let subscription = existing.subscribe(operation) {
+                return (existing, subscription, false)
+            }
+            let task = ImageLoadTask(key: loadKey) { [weak self] task in
+                self?.tasks.withLock { tasks in
+                    if tasks[task.key] === task { tasks[task.key] = nil }
+                }
+            }
+            let subscription = task.subscribe(operation) ?? 0  // a new task is open
+            tasks[loadKey] = task
+            return (task, subscription, true)
+        }
+        if !operation.attach(to: task, subscription: subscription) { task.unsubscribe(subscription) }
+        if isNew { run(task, url: url, key: key, options: options, context: context) }
+        return operation
+    }
+
+    /// Runs a new task's stages: memory and disk, the original on disk for a derived image, the
+    /// loader, then transform and store (``finishDownload``).
+    private func run(_ task: ImageLoadTask, url: URL, key: String, options: ImageOptions, context: ImageContext) {
+        let deliver: @Sendable (Event) -> Void = { event in task.broadcast(event) }
         let downloadMissing: @Sendable () -> Void = { [self] in
             download(
                 url: url,
@@ -265,19 +286,16 @@ public final class ImageManager: Sendable {
                 options: options,
                 context: context,
                 cached: nil,
-                operation: operation,
+                task: task,
                 deliver: deliver
             )
         }
-        if options.contains(.fromLoaderOnly) {
-            downloadMissing()
-            return operation
-        }
+        if options.contains(.fromLoaderOnly) { return downloadMissing() }
         var queryOptions = options
         if options.contains(.refreshCached) { queryOptions.insert(.queryMemoryData) }
         let query = imageCache.queryImage(forKey: key, options: queryOptions, context: context, cacheType: .all) {
             [self] cached in
-            guard !operation.isCancelled else { return }
+            guard !task.isCancelled else { return }
             guard cached.isHit else {
                 guard Self.mayUseStoredOriginal(url, options: options, context: context) else {
                     return downloadMissing()
@@ -287,7 +305,7 @@ public final class ImageManager: Sendable {
                     key: key,
                     options: options,
                     context: context,
-                    operation: operation,
+                    task: task,
                     deliver: deliver,
                     otherwise: downloadMissing
                 )
@@ -304,12 +322,11 @@ public final class ImageManager: Sendable {
                 options: options,
                 context: context,
                 cached: (result, cached.metadata),
-                operation: operation,
+                task: task,
                 deliver: deliver
             )
         }
-        operation.attach(cacheOperation: query)
-        return operation
+        task.attach(cacheOperation: query)
     }
 
     private func download(
@@ -318,7 +335,7 @@ public final class ImageManager: Sendable {
         options: ImageOptions,
         context: ImageContext,
         cached: (result: ImageLoadResult, metadata: DiskCacheMetadata?)?,
-        operation: ImageLoadOperation,
+        task: ImageLoadTask,
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         let allowed = !options.contains(.fromCacheOnly) && (shouldDownloadImage?(url) ?? true)
@@ -351,9 +368,6 @@ public final class ImageManager: Sendable {
                 data: cached.result.data
             )
         }
-        // The thread inside `startLoad`, so a completion it runs synchronously (a refused
-        // operation) leaves the handoff lock first; completions on other threads just wait for it.
-        let handoffThread = Protected<pthread_t?>(pthread_self())
         let handle: ImageLoaderCompletion = { [self] image, data, error, finished, metadata in
             guard finished else {
                 if let image { deliver(.partial(image, url)) }
@@ -382,51 +396,14 @@ public final class ImageManager: Sendable {
                 deliver: deliver
             )
         }
-        let startLoad = {
-            loader.requestImage(
-                with: url,
-                options: options,
-                context: downloadContext,
-                progress: { received, expected, url in deliver(.progress(received, expected, url)) },
-                completed: { image, data, error, finished, metadata in
-                    if let thread = handoffThread.withLock({ $0 }), pthread_equal(thread, pthread_self()) != 0 {
-                        DispatchQueue.global().async { handle(image, data, error, finished, metadata) }
-                    } else {
-                        handle(image, data, error, finished, metadata)
-                    }
-                }
-            )
-        }
-        var memoryHit: ImageCacheQueryResult?
-        let token = memoryHandoff.withLock { handoffs -> (any ImageLoadingToken)? in
-            handoffs += 1
-            if cached == nil, !options.contains(.fromLoaderOnly), let hit = synchronousMemoryHit(key, context: context)
-            {
-                memoryHit = hit
-                return nil
-            }
-            return startLoad()
-        }
-        handoffThread.withLock { $0 = nil }
-        if let memoryHit {
-            deliver(
-                .image(
-                    ImageLoadResult(image: memoryHit.image, data: memoryHit.data, cacheType: .memory, url: url),
-                    final: true
-                )
-            )
-            return
-        }
-        operation.attach(loaderToken: token)
-    }
-
-    /// The memory cache's answer for `key` when the cache gives it synchronously (ours does).
-    private func synchronousMemoryHit(_ key: String, context: ImageContext) -> ImageCacheQueryResult? {
-        let answer = Protected<ImageCacheQueryResult?>(nil)
-        imageCache.queryImage(forKey: key, options: [], context: context, cacheType: .memory) { result in
-            answer.withLock { $0 = result }
-        }
-        return answer.withLock { $0 }.flatMap { $0.isHit ? $0 : nil }
+        let token = loader.requestImage(
+            with: url,
+            options: options,
+            context: downloadContext,
+            progress: { received, expected, url in deliver(.progress(received, expected, url)) },
+            completed: handle
+        )
+        task.attach(loaderToken: token)
     }
 
     /// Waits until the cache's pending disk writes are done; a command-line tool or service calls

@@ -1,0 +1,138 @@
+import Foundation
+import WebImageCoders
+
+/// One load of an ``ImageLoadKey`` for every caller that wants it: the cache query, the
+/// loader's load, the transform and the store run once, and each event goes to every
+/// subscriber (an ``ImageLoadOperation``).
+///
+/// The task stays joinable until its final event has reached every subscriber, including
+/// subscribers that joined while it was being delivered; it then closes and leaves the pool,
+/// and a later caller starts a new task (whose cache query finds what this one stored). When its
+/// last subscriber cancels first, the task is abandoned: its cache query and its loader interest
+/// are cancelled and its remaining stages skip their work.
+///
+/// Thread-safe: subscribers are called outside the task's lock.
+final class ImageLoadTask: Sendable {
+    let key: ImageLoadKey
+    private let state = Protected(State())
+    private let onClose: @Sendable (ImageLoadTask) -> Void
+
+    /// `onClose` runs once, when the task closed (delivered or abandoned): the pool lets go of it.
+    init(key: ImageLoadKey, onClose: @escaping @Sendable (ImageLoadTask) -> Void) {
+        self.key = key
+        self.onClose = onClose
+    }
+
+    /// The task's lifecycle. Events change the phase and say what to do outside the lock.
+    struct State {
+        enum Phase: Equatable {
+            /// Stages run; callers may join.
+            case running
+            /// The final event is going out; callers may still join and get it.
+            case delivering
+            /// Delivered, or abandoned by every subscriber: nobody joins any more.
+            case closed(abandoned: Bool)
+        }
+
+        var phase = Phase.running
+        var subscribers: [UInt64: ImageLoadOperation] = [:]
+        var nextID: UInt64 = 0
+        var cacheOperation: (any ImageCacheOperation)?
+        var loaderToken: (any ImageLoadingToken)?
+
+        /// Adds a subscriber; `nil` when the task is closed.
+        mutating func subscribe(_ operation: ImageLoadOperation) -> UInt64? {
+            guard !phase.isClosed else { return nil }
+            nextID += 1
+            subscribers[nextID] = operation
+            return nextID
+        }
+
+        /// What to cancel when the last subscriber left a running task.
+        struct Abandonment {
+            var cacheOperation: (any ImageCacheOperation)?
+            var loaderToken: (any ImageLoadingToken)?
+        }
+
+        /// Removes a subscriber; the work to cancel when that abandons the task.
+        mutating func unsubscribe(_ id: UInt64) -> Abandonment? {
+            guard subscribers.removeValue(forKey: id) != nil, subscribers.isEmpty, phase == .running else { return nil }
+            phase = .closed(abandoned: true)
+            defer {
+                cacheOperation = nil
+                loaderToken = nil
+            }
+            return Abandonment(cacheOperation: cacheOperation, loaderToken: loaderToken)
+        }
+
+        /// The subscribers to give the final event to now (they leave the task), or `nil` when
+        /// none is left: the task is then closed.
+        mutating func takeFinalBatch() -> [ImageLoadOperation]? {
+            guard !phase.isClosed else { return nil }
+            guard !subscribers.isEmpty else {
+                phase = .closed(abandoned: false)
+                cacheOperation = nil
+                loaderToken = nil
+                return nil
+            }
+            phase = .delivering
+            defer { subscribers.removeAll() }
+            return subscribers.sorted { $0.key < $1.key }.map(\.value)
+        }
+    }
+
+    /// Whether every subscriber left before the result: stages skip their work.
+    var isCancelled: Bool { state.withLock { $0.phase == .closed(abandoned: true) } }
+
+    /// Adds `operation`; `nil` when the task is closed (start a new one).
+    func subscribe(_ operation: ImageLoadOperation) -> UInt64? { state.withLock { $0.subscribe(operation) } }
+
+    /// Removes a subscriber; the last one to leave a running task cancels its work.
+    func unsubscribe(_ id: UInt64) {
+        guard let abandonment = state.withLock({ $0.unsubscribe(id) }) else { return }
+        abandonment.cacheOperation?.cancel()
+        abandonment.loaderToken?.cancel()
+        onClose(self)
+    }
+
+    /// Records the running cache query, cancelling it at once when the task was abandoned.
+    func attach(cacheOperation: (any ImageCacheOperation)?) {
+        let abandoned = state.withLock { state in
+            guard state.phase == .running else { return state.phase == .closed(abandoned: true) }
+            state.cacheOperation = cacheOperation
+            return false
+        }
+        if abandoned { cacheOperation?.cancel() }
+    }
+
+    /// Records the loader interest, cancelling it at once when the task was abandoned.
+    func attach(loaderToken: (any ImageLoadingToken)?) {
+        let abandoned = state.withLock { state in
+            guard state.phase == .running else { return state.phase == .closed(abandoned: true) }
+            state.loaderToken = loaderToken
+            return false
+        }
+        if abandoned { loaderToken?.cancel() }
+    }
+
+    /// Sends `event` to the subscribers. A final event goes to each subscriber once, including
+    /// those joining meanwhile; then the task closes.
+    func broadcast(_ event: ImageManager.Event) {
+        guard event.isFinal else {
+            let subscribers = state.withLock { $0.phase == .running ? Array($0.subscribers.values) : [] }
+            for operation in subscribers { operation.deliver(event) }
+            return
+        }
+        while let batch = state.withLock({ $0.takeFinalBatch() }) {
+            for operation in batch { operation.deliver(event) }
+        }
+        onClose(self)
+    }
+}
+
+extension ImageLoadTask.State.Phase {
+    var isClosed: Bool {
+        if case .closed = self { return true }
+        return false
+    }
+}
