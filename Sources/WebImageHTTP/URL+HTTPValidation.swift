@@ -22,16 +22,30 @@ extension URL {
     /// The text after the host's `:` in `scheme://[userinfo@]host[:port]/…`, or `nil` when the
     /// authority has no port.
     static func portText(in text: String) -> Substring? {
-        guard let schemeEnd = text.range(of: "://") else { return nil }
-        let rest = text[schemeEnd.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
-        if hostAndPort.hasPrefix("[") {
-            guard let close = hostAndPort.firstIndex(of: "]") else { return nil }
-            let afterBracket = hostAndPort[hostAndPort.index(after: close)...]
-            return afterBracket.hasPrefix(":") ? afterBracket.dropFirst() : nil
+        // Every delimiter is ASCII, so the UTF-8 view finds them without Character breaking, and
+        // its indices are valid String indices.
+        let utf8 = text.utf8
+        // The scheme ends at the first ":", which "//" must follow.
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")),
+            utf8[utf8.index(after: colon)...].starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")])
+        else { return nil }
+        let schemeEnd = utf8.index(colon, offsetBy: 3)
+        let rest = utf8[schemeEnd...]
+        let authorityEnd =
+            rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? utf8.endIndex
+        var hostStart = schemeEnd
+        if let at = utf8[schemeEnd..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) {
+            hostStart = utf8.index(after: at)
         }
-        guard let colon = hostAndPort.lastIndex(of: ":") else { return nil }
-        return hostAndPort[hostAndPort.index(after: colon)...]
+        let hostAndPort = utf8[hostStart..<authorityEnd]
+        if hostAndPort.first == UInt8(ascii: "[") {
+            guard let close = hostAndPort.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            let afterBracket = utf8.index(after: close)
+            guard afterBracket < authorityEnd, utf8[afterBracket] == UInt8(ascii: ":") else { return nil }
+            return text[utf8.index(after: afterBracket)..<authorityEnd]
+        }
+        guard let colon = hostAndPort.lastIndex(of: UInt8(ascii: ":")) else { return nil }
+        return text[utf8.index(after: colon)..<authorityEnd]
     }
 }

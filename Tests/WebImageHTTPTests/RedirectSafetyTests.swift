@@ -30,6 +30,12 @@ struct RedirectSafetyTests {
         }
         #expect(URL(string: "http://[::1]:8080/a")?.httpValidationFailure == nil)
         #expect(URL(string: "http://user:pa:ss@127.0.0.1:8080/a")?.httpValidationFailure == nil)
+        for valid in ["http://[::1]/a", "http://127.0.0.1:/a", "http://xn--bcher-kva.example:8080/b?c=d:1#e:2"] {
+            #expect(URL(string: valid)?.httpValidationFailure == nil, "\(valid)")
+        }
+        for invalid in ["http://[::1]:99999/a", "https://u@127.0.0.1:65536?q"] {
+            #expect(URL(string: invalid)?.httpValidationFailure?.contains("port") == true, "\(invalid)")
+        }
         await context.finish()
     }
 
