@@ -139,9 +139,13 @@ func largePhotoJPEG() throws -> Data {
 /// Median seconds of `hits` disk hits of `url`'s thumbnail (memory cleared before each), and the
 /// bytes its disk entry holds.
 func thumbnailDiskHits(cache: ImageCache, url: URL, context: ImageContext, hits: Int) async throws -> (Double, Int) {
-    let manager = ImageManager(cache: cache, loader: ImageDownloader())
+    let loader = ImageDownloader()
+    var manager = ImageManager(cache: cache, loader: loader)
     var times: [Double] = []
     for _ in 0..<hits {
+        // A new manager each time: a load that starts while the last one's task is still
+        // delivering would join it and measure nothing.
+        manager = ImageManager(cache: cache, loader: loader)
         cache.clearMemory()
         let start = ContinuousClock.now
         let result = try await manager.loadImage(with: url, context: context)
