@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+@testable import WebImage
+
+/// ImageLoadTask's lifecycle machine on its own: no cache, loader or socket.
+@Suite("ImageLoadTask's state machine")
+struct LoadTaskStateTests {
+    private func operation() -> ImageLoadOperation {
+        ImageLoadOperation(url: nil, callbackQueue: nil, sink: { _ in }, onFinish: { _ in })
+    }
+
+    @Test("The last subscriber leaving a running task abandons it, once; nobody joins after")
+    func abandonment() {
+        var state = ImageLoadTask.State()
+        let first = state.subscribe(operation())
+        let second = state.subscribe(operation())
+        #expect(first == 1 && second == 2)
+        #expect(state.unsubscribe(1) == nil, "another subscriber still wants it")
+        #expect(state.unsubscribe(1) == nil, "leaving twice changes nothing")
+        #expect(state.unsubscribe(2) != nil, "the last one abandons the task")
+        #expect(state.phase == .closed(abandoned: true))
+        #expect(state.subscribe(operation()) == nil)
+        #expect(state.takeFinalBatch() == nil, "an abandoned task delivers nothing")
+    }
+
+    @Test("The final event goes to every subscriber, including those joining while it goes out")
+    func delivery() {
+        var state = ImageLoadTask.State()
+        let early = [operation(), operation()]
+        for operation in early { _ = state.subscribe(operation) }
+        let firstBatch = state.takeFinalBatch()
+        #expect(firstBatch?.map(ObjectIdentifier.init) == early.map(ObjectIdentifier.init), "in arrival order")
+        #expect(state.phase == .delivering)
+        let late = operation()
+        #expect(state.subscribe(late) == 3, "joinable while delivering")
+        #expect(state.unsubscribe(99) == nil)
+        #expect(state.takeFinalBatch()?.map(ObjectIdentifier.init) == [ObjectIdentifier(late)])
+        #expect(state.takeFinalBatch() == nil)
+        #expect(state.phase == .closed(abandoned: false))
+        #expect(state.subscribe(operation()) == nil, "closed: a later caller starts a new task")
+    }
+
+    @Test("A subscriber leaving while the final event goes out does not abandon the task")
+    func leavingWhileDelivering() {
+        var state = ImageLoadTask.State()
+        _ = state.subscribe(operation())
+        _ = state.takeFinalBatch()
+        let late = state.subscribe(operation())
+        #expect(late == 2)
+        #expect(state.unsubscribe(2) == nil, "the result is already going out")
+        #expect(state.phase == .delivering)
+        #expect(state.takeFinalBatch() == nil)
+        #expect(state.phase == .closed(abandoned: false))
+    }
+}
