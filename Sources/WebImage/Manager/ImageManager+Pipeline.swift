@@ -1,0 +1,215 @@
+import Foundation
+import Logging
+import Synchronization
+import WebImageCoders
+import WebImageHTTP
+
+/// The load pipeline behind ``ImageManager``'s entry points: a caller's checks and memory hit,
+/// then the key's ``ImageLoadTask`` and its stages.
+extension ImageManager {
+    /// What the pipeline reports; `final` events end the load.
+    enum Event: Sendable {
+        case progress(Int64, Int64, URL)
+        case partial(DecodedImage, URL?)
+        /// An image; `final == false` for the cached image `refreshCached` delivers first.
+        case image(ImageLoadResult, final: Bool)
+        case failure(WebImageError, URL?)
+        /// `refreshCached` revalidated the cached image (already delivered): nothing new.
+        case notModified(ImageLoadResult)
+
+        var isFinal: Bool {
+            switch self {
+            case .progress, .partial: false
+            case .image(_, let final): final
+            case .failure, .notModified: true
+            }
+        }
+    }
+
+    func start(
+        url: URL?,
+        options: ImageOptions,
+        context: ImageContext,
+        sink: @escaping @Sendable (Event) -> Void
+    ) -> ImageLoadOperation {
+        let operation = ImageLoadOperation(url: url, callbackQueue: callbackQueue, sink: sink) {
+            [weak self] operation in self?.running.withLock { _ = $0.remove(operation) }
+        }
+        running.withLock { _ = $0.insert(operation) }
+
+        guard let url, loader(for: url) != nil else {
+            let reason = url?.isFileURL == true ? nil : url?.httpValidationFailure
+            operation.deliver(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
+            return operation
+        }
+        if !options.contains(.retryFailed), failed.withLock({ $0.contains(url) }) {
+            let message = "\(url): failed before; not retried without retryFailed"
+            operation.deliver(.failure(WebImageError(.blackListed, url: url, message: message), url))
+            return operation
+        }
+        let key = cacheKey(for: url, context: context)
+        // A memory hit completes at once, on the caller's thread (SDWebImage's behaviour).
+        if options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData]),
+            let image = imageCache.imageFromMemoryCache(forKey: key)
+        {
+            let hit = ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
+            operation.deliver(.image(hit, final: true))
+            return operation
+        }
+        // Find or start the key's task: one cache query, one load and one store for every caller.
+        let loadKey = ImageLoadKey(
+            cacheKey: key,
+            url: url,
+            options: options,
+            context: context,
+            unshareable: loadNumbers.add(1, ordering: .relaxed).newValue
+        )
+        let (task, subscription, isNew) = tasks.withLock { tasks -> (ImageLoadTask, UInt64, Bool) in
+            if let existing = tasks[loadKey], let subscription = existing.subscribe(operation) {
+                return (existing, subscription, false)
+            }
+            let task = ImageLoadTask(key: loadKey) { [weak self] task in
+                self?.tasks.withLock { tasks in
+                    if tasks[task.key] === task { tasks[task.key] = nil }
+                }
+            }
+            let subscription = task.subscribe(operation) ?? 0  // a new task is open
+            tasks[loadKey] = task
+            return (task, subscription, true)
+        }
+        if !operation.attach(to: task, subscription: subscription) { task.unsubscribe(subscription) }
+        if isNew { run(task, url: url, key: key, options: options, context: context) }
+        return operation
+    }
+
+    /// Runs a new task's stages: memory and disk, the original on disk for a derived image, the
+    /// loader, then transform and store (``finishDownload``).
+    private func run(_ task: ImageLoadTask, url: URL, key: String, options: ImageOptions, context: ImageContext) {
+        let deliver: @Sendable (Event) -> Void = { event in task.broadcast(event) }
+        let downloadMissing: @Sendable () -> Void = { [self] in
+            download(
+                url: url,
+                key: key,
+                options: options,
+                context: context,
+                cached: nil,
+                task: task,
+                deliver: deliver
+            )
+        }
+        if options.contains(.fromLoaderOnly) { return downloadMissing() }
+        var queryOptions = options
+        if options.contains(.refreshCached) { queryOptions.insert(.queryMemoryData) }
+        let query = imageCache.queryImage(forKey: key, options: queryOptions, context: context, cacheType: .all) {
+            [self] cached in
+            guard !task.isCancelled else { return }
+            guard cached.isHit else {
+                guard Self.mayUseStoredOriginal(url, options: options, context: context) else {
+                    return downloadMissing()
+                }
+                return loadFromStoredOriginal(
+                    url: url,
+                    key: key,
+                    options: options,
+                    context: context,
+                    task: task,
+                    deliver: deliver,
+                    otherwise: downloadMissing
+                )
+            }
+            let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
+            guard options.contains(.refreshCached), !options.contains(.fromCacheOnly) else {
+                deliver(.image(result, final: true))
+                return
+            }
+            deliver(.image(result, final: false))
+            download(
+                url: url,
+                key: key,
+                options: options,
+                context: context,
+                cached: (result, cached.metadata),
+                task: task,
+                deliver: deliver
+            )
+        }
+        task.attach(cacheOperation: query)
+    }
+
+    private func download(
+        url: URL,
+        key: String,
+        options: ImageOptions,
+        context: ImageContext,
+        cached: (result: ImageLoadResult, metadata: DiskCacheMetadata?)?,
+        task: ImageLoadTask,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) {
+        let allowed = !options.contains(.fromCacheOnly) && (shouldDownloadImage?(url) ?? true)
+        guard allowed else {
+            if let cached {
+                deliver(.notModified(cached.result))
+            } else {
+                deliver(
+                    .failure(
+                        WebImageError(
+                            .cacheMiss,
+                            url: url,
+                            message: "\(url): not cached, and the network is not allowed"
+                        ),
+                        url
+                    )
+                )
+            }
+            return
+        }
+        guard let loader = loader(for: url) else {
+            deliver(.failure(.invalidURL(url.absoluteString, reason: nil), url))
+            return
+        }
+        var downloadContext = context
+        if let cached {
+            downloadContext.cachedResponse = ImageContext.CachedResponse(
+                etag: cached.metadata?.etag,
+                lastModified: cached.metadata?.lastModified,
+                data: cached.result.data
+            )
+        }
+        let handle: ImageLoaderCompletion = { [self] image, data, error, finished, metadata in
+            guard finished else {
+                if let image { deliver(.partial(image, url)) }
+                return
+            }
+            if let error {
+                if error.code == .cacheNotModified, let cached {
+                    deliver(.notModified(cached.result))
+                    return
+                }
+                if loader.shouldBlockFailedURL(url, error: error) {
+                    failed.withLock { _ = $0.insert(url) }
+                    logger.notice("URL blacklisted", metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"])
+                }
+                deliver(.failure(error, url))
+                return
+            }
+            finishDownload(
+                url: url,
+                key: key,
+                image: image,
+                data: data,
+                metadata: metadata ?? DiskCacheMetadata(),
+                options: options,
+                context: context,
+                deliver: deliver
+            )
+        }
+        let token = loader.requestImage(
+            with: url,
+            options: options,
+            context: downloadContext,
+            progress: { received, expected, url in deliver(.progress(received, expected, url)) },
+            completed: handle
+        )
+        task.attach(loaderToken: token)
+    }
+}
