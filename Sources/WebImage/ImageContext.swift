@@ -17,6 +17,9 @@ public struct ImageContext: Sendable {
     public var decodingMemoryBudget: DecodingMemoryBudget?
     /// The queue decodes run on (default: ``ImageWorkQueue/decoding``, one decode per core).
     public var decodeQueue: ImageWorkQueue?
+    /// The queue ``ImageManager`` runs transforms on (default: ``ImageWorkQueue/transforming``,
+    /// one transform per core).
+    public var transformQueue: ImageWorkQueue?
     /// Transforms each downloaded image before it is cached; the cache key gains its key.
     public var transformer: (any ImageTransformer)?
     /// Where loaded images are stored (downloads by ``ImageManager``, disk hits promoted by

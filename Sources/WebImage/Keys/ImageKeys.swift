@@ -59,10 +59,11 @@ struct ImageLoadKey: Hashable, Sendable {
     var options: ImageOptions
     var scaleDownLimitBytes: Int
     var storeCacheType: ImageCacheType
-    /// The context's coders, budget and decode queue, when not the shared ones.
+    /// The context's coders, budget and queues, when not the shared ones.
     var coders: ObjectIdentifier?
     var budget: ObjectIdentifier?
     var decodeQueue: ObjectIdentifier?
+    var transformQueue: ObjectIdentifier?
     /// A cached copy the caller passed in (its validators and bytes change the request).
     var cachedResponse: ImageContext.CachedResponse?
     /// Set for loads no other load may join: a number no other load gets.
@@ -79,6 +80,7 @@ struct ImageLoadKey: Hashable, Sendable {
         coders = context.coders.map(ObjectIdentifier.init)
         budget = context.decodingMemoryBudget.map(ObjectIdentifier.init)
         decodeQueue = context.decodeQueue.map(ObjectIdentifier.init)
+        transformQueue = context.transformQueue.map(ObjectIdentifier.init)
         cachedResponse = context.cachedResponse
         let shareable = context.requestModifier == nil && !options.contains(.refreshCached)
         self.unshareable = shareable ? nil : unshareable

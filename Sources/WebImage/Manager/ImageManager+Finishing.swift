@@ -10,6 +10,10 @@ extension ImageManager {
     /// A derived image (a thumbnail smaller than the original, or a transformer's output) is
     /// stored as its own bytes under its key, and the original's bytes under the original's key,
     /// so another size or transformation of the same original needs no download.
+    ///
+    /// Transforms (the context's transformer and ``transformDownloadedImage``) run on the
+    /// context's transform queue (``ImageWorkQueue/transforming`` by default), not on the decode
+    /// worker that produced the image; work whose load was cancelled meanwhile is skipped.
     func finishDownload(
         url: URL,
         key: String,
@@ -19,6 +23,40 @@ extension ImageManager {
         options: ImageOptions,
         context: ImageContext,
         source: ImageCacheType = .none,
+        isCancelled: @escaping @Sendable () -> Bool = { false },
+        deliver: @escaping @Sendable (Event) -> Void
+    ) {
+        let transforms =
+            (context.transformer != nil || transformDownloadedImage != nil)
+            && image.map { !$0.isAnimated || options.contains(.transformAnimatedImage) } == true
+        let finish: @Sendable () -> Void = { [self] in
+            transformStoreAndDeliver(
+                url: url,
+                key: key,
+                image: image,
+                data: data,
+                metadata: metadata,
+                options: options,
+                context: context,
+                source: source,
+                deliver: deliver
+            )
+        }
+        guard transforms else { return finish() }
+        (context.transformQueue ?? .transforming).enqueue(priority: ImageWorkQueue.Priority(options)) {
+            if !isCancelled() { finish() }
+        }
+    }
+
+    private func transformStoreAndDeliver(
+        url: URL,
+        key: String,
+        image: DecodedImage?,
+        data: Data?,
+        metadata: DiskCacheMetadata,
+        options: ImageOptions,
+        context: ImageContext,
+        source: ImageCacheType,
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }

@@ -46,6 +46,7 @@ extension ImageManager {
                     options: options,
                     context: context,
                     source: .disk,
+                    isCancelled: { task.isCancelled },
                     deliver: deliver
                 )
             }

@@ -200,6 +200,7 @@ extension ImageManager {
                 metadata: metadata ?? DiskCacheMetadata(),
                 options: options,
                 context: context,
+                isCancelled: { task.isCancelled },
                 deliver: deliver
             )
         }

@@ -161,6 +161,55 @@ struct LoadTaskTests {
     }
 }
 
+/// Counts its transforms and returns the image unchanged.
+private final class CountingTransformer: ImageTransformer {
+    let transforms = Locked(0)
+    var transformerKey: String { "Counting" }
+
+    func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
+        transforms.withLock { $0 += 1 }
+        return image
+    }
+}
+
+@Suite("ImageManager's transform stage", .timeLimit(.minutes(1)))
+struct TransformStageTests {
+    @Test("Transforms run on the context's transform queue; a load cancelled while its transform waits skips it")
+    func transformQueue() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a.png", DownloaderFixtures.route())
+        origin.setRoute("/b.png", DownloaderFixtures.route())
+        let queue = ImageWorkQueue(width: 1)
+        let release = DispatchSemaphore(value: 0)
+        queue.enqueue { release.wait() }  // holds the only place
+        let transformer = CountingTransformer()
+        var context = ImageContext(transformer: transformer)
+        context.transformQueue = queue
+        let outcomes = Locked<[String: String]>([:])
+        func load(_ path: String) -> ImageLoadOperation {
+            fixture.manager.loadImage(with: origin.url(path), context: context) { image, _, error, _, finished, _ in
+                guard finished else { return }
+                outcomes.withLock { $0[path] = error?.code.rawValue ?? "\(image?.width ?? 0)" }
+            }
+        }
+        _ = load("/a.png")
+        let cancelled = load("/b.png")
+        await DownloaderFixtures.wait { queue.waitingCount == 2 }
+        #expect(queue.waitingCount == 2, "both downloads decoded; their transforms wait for the place")
+        #expect(outcomes.value.isEmpty)
+        cancelled.cancel()
+        #expect(outcomes.value == ["/b.png": "cancelled"])
+        release.signal()
+        await DownloaderFixtures.wait { outcomes.value.count == 2 }
+        #expect(outcomes.value == ["/a.png": "32", "/b.png": "cancelled"])
+        await DownloaderFixtures.wait { queue.waitingCount == 0 && queue.runningCount == 0 }
+        #expect(transformer.transforms.value == 1, "the cancelled load's transform never ran")
+        await origin.stop()
+    }
+}
+
 @Suite("Stress: load tasks under concurrent loads and cancellations", .timeLimit(.minutes(2)))
 struct LoadTaskStressTests {
     @Test("Stress: 2,000 loads over 100 keys with random cancellations: one request per key, one completion each")
