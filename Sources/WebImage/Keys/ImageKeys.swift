@@ -1,6 +1,121 @@
 import Foundation
 import WebImageCoders
 
+/// The key an image is cached under: the source (a ``ImageManager/cacheKeyFilter``'s answer, or
+/// the absolute URL), and for a derived image the thumbnail size and the transformers' keys.
+///
+/// ``rawValue`` is the string the caches store it under. An original's raw value is its source
+/// unchanged (so `ImageCache.shared.imageFromMemoryCache(forKey: url.absoluteString)` finds what
+/// the manager loaded, as in SDWebImage). A derived key's raw value is a versioned form whose
+/// fields are length-prefixed, so no source or transformer key, whatever characters it holds,
+/// can make two different keys serialize alike:
+///
+///     \u{1}webimage-key:1|<source bytes>|<source>|thumbnail=<W>x<H>|transform=<bytes>|<key>...
+public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
+    /// The original's key: the cache key filter's answer, or the absolute URL.
+    public var source: String
+    /// The thumbnail's pixel size, for a thumbnail.
+    public var thumbnail: PixelSize?
+    /// The transformers' keys, in the order they run (a ``PipelineTransformer`` gives one each).
+    public var transformerKeys: [String]
+
+    /// A key; without a thumbnail or transformers it names the original.
+    public init(source: String, thumbnail: PixelSize? = nil, transformerKeys: [String] = []) {
+        self.source = source
+        self.thumbnail = thumbnail
+        self.transformerKeys = transformerKeys
+    }
+
+    /// The key `transformer` adds: one per transformer of a pipeline, in order.
+    static func keys(of transformer: any ImageTransformer) -> [String] {
+        if let pipeline = transformer as? PipelineTransformer { return pipeline.transformers.flatMap(keys(of:)) }
+        return [transformer.transformerKey]
+    }
+
+    /// Whether this names a thumbnail or a transformed image rather than the original.
+    public var isDerived: Bool { thumbnail != nil || !transformerKeys.isEmpty }
+
+    /// The original this key derives from (itself when it is the original).
+    public var original: ImageCacheKey { ImageCacheKey(source: source) }
+
+    /// The start of every versioned raw value. A URL's text never holds a control character.
+    static let versionedPrefix = "\u{1}webimage-key:1|"
+
+    /// The string the caches store the image under (see the type's description).
+    public var rawValue: String {
+        guard isDerived || source.hasPrefix("\u{1}webimage-key:") else { return source }
+        var text = Self.versionedPrefix + "\(source.utf8.count)|" + source
+        if let thumbnail { text += "|thumbnail=\(thumbnail.width)x\(thumbnail.height)" }
+        for key in transformerKeys { text += "|transform=\(key.utf8.count)|" + key }
+        return text
+    }
+
+    /// Parses a raw value; `nil` for a versioned form this version cannot read. Any other string
+    /// is the key of an original with that source.
+    public init?(rawValue: String) {
+        guard rawValue.hasPrefix("\u{1}webimage-key:") else {
+            self.init(source: rawValue)
+            return
+        }
+        guard rawValue.hasPrefix(Self.versionedPrefix) else { return nil }
+        var reader = FieldReader(bytes: Array(rawValue.utf8.dropFirst(Self.versionedPrefix.utf8.count)))
+        guard let source = reader.lengthPrefixed() else { return nil }
+        var thumbnail: PixelSize?
+        if reader.skip("|thumbnail=") {
+            guard let width = reader.number(), reader.skip("x"), let height = reader.number() else { return nil }
+            thumbnail = PixelSize(width: width, height: height)
+        }
+        var transformerKeys: [String] = []
+        while reader.skip("|transform=") {
+            guard let key = reader.lengthPrefixed() else { return nil }
+            transformerKeys.append(key)
+        }
+        guard reader.isAtEnd else { return nil }
+        self.init(source: source, thumbnail: thumbnail, transformerKeys: transformerKeys)
+    }
+
+    public var description: String { rawValue.replacingOccurrences(of: "\u{1}", with: "\\u{1}") }
+
+    /// Reads a versioned raw value's fields from its UTF-8 bytes.
+    private struct FieldReader {
+        let bytes: [UInt8]
+        var position = 0
+
+        var isAtEnd: Bool { position == bytes.count }
+
+        /// Skips `literal` when it comes next.
+        mutating func skip(_ literal: String) -> Bool {
+            let expected = Array(literal.utf8)
+            guard bytes.count - position >= expected.count,
+                bytes[position..<position + expected.count].elementsEqual(expected)
+            else { return false }
+            position += expected.count
+            return true
+        }
+
+        /// A decimal number of at most 18 digits.
+        mutating func number() -> Int? {
+            var value = 0
+            var digits = 0
+            while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]), digits < 18
+            {
+                value = value * 10 + Int(bytes[position] - UInt8(ascii: "0"))
+                position += 1
+                digits += 1
+            }
+            return digits > 0 ? value : nil
+        }
+
+        /// `<count>|` then `count` bytes of UTF-8.
+        mutating func lengthPrefixed() -> String? {
+            guard let count = number(), skip("|"), bytes.count - position >= count else { return nil }
+            let field = bytes[position..<position + count]
+            position += count
+            return String(validating: field, as: UTF8.self)
+        }
+    }
+}
+
 /// What makes two downloads one network load: loads whose keys are equal share one operation
 /// and one request, so everything that changes the request or the result is in the key.
 struct ImageDownloadKey: Hashable, Sendable {
@@ -51,9 +166,9 @@ struct ImageDownloadKey: Hashable, Sendable {
 /// of them is in the key. Loads that differ only in priority share (the task keeps the first
 /// caller's priority); `refreshCached` loads and loads with a request modifier never share.
 struct ImageLoadKey: Hashable, Sendable {
-    /// The cache key (``ImageManager/cacheKey(for:context:)``: filter or URL, thumbnail,
-    /// transformer) and the URL asked for, which a cache key filter may have shortened.
-    var cacheKey: String
+    /// The cache key (filter or URL, thumbnail, transformers) and the URL asked for, which a
+    /// cache key filter may have shortened.
+    var cacheKey: ImageCacheKey
     var url: String
     /// The options, without the priorities.
     var options: ImageOptions
@@ -71,7 +186,7 @@ struct ImageLoadKey: Hashable, Sendable {
 
     /// The key of a load of `url` under `cacheKey`; `unshareable` is a number no other load
     /// gets, used for `refreshCached` and for a context with a request modifier.
-    init(cacheKey: String, url: URL, options: ImageOptions, context: ImageContext, unshareable: UInt64) {
+    init(cacheKey: ImageCacheKey, url: URL, options: ImageOptions, context: ImageContext, unshareable: UInt64) {
         self.cacheKey = cacheKey
         self.url = url.absoluteString
         self.options = options.subtracting([.lowPriority, .highPriority])

@@ -47,7 +47,8 @@ extension ImageManager {
             operation.deliver(.failure(WebImageError(.blackListed, url: url, message: message), url))
             return operation
         }
-        let key = cacheKey(for: url, context: context)
+        let typedKey = imageCacheKey(for: url, context: context)
+        let key = typedKey.rawValue
         // A memory hit completes at once, on the caller's thread (SDWebImage's behaviour).
         if options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData]),
             let image = imageCache.imageFromMemoryCache(forKey: key)
@@ -58,7 +59,7 @@ extension ImageManager {
         }
         // Find or start the key's task: one cache query, one load and one store for every caller.
         let loadKey = ImageLoadKey(
-            cacheKey: key,
+            cacheKey: typedKey,
             url: url,
             options: options,
             context: context,

@@ -126,15 +126,19 @@ public final class ImageManager: Sendable {
     // MARK: Keys and state
 
     /// The cache key for `url`: ``cacheKeyFilter`` or the absolute URL, then the thumbnail size
-    /// and the transformer's key when the context has them.
+    /// and the transformers' keys when the context has them (``ImageCacheKey/rawValue``).
     public func cacheKey(for url: URL?, context: ImageContext? = nil) -> String {
         guard let url else { return "" }
-        var key = cacheKeyFilter?(url) ?? url.absoluteString
-        if let size = context?.thumbnailPixelSize { key += "-thumbnail(\(size.width)x\(size.height))" }
-        if let transformer = context?.transformer {
-            key = transformedCacheKey(key, transformerKey: transformer.transformerKey)
-        }
-        return key
+        return imageCacheKey(for: url, context: context).rawValue
+    }
+
+    /// The typed cache key for `url` with `context`'s thumbnail and transformer.
+    public func imageCacheKey(for url: URL, context: ImageContext? = nil) -> ImageCacheKey {
+        ImageCacheKey(
+            source: cacheKeyFilter?(url) ?? url.absoluteString,
+            thumbnail: context?.thumbnailPixelSize,
+            transformerKeys: context?.transformer.map(ImageCacheKey.keys(of:)) ?? []
+        )
     }
 
     /// URLs that failed for good and fail at once until loaded with `retryFailed`.

@@ -220,7 +220,7 @@ struct ImageManagerTests {
         let small = try await fixture.manager.loadImage(with: url, context: context)
         #expect(small.image?.width == 10 && small.image?.height == 10)
         let key = fixture.manager.cacheKey(for: url, context: context)
-        #expect(key == url.absoluteString + "-Resize(fill,10x10)")
+        #expect(key == ImageCacheKey(source: url.absoluteString, transformerKeys: ["Resize(fill,10x10)"]).rawValue)
         #expect(fixture.cache.imageFromMemoryCache(forKey: key)?.width == 10)
         #expect(fixture.cache.imageFromMemoryCache(forKey: url.absoluteString) == nil)
         let original = try await fixture.manager.loadImage(with: url)
