@@ -15,21 +15,26 @@ public final class DownloadOperation: ImageDownloadOperation {
     /// A caller's completion handler.
     public typealias Completed = ImageDownloader.CompletedHandler
 
-    private struct Handler {
+    private struct Handler: Sendable {
         var progress: Progress?
         var completed: Completed?
     }
 
-    private struct State {
-        var handlers: [DownloadToken: Handler] = [:]
-        var options: ImageOptions
-        var finished = false
+    /// The HTTP task and, with `progressiveLoad`, the preview decoder.
+    struct Work: DownloadWork, Sendable {
         var task: HTTPSessionTask?
+        var previews: ProgressiveDecodingLoop?
+
+        func stop() {
+            previews?.stop()
+            task?.cancel()
+        }
+    }
+
+    private struct State {
+        var machine: DownloadStateMachine<DownloadToken, Handler, Work>
         var lastProgress: ContinuousClock.Instant?
-        var expected: Int64 = 0
         var response: HTTPSession.Response?
-        /// With `progressiveLoad`: the preview decoder.
-        var progressive: ProgressiveDecodingLoop?
     }
 
     /// The URL this operation loads.
@@ -47,15 +52,15 @@ public final class DownloadOperation: ImageDownloadOperation {
         Self.liveCount.add(1, ordering: .relaxed)
         self.url = url
         self.context = context
-        state = Protected(State(options: options))
+        state = Protected(State(machine: DownloadStateMachine(options: options)))
     }
 
     /// Whether every caller has had its final completion.
-    public var isFinished: Bool { state.withLock { $0.finished } }
+    public var isFinished: Bool { state.withLock { $0.machine.phase == .finished } }
 
     /// The callers' combined options: high priority when any caller asked for it, low only when
     /// every caller did.
-    public var options: ImageOptions { state.withLock { $0.options } }
+    public var options: ImageOptions { state.withLock { $0.machine.options } }
 
     /// Adds a caller; `false` once the operation has finished.
     public func addHandlers(
@@ -64,47 +69,31 @@ public final class DownloadOperation: ImageDownloadOperation {
         progress: Progress?,
         completed: @escaping Completed
     ) -> Bool {
-        state.withLock { state in
-            guard !state.finished else { return false }
-            state.handlers[token] = Handler(progress: progress, completed: completed)
-            // A high-priority caller raises a waiting load; low priority only when everyone is low.
-            if options.contains(.highPriority) { state.options.insert(.highPriority) }
-            if !options.contains(.lowPriority) { state.options.remove(.lowPriority) }
-            return true
+        state.withLock {
+            $0.machine.join(token, options: options, handler: Handler(progress: progress, completed: completed))
         }
     }
 
     /// Removes one caller (its completion gets `cancelled`); `true` when none is left.
     public func cancelHandlers(for token: DownloadToken) -> Bool {
-        let (handler, empty, task, loop) = state.withLock {
-            state -> (Handler?, Bool, HTTPSessionTask?, ProgressiveDecodingLoop?) in
-            // A caller whose completion already went out (or is going out) has nothing to cancel.
-            guard let handler = state.handlers.removeValue(forKey: token) else { return (nil, false, nil, nil) }
-            let empty = state.handlers.isEmpty && !state.finished
-            guard empty else { return (handler, false, nil, nil) }
-            state.finished = true
-            defer { state.progressive = nil }
-            return (handler, true, state.task, state.progressive)
+        switch state.withLock({ $0.machine.leave(token) }) {
+        case .none:
+            // Its completion already went out (or is going out): nothing to cancel.
+            return false
+        case .cancelCaller(let handler):
+            handler.completed?(nil, nil, .cancelled(url), true)
+            return false
+        case .cancelCallerAndStop(let handler, let work):
+            handler.completed?(nil, nil, .cancelled(url), true)
+            work?.stop()
+            return true
         }
-        handler?.completed?(nil, nil, .cancelled(url), true)
-        loop?.stop()
-        task?.cancel()
-        return empty
     }
 
     /// Cancels the load; every caller gets `cancelled`.
     public func cancel() {
-        let (handlers, task, loop) = state.withLock {
-            state -> ([Handler], HTTPSessionTask?, ProgressiveDecodingLoop?) in
-            defer {
-                state.handlers.removeAll()
-                state.finished = true
-                state.progressive = nil
-            }
-            return (Array(state.handlers.values), state.task, state.progressive)
-        }
-        loop?.stop()
-        task?.cancel()
+        let (handlers, work) = state.withLock { $0.machine.cancelAll() }
+        work?.stop()
         for handler in handlers { handler.completed?(nil, nil, .cancelled(url), true) }
     }
 
@@ -113,11 +102,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         let (session, configuration, hooks, events) = (
             environment.session, environment.configuration, environment, environment.publish
         )
-        let options = state.withLock { state -> ImageOptions? in
-            guard !state.finished else { return nil }
-            return state.options
-        }
-        guard let options else { return onFinish() }
+        guard let options = state.withLock({ $0.machine.start() }) else { return onFinish() }
         // The download timeout is an idle timeout (the session's read timeout); the request's own
         // deadline is the optional overall one.
         var request = HTTPSession.Request(
@@ -149,7 +134,7 @@ public final class DownloadOperation: ImageDownloadOperation {
                 priority: ImageWorkQueue.Priority(options),
                 budget: context.decodingMemoryBudget ?? .shared
             ) { [weak self] image in self?.deliverPartial(image) }
-            state.withLock { $0.progressive = loop }
+            if !state.withLock({ $0.machine.attach({ $0.previews = loop }, initial: Work()) }) { loop.stop() }
         }
         // An unacceptable status ends the transfer at the head (as SDWebImage cancels the task
         // there): nobody reads a 128 MiB error page. A response modifier may still change the
@@ -180,12 +165,8 @@ public final class DownloadOperation: ImageDownloadOperation {
                 then: onFinish
             )
         }
-        let proceed = state.withLock { state -> Bool in
-            guard !state.finished else { return false }
-            state.task = task
-            return true
-        }
-        guard proceed else { return onFinish() }
+        // Every caller may have left while the request was built: then nothing is sent.
+        guard state.withLock({ $0.machine.attach({ $0.task = task }, initial: Work()) }) else { return onFinish() }
         report(received: 0, expected: 0, final: false)
         configuration.logger.debug("download started", metadata: ["url": "\(url)"])
         events(.started(url))
@@ -289,7 +270,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         // two-core machine) for the context's bounded decode queue: the callers' continuations
         // keep running, and take each image off the decoders' hands, while others decode.
         decodesLater = true
-        let unwanted: @Sendable () -> Bool = { [weak self] in self?.state.withLock { $0.finished } ?? true }
+        let unwanted: @Sendable () -> Bool = { [weak self] in self?.state.withLock { !$0.machine.isWanted } ?? true }
         context.decode(data, options: options, isCancelled: unwanted) { [self, url, data] result in
             switch result {
             case .success(let image):
@@ -314,40 +295,30 @@ public final class DownloadOperation: ImageDownloadOperation {
 
     /// Feeds a chunk to the preview decoder (when progressive).
     func didReceive(_ chunk: Data) {
-        let loop = state.withLock { state in state.finished ? nil : state.progressive }
+        let loop = state.withLock { $0.machine.runningWork?.previews }
         loop?.offer(chunk)
     }
 
     /// Delivers a preview to every caller, unless the final completion already went out.
     private func deliverPartial(_ image: DecodedImage) {
-        let handlers = state.withLock { state in state.finished ? [] : state.handlers.values.compactMap(\.completed) }
+        let handlers = state.withLock { $0.machine.waitingHandlers.compactMap(\.completed) }
         for handler in handlers { handler(image, nil, nil, false) }
     }
 
-    /// Delivers the one completion to every remaining caller.
     /// Delivers the one completion to every caller, including callers that join while it is
     /// being delivered: the operation stays joinable until the last handler has run, so a
     /// caller's completion can cache the image before a newcomer could start a second load.
     private func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
-        let loop = state.withLock { state in
-            defer { state.progressive = nil }
-            return state.progressive
-        }
-        loop?.stop()
+        // The task's completion holds this operation: letting go of the work breaks the cycle.
+        let work = state.withLock { $0.machine.beginDelivery() }
+        work?.previews?.stop()
         while true {
-            let batch = state.withLock { state -> [Handler] in
-                guard !state.handlers.isEmpty else {
-                    state.finished = true
-                    // The task's completion holds this operation: letting go of the task breaks the cycle.
-                    state.task = nil
-                    return []
-                }
-                if let response = state.response { for token in state.handlers.keys { token.recordResponse(response) } }
-                defer { state.handlers.removeAll() }
-                return Array(state.handlers.values)
+            let (batch, response) = state.withLock { ($0.machine.takeFinalBatch(), $0.response) }
+            guard let batch else { return }
+            for (token, handler) in batch {
+                if let response { token.recordResponse(response) }
+                handler.completed?(image, data, error, true)
             }
-            if batch.isEmpty { return }
-            for handler in batch { handler.completed?(image, data, error, true) }
         }
     }
 
@@ -358,7 +329,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         let handlers = state.withLock { state -> [Progress] in
             if let last = state.lastProgress, !final, now - last < .nanoseconds(Int64(interval * 1e9)) { return [] }
             state.lastProgress = now
-            return state.handlers.values.compactMap(\.progress)
+            return state.machine.waitingHandlers.compactMap(\.progress)
         }
         for handler in handlers { handler(received, expected, url) }
     }

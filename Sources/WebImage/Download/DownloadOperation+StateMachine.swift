@@ -1,0 +1,131 @@
+import WebImageCoders
+
+/// Work a download holds while it runs (its HTTP task and preview decoder), stopped when the
+/// last caller leaves.
+protocol DownloadWork {
+    /// Stops the transfer and the previews.
+    func stop()
+}
+
+/// The lifecycle of a ``DownloadOperation`` as a pure state machine: each event changes the
+/// phase and returns what to do once the lock is released (call completions, stop the work).
+/// Generic over the caller's identity, its handler and the work, so it is tested without sockets.
+struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
+    enum Phase: Equatable {
+        /// Created; callers join, nothing is sent yet.
+        case waiting
+        /// The request is on its way (or being built).
+        case running
+        /// The final completion is going out; callers may still join and get it.
+        case delivering
+        /// Every caller had its completion, or the last one left: nobody joins any more.
+        case finished
+    }
+
+    private(set) var phase = Phase.waiting
+    /// The callers' combined options: high priority when any caller asked for it, low only when
+    /// every caller did.
+    private(set) var options: ImageOptions
+    private var handlers: [Caller: (order: UInt64, handler: Handler)] = [:]
+    private var nextOrder: UInt64 = 0
+    private var work: Work?
+
+    init(options: ImageOptions) { self.options = options }
+
+    /// Whether callers may still join.
+    var isJoinable: Bool { phase != .finished }
+
+    /// Whether the load is still wanted: previews and the decode skip their work when not.
+    var isWanted: Bool { phase == .waiting || phase == .running }
+
+    /// The callers waiting for the result, in arrival order.
+    var callers: [Caller] { handlers.sorted { $0.value.order < $1.value.order }.map(\.key) }
+
+    /// Handlers of callers still waiting, in arrival order; empty once the result goes out.
+    var waitingHandlers: [Handler] {
+        guard isWanted else { return [] }
+        return handlers.values.sorted { $0.order < $1.order }.map(\.handler)
+    }
+
+    /// A caller joins; `false` once finished (the caller starts a new load).
+    mutating func join(_ caller: Caller, options callerOptions: ImageOptions, handler: Handler) -> Bool {
+        guard isJoinable else { return false }
+        nextOrder += 1
+        handlers[caller] = (nextOrder, handler)
+        // A high-priority caller raises a waiting load; low priority only when everyone is low.
+        if callerOptions.contains(.highPriority) { options.insert(.highPriority) }
+        if !callerOptions.contains(.lowPriority) { options.remove(.lowPriority) }
+        return true
+    }
+
+    /// What to do when a caller leaves.
+    enum LeaveAction {
+        /// Not a waiting caller (its completion went out, or it never joined).
+        case none
+        /// Give the caller `cancelled`; others still want the load.
+        case cancelCaller(Handler)
+        /// Give the caller `cancelled` and stop the work: it was the last one.
+        case cancelCallerAndStop(Handler, Work?)
+    }
+
+    /// A caller leaves; the last one to leave a load that has not delivered abandons it.
+    mutating func leave(_ caller: Caller) -> LeaveAction {
+        guard let (_, handler) = handlers.removeValue(forKey: caller) else { return .none }
+        guard handlers.isEmpty, isWanted else { return .cancelCaller(handler) }
+        phase = .finished
+        defer { work = nil }
+        return .cancelCallerAndStop(handler, work)
+    }
+
+    /// Every caller leaves at once: give each `cancelled` and stop the work.
+    mutating func cancelAll() -> (handlers: [Handler], work: Work?) {
+        let waiting = handlers.values.sorted { $0.order < $1.order }.map(\.handler)
+        handlers.removeAll()
+        phase = .finished
+        defer { work = nil }
+        return (waiting, work)
+    }
+
+    /// The downloader starts the load: the options to build the request with, or `nil` when
+    /// every caller left before its turn (nothing to send).
+    mutating func start() -> ImageOptions? {
+        guard phase == .waiting else { return nil }
+        phase = .running
+        return options
+    }
+
+    /// Records work the load started; `false` when it is no longer wanted (the caller stops it).
+    mutating func attach(_ change: (inout Work) -> Void, initial: Work) -> Bool {
+        guard isWanted else { return false }
+        var current = work ?? initial
+        change(&current)
+        work = current
+        return true
+    }
+
+    /// The work, while the load is wanted (to feed previews).
+    var runningWork: Work? { isWanted ? work : nil }
+
+    /// The result is ready: the load's work is done (returned so its previews stop), and the
+    /// phase becomes delivering.
+    mutating func beginDelivery() -> Work? {
+        guard phase != .finished else { return nil }
+        phase = .delivering
+        defer { work = nil }
+        return work
+    }
+
+    /// The callers to give the final completion to now (they leave), in arrival order; `nil`
+    /// when none is left: the operation is then finished. Callers joining meanwhile come in the
+    /// next batch.
+    mutating func takeFinalBatch() -> [(caller: Caller, handler: Handler)]? {
+        guard phase == .delivering, !handlers.isEmpty else {
+            phase = .finished
+            return nil
+        }
+        defer { handlers.removeAll() }
+        return handlers.sorted { $0.value.order < $1.value.order }.map { ($0.key, $0.value.handler) }
+    }
+}
+
+extension DownloadStateMachine: Sendable where Caller: Sendable, Handler: Sendable, Work: Sendable {}
