@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WebImageCoders
 
 /// A thread-safe least-recently-used image cache with a cost limit and a count limit
@@ -13,7 +14,10 @@ import WebImageCoders
 /// elsewhere is found again by ``image(forKey:)`` and put back (SDWebImage 5's weak cache).
 /// The evicted image costs nothing extra: it is the same storage its holder keeps alive.
 ///
-/// Every method may be called from any thread; each takes one short lock.
+/// Every method may be called from any thread. Entries are spread over shards by key, each with
+/// its own short lock, so lookups from several threads scale; recency across shards is ordered
+/// by each entry's last-use time (the monotonic clock), so eviction stays least recently used
+/// first over the whole cache.
 public final class MemoryCache: Sendable {
     /// Size limits of a ``MemoryCache``.
     public struct Limits: Sendable, Hashable {
@@ -40,213 +44,147 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    private struct Node {
-        var key: String
-        var image: DecodedImage?
-        var cost: Int
-        var newer: Int
-        var older: Int
-    }
-
-    /// The LRU list lives in an array of nodes linked by index: moving an entry touches a few
-    /// integers and no reference counts.
-    private struct Store {
-        var limits: Limits
-        var keepsEvicted: Bool
-        var index: [String: Int] = [:]
-        var nodes: [Node] = []
-        var free: [Int] = []
-        var newest = -1
-        var oldest = -1
-        var totalCost = 0
-        /// Evicted images, held weakly (by their storage) until their last holder lets go.
-        var evicted: [String: WeakImage] = [:]
-        var evictedSweepThreshold = 64
-
-        mutating func unlink(_ slot: Int) {
-            let (newer, older) = (nodes[slot].newer, nodes[slot].older)
-            if newer >= 0 { nodes[newer].older = older } else { newest = older }
-            if older >= 0 { nodes[older].newer = newer } else { oldest = newer }
-        }
-
-        mutating func pushNewest(_ slot: Int) {
-            nodes[slot].newer = -1
-            nodes[slot].older = newest
-            if newest >= 0 { nodes[newest].newer = slot }
-            newest = slot
-            if oldest < 0 { oldest = slot }
-        }
-
-        mutating func lookUp(_ key: String) -> DecodedImage? {
-            guard let slot = index[key] else { return nil }
-            if slot != newest {
-                unlink(slot)
-                pushNewest(slot)
-            }
-            return nodes[slot].image
-        }
-
-        mutating func insert(_ image: DecodedImage, cost: Int, forKey key: String) {
-            evicted[key] = nil
-            if let slot = index[key] {
-                totalCost += cost - nodes[slot].cost
-                nodes[slot].image = image
-                nodes[slot].cost = cost
-                if slot != newest {
-                    unlink(slot)
-                    pushNewest(slot)
-                }
-            } else {
-                let node = Node(key: key, image: image, cost: cost, newer: -1, older: -1)
-                let slot: Int
-                if let reused = free.popLast() {
-                    nodes[reused] = node
-                    slot = reused
-                } else {
-                    nodes.append(node)
-                    slot = nodes.count - 1
-                }
-                index[key] = slot
-                totalCost += cost
-                pushNewest(slot)
-            }
-            purgeIfNeeded()
-        }
-
-        @discardableResult
-        mutating func remove(_ key: String) -> DecodedImage? {
-            evicted[key] = nil
-            guard let slot = index.removeValue(forKey: key) else { return nil }
-            return release(slot)
-        }
-
-        /// Unlinks a slot and frees it; returns its image.
-        mutating func release(_ slot: Int) -> DecodedImage? {
-            unlink(slot)
-            let image = nodes[slot].image
-            totalCost -= nodes[slot].cost
-            nodes[slot].image = nil
-            nodes[slot].key = ""
-            free.append(slot)
-            return image
-        }
-
-        mutating func evictOldest() {
-            let slot = oldest
-            let key = nodes[slot].key
-            index[key] = nil
-            if let image = release(slot), keepsEvicted { evicted[key] = WeakImage(image) }
-        }
-
-        mutating func purgeToWatermark() {
-            while totalCost > limits.costAfterPurge && oldest >= 0 { evictOldest() }
-        }
-
-        mutating func purgeIfNeeded() {
-            if totalCost > limits.costLimit { purgeToWatermark() }
-            while index.count > limits.countLimit && oldest >= 0 { evictOldest() }
-            if evicted.count > evictedSweepThreshold {
-                evicted = evicted.filter { $0.value.isAlive }
-                evictedSweepThreshold = max(64, evicted.count * 2)
-            }
-        }
-
-        mutating func removeAll(keepingEvicted: Bool) {
-            if keepingEvicted && keepsEvicted {
-                for slot in index.values {
-                    if let image = nodes[slot].image { evicted[nodes[slot].key] = WeakImage(image) }
-                }
-            } else {
-                evicted.removeAll()
-            }
-            index.removeAll()
-            nodes.removeAll()
-            free.removeAll()
-            newest = -1
-            oldest = -1
-            totalCost = 0
-        }
-    }
-
-    private let store: Protected<Store>
+    /// Shards by key hash, each with its own lock and LRU list: lookups of different keys from
+    /// different threads rarely meet on one lock.
+    private let shards: [MemoryCacheShard]
+    private let shardMask: Int
+    private let keepsEvicted: Bool
+    private let currentLimits: Protected<Limits>
+    /// The shards' totals, kept beside them so limits are checked without visiting each shard.
+    private let totalCostCounter = Atomic<Int>(0)
+    private let countCounter = Atomic<Int>(0)
+    /// One purge at a time (taken before any shard's lock, never inside one).
+    private let purging = Protected(())
 
     /// A cache with `limits`; `keepsEvictedImagesInUse` turns the weak map on (default).
     public init(limits: Limits = Limits(), keepsEvictedImagesInUse: Bool = true) {
-        store = Protected(Store(limits: limits, keepsEvicted: keepsEvictedImagesInUse))
+        currentLimits = Protected(limits)
+        keepsEvicted = keepsEvictedImagesInUse
+        shards = (0..<Self.shardCount).map { _ in MemoryCacheShard(keepsEvicted: keepsEvictedImagesInUse) }
+        shardMask = Self.shardCount - 1
     }
+
+    /// Enough shards that two threads seldom want the same one (a power of two).
+    private static let shardCount = 16
+
+    private func shard(for key: MemoryCacheShard.Key) -> MemoryCacheShard { shards[key.hash & shardMask] }
 
     /// The current limits. Lowering them purges at once.
     public var limits: Limits {
-        get { store.withLock { $0.limits } }
+        get { currentLimits.withLock { $0 } }
         set {
-            store.withLock { store in
-                store.limits = newValue
-                store.purgeIfNeeded()
-            }
+            currentLimits.withLock { $0 = newValue }
+            purgeIfNeeded()
         }
     }
 
     /// The image for `key`, marking it most recently used; an evicted image still held elsewhere
     /// is put back.
     public func image(forKey key: String) -> DecodedImage? {
-        store.withLock { store in
-            if let image = store.lookUp(key) { return image }
-            guard let revived = store.evicted[key]?.image else { return nil }
-            store.insert(revived, cost: revived.cost, forKey: key)
-            return revived
+        let key = MemoryCacheShard.Key(key)
+        let (image, change) = shard(for: key).withLock { store -> (DecodedImage?, MemoryCacheShard.Change) in
+            if let image = store.lookUp(key) { return (image, .none) }
+            guard let revived = store.evicted[key]?.image else { return (nil, .none) }
+            return (revived, store.insert(revived, cost: revived.cost, forKey: key))
         }
+        if change != .none { apply(change) }
+        return image
     }
 
     /// Whether `key` has an image, without changing its recency.
     public func contains(_ key: String) -> Bool {
-        store.withLock { $0.index[key] != nil || $0.evicted[key]?.isAlive == true }
+        let key = MemoryCacheShard.Key(key)
+        return shard(for: key).withLock { $0.index[key] != nil || $0.evicted[key]?.isAlive == true }
     }
 
     /// Stores `image` under `key` (replacing any other) and purges if the limits are passed.
     /// `cost` defaults to the image's bytes.
     public func setImage(_ image: DecodedImage, forKey key: String, cost: Int? = nil) {
         let cost = max(0, cost ?? image.cost)
-        store.withLock { $0.insert(image, cost: cost, forKey: key) }
+        let key = MemoryCacheShard.Key(key)
+        apply(shard(for: key).withLock { $0.insert(image, cost: cost, forKey: key) })
     }
 
     /// Removes and returns the image for `key`.
     @discardableResult
-    public func removeImage(forKey key: String) -> DecodedImage? { store.withLock { $0.remove(key) } }
+    public func removeImage(forKey key: String) -> DecodedImage? {
+        let key = MemoryCacheShard.Key(key)
+        let (image, change) = shard(for: key).withLock { $0.remove(key) }
+        apply(change)
+        return image
+    }
 
     /// Removes every image, the weakly held ones too.
-    public func removeAll() { store.withLock { $0.removeAll(keepingEvicted: false) } }
+    public func removeAll() {
+        for shard in shards { apply(shard.withLock { $0.removeAll(keepingEvicted: false) }, purges: false) }
+    }
 
     /// Empties the cache under memory pressure: images still in use elsewhere stay findable
     /// (weakly), the rest are freed.
-    public func handleMemoryPressure() { store.withLock { $0.removeAll(keepingEvicted: true) } }
+    public func handleMemoryPressure() {
+        for shard in shards { apply(shard.withLock { $0.removeAll(keepingEvicted: true) }, purges: false) }
+    }
 
     /// Purges least recently used images down to ``Limits/costAfterPurge``, as an insertion over
     /// the limit does: what ``MemoryPressureMonitor`` asks of the caches.
-    public func purgeToWatermark() { store.withLock { $0.purgeToWatermark() } }
+    public func purgeToWatermark() {
+        let limits = self.limits
+        purge(downToCost: limits.costAfterPurge, count: limits.countLimit)
+    }
 
     /// Bytes held by the cached images.
-    public var totalCost: Int { store.withLock { $0.totalCost } }
+    public var totalCost: Int { totalCostCounter.load(ordering: .relaxed) }
 
     /// Images held (not counting evicted ones held elsewhere).
-    public var count: Int { store.withLock { $0.index.count } }
+    public var count: Int { countCounter.load(ordering: .relaxed) }
 
     /// Keys from most to least recently used.
     public var keysByRecency: [String] {
-        store.withLock { store in
-            var keys: [String] = []
-            keys.reserveCapacity(store.index.count)
-            var slot = store.newest
-            while slot >= 0 {
-                keys.append(store.nodes[slot].key)
-                slot = store.nodes[slot].older
+        var entries: [(stamp: UInt64, key: String)] = []
+        for shard in shards { entries += shard.withLock { $0.entriesByRecency() } }
+        return entries.sorted { $0.stamp > $1.stamp }.map(\.key)
+    }
+
+    // MARK: Limits
+
+    private func apply(_ change: MemoryCacheShard.Change, purges: Bool = true) {
+        guard change != .none else { return }
+        totalCostCounter.add(change.cost, ordering: .relaxed)
+        countCounter.add(change.count, ordering: .relaxed)
+        if purges && (change.cost > 0 || change.count > 0) { purgeIfNeeded() }
+    }
+
+    private func purgeIfNeeded() {
+        let limits = self.limits
+        if totalCost > limits.costLimit {
+            purge(downToCost: limits.costAfterPurge, count: limits.countLimit)
+        } else if count > limits.countLimit {
+            purge(downToCost: .max, count: limits.countLimit)
+        }
+    }
+
+    /// Evicts the least recently used image of all shards (each shard's oldest, compared by
+    /// their last-use stamps) until the cost and count are at most the targets.
+    private func purge(downToCost costTarget: Int, count countTarget: Int) {
+        purging.withLock { _ in
+            while totalCost > costTarget || count > countTarget {
+                var oldest: (shard: MemoryCacheShard, stamp: UInt64)?
+                for shard in shards {
+                    if let stamp = shard.withLock({ $0.oldestStamp }), stamp < oldest?.stamp ?? .max {
+                        oldest = (shard, stamp)
+                    }
+                }
+                guard let oldest else { return }
+                let change = oldest.shard.withLock { $0.evictOldest() }
+                totalCostCounter.add(change.cost, ordering: .relaxed)
+                countCounter.add(change.count, ordering: .relaxed)
             }
-            return keys
         }
     }
 }
 
 /// An image held by its storage reference, weakly.
-private struct WeakImage {
+struct WeakImage {
     weak var storage: DecodedImage.Storage?
 
     init(_ image: DecodedImage) { storage = image.storage }

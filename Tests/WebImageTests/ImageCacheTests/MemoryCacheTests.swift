@@ -29,6 +29,36 @@ struct MemoryCacheTests {
         #expect(!cache.contains("k2"))
     }
 
+    @Test("Touching the newest entry again, or storing over it, keeps one entry per key in order")
+    func newestTouchedAgain() {
+        let cache = MemoryCache(limits: .init(costLimit: 1 << 20))
+        cache.setImage(costImage(1), forKey: "a")
+        cache.setImage(costImage(1), forKey: "b")
+        #expect(cache.image(forKey: "b") != nil)
+        #expect(cache.image(forKey: "b") != nil)
+        cache.setImage(costImage(2), forKey: "b")
+        #expect(cache.keysByRecency == ["b", "a"])
+        #expect(cache.image(forKey: "a") != nil)
+        #expect(cache.keysByRecency == ["a", "b"])
+        #expect(cache.totalCost == 4 + 8)
+    }
+
+    @Test("Recency is kept across shards: many keys evict strictly oldest first")
+    func recencyAcrossShards() {
+        // 100 keys spread over every shard; touching the even ones makes the odd ones oldest.
+        let cache = MemoryCache(
+            limits: .init(costLimit: 100 * 4, costAfterPurge: 50 * 4),
+            keepsEvictedImagesInUse: false
+        )
+        for index in 0..<100 { cache.setImage(costImage(1), forKey: "k\(index)") }
+        for index in stride(from: 0, to: 100, by: 2) { #expect(cache.image(forKey: "k\(index)") != nil) }
+        cache.setImage(costImage(1), forKey: "new")  // over the limit: purge to 50 entries
+        #expect(cache.count == 50)
+        let kept = Set(cache.keysByRecency)
+        #expect(kept.contains("new"))
+        #expect(kept == Set(["new"] + stride(from: 2, to: 100, by: 2).map { "k\($0)" }))
+    }
+
     @Test("The count limit keeps the newest entries")
     func countLimit() {
         let cache = MemoryCache(limits: .init(costLimit: 1 << 30, countLimit: 3), keepsEvictedImagesInUse: false)

@@ -1,0 +1,224 @@
+import Foundation
+import WebImageCoders
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One shard of a ``MemoryCache``: an LRU list of its keys behind its own lock.
+///
+/// Its mutex lives in a 128-byte block of its own and the shard's fields are followed by
+/// padding, so two shards never share a cache line that a lookup writes.
+// Safety (@unchecked Sendable): the only mutable state is `store`, read and written only inside
+// `withLock` between `pthread_mutex_lock` and `pthread_mutex_unlock` of `mutex` (allocated in
+// `init`, destroyed in `deinit` when no other reference exists); `body` gets it `inout`, so no
+// reference escapes the lock, and everything it returns (images, keys, numbers) is Sendable.
+final class MemoryCacheShard: @unchecked Sendable {
+    /// A key with its hash computed once: the shard is chosen by it and its dictionaries use it.
+    struct Key: Hashable, Sendable {
+        let string: String
+        let hash: Int
+
+        init(_ string: String) {
+            self.string = string
+            hash = string.hashValue
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool { lhs.hash == rhs.hash && lhs.string == rhs.string }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    }
+
+    /// What an operation changed in the shard's totals.
+    struct Change: Equatable {
+        var cost: Int
+        var count: Int
+        static let none = Change(cost: 0, count: 0)
+    }
+
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var store: Store
+    private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
+
+    init(keepsEvicted: Bool) {
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: 128, alignment: 128)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: 128)
+        mutex = raw.bindMemory(to: pthread_mutex_t.self, capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        store = Store(keepsEvicted: keepsEvicted)
+        _ = padding
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        UnsafeMutableRawPointer(mutex).deallocate()
+    }
+
+    func withLock<Result>(_ body: (inout Store) -> Result) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&store)
+    }
+
+    private struct Node {
+        var key: Key
+        var image: DecodedImage?
+        var cost: Int
+        /// When it was last stored or looked up (monotonic nanoseconds, increasing per shard).
+        var stamp: UInt64
+        var newer: Int
+        var older: Int
+    }
+
+    /// The LRU list lives in an array of nodes linked by index: moving an entry touches a few
+    /// integers and no reference counts.
+    struct Store {
+        let keepsEvicted: Bool
+        private(set) var index: [Key: Int] = [:]
+        private var nodes: [Node] = []
+        private var free: [Int] = []
+        private var newest = -1
+        private var oldest = -1
+        private var lastStamp: UInt64 = 0
+        private var totalCost = 0
+        /// Evicted images, held weakly (by their storage) until their last holder lets go.
+        var evicted: [Key: WeakImage] = [:]
+        private var evictedSweepThreshold = 64
+
+        init(keepsEvicted: Bool) { self.keepsEvicted = keepsEvicted }
+
+        /// The last-use stamp of the shard's least recently used entry.
+        var oldestStamp: UInt64? { oldest >= 0 ? nodes[oldest].stamp : nil }
+
+        /// Now, on the monotonic clock, and later than any stamp this shard gave.
+        private mutating func nextStamp() -> UInt64 {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            lastStamp = max(UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec), lastStamp &+ 1)
+            return lastStamp
+        }
+
+        private mutating func unlink(_ slot: Int) {
+            let (newer, older) = (nodes[slot].newer, nodes[slot].older)
+            if newer >= 0 { nodes[newer].older = older } else { newest = older }
+            if older >= 0 { nodes[older].newer = newer } else { oldest = newer }
+        }
+
+        private mutating func pushNewest(_ slot: Int) {
+            nodes[slot].newer = -1
+            nodes[slot].older = newest
+            nodes[slot].stamp = nextStamp()
+            if newest >= 0 { nodes[newest].newer = slot }
+            newest = slot
+            if oldest < 0 { oldest = slot }
+        }
+
+        /// Makes a listed slot the most recently used.
+        private mutating func touch(_ slot: Int) {
+            guard slot != newest else {
+                nodes[slot].stamp = nextStamp()
+                return
+            }
+            unlink(slot)
+            pushNewest(slot)
+        }
+
+        mutating func lookUp(_ key: Key) -> DecodedImage? {
+            guard let slot = index[key] else { return nil }
+            touch(slot)
+            return nodes[slot].image
+        }
+
+        mutating func insert(_ image: DecodedImage, cost: Int, forKey key: Key) -> Change {
+            evicted[key] = nil
+            if let slot = index[key] {
+                let change = Change(cost: cost - nodes[slot].cost, count: 0)
+                totalCost += change.cost
+                nodes[slot].image = image
+                nodes[slot].cost = cost
+                touch(slot)
+                return change
+            }
+            let node = Node(key: key, image: image, cost: cost, stamp: 0, newer: -1, older: -1)
+            let slot: Int
+            if let reused = free.popLast() {
+                nodes[reused] = node
+                slot = reused
+            } else {
+                nodes.append(node)
+                slot = nodes.count - 1
+            }
+            index[key] = slot
+            totalCost += cost
+            pushNewest(slot)
+            sweepEvictedIfNeeded()
+            return Change(cost: cost, count: 1)
+        }
+
+        mutating func remove(_ key: Key) -> (DecodedImage?, Change) {
+            evicted[key] = nil
+            guard let slot = index.removeValue(forKey: key) else { return (nil, .none) }
+            let cost = nodes[slot].cost
+            return (release(slot), Change(cost: -cost, count: -1))
+        }
+
+        /// Unlinks a slot and frees it; returns its image.
+        private mutating func release(_ slot: Int) -> DecodedImage? {
+            unlink(slot)
+            let image = nodes[slot].image
+            totalCost -= nodes[slot].cost
+            nodes[slot].image = nil
+            nodes[slot].key = Key("")
+            free.append(slot)
+            return image
+        }
+
+        /// Evicts the least recently used entry (kept weakly when that is on).
+        mutating func evictOldest() -> Change {
+            guard oldest >= 0 else { return .none }
+            let slot = oldest
+            let key = nodes[slot].key
+            let cost = nodes[slot].cost
+            index[key] = nil
+            if let image = release(slot), keepsEvicted { evicted[key] = WeakImage(image) }
+            return Change(cost: -cost, count: -1)
+        }
+
+        private mutating func sweepEvictedIfNeeded() {
+            guard evicted.count > evictedSweepThreshold else { return }
+            evicted = evicted.filter { $0.value.isAlive }
+            evictedSweepThreshold = max(64, evicted.count * 2)
+        }
+
+        mutating func removeAll(keepingEvicted: Bool) -> Change {
+            if keepingEvicted && keepsEvicted {
+                for slot in index.values {
+                    if let image = nodes[slot].image { evicted[nodes[slot].key] = WeakImage(image) }
+                }
+            } else {
+                evicted.removeAll()
+            }
+            let change = Change(cost: -totalCost, count: -index.count)
+            index.removeAll()
+            nodes.removeAll()
+            free.removeAll()
+            newest = -1
+            oldest = -1
+            totalCost = 0
+            return change
+        }
+
+        /// Every entry's key with its last-use stamp.
+        func entriesByRecency() -> [(stamp: UInt64, key: String)] {
+            var entries: [(stamp: UInt64, key: String)] = []
+            entries.reserveCapacity(index.count)
+            var slot = newest
+            while slot >= 0 {
+                entries.append((nodes[slot].stamp, nodes[slot].key.string))
+                slot = nodes[slot].older
+            }
+            return entries
+        }
+    }
+}
