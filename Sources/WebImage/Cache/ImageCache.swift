@@ -7,9 +7,10 @@ import WebImageCoders
 ///
 /// - Memory: a ``MemoryCache`` (LRU, cost and count limits, a lower watermark, and a weak map of
 ///   evicted images still in use).
-/// - Disk: a ``DiskCache`` folder; every disk operation runs on the cache's own queues (one
-///   serial queue for writes, removals and cleanups; one for reads, so a read never waits behind
-///   writes), never on the caller's thread or an event loop. Bytes queued for writing are
+/// - Disk: a ``DiskCache`` folder; every disk operation runs off the caller's thread and the
+///   event loops: writes, removals and cleanups on the cache's own serial queue, in order; reads
+///   on the bounded, priority-aware ``Configuration/diskReadQueue`` (a read never waits behind
+///   writes, and a query cancelled while it waits gives its place up). Bytes queued for writing are
 ///   readable at once. Disk hits are decoded on the context's ``ImageWorkQueue`` within its
 ///   ``DecodingMemoryBudget``, and promoted to memory unless the context's `storeCacheType`
 ///   leaves memory out.
@@ -48,6 +49,10 @@ public final class ImageCache: ImageCaching {
         /// folder), whoever asked for the write; runs on the cache's write queue, so keep it
         /// short. The image stays in memory. Default: none.
         public var diskWriteFailureHandler: (@Sendable (_ key: String, _ error: any Error) -> Void)?
+        /// Where disk reads run, at the query's priority (`highPriority`, `lowPriority`).
+        /// Default: ``ImageWorkQueue/diskReading`` (two reads at once, shared by every cache and
+        /// `file://` loads); give a cache its own queue to size it apart.
+        public var diskReadQueue: ImageWorkQueue = .diskReading
 
         /// The default configuration.
         public init() {}
@@ -74,8 +79,6 @@ public final class ImageCache: ImageCaching {
     public let diskCache: DiskCache
     /// Serial: writes, removals and cleanups run in the order they were asked for.
     private let writeQueue: DispatchQueue
-    /// Serial: disk reads, beside the writes (a read never waits behind a queue of writes).
-    private let readQueue: DispatchQueue
     /// Whether the first write has queued the sweep of orphaned temporary files.
     private let sweptTemporaryFiles = Atomic(false)
     /// Bytes queued for writing, readable at once: a query right after a store finds them.
@@ -113,7 +116,6 @@ public final class ImageCache: ImageCaching {
         diskCache = DiskCache(directory: directory, configuration: configuration.disk)
         if configuration.purgesOnMemoryPressure { MemoryPressureMonitor.shared.watch(memoryCache) }
         writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
-        readQueue = DispatchQueue(label: "swift-web-image.ImageCache.read")
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
@@ -248,7 +250,7 @@ public final class ImageCache: ImageCaching {
         }
         let operation = ImageCacheQueryOperation()
         let context = context ?? ImageContext()
-        readQueue.async { [self] in
+        let read = configuration.diskReadQueue.enqueue(priority: ImageWorkQueue.Priority(options)) { [self] in
             guard !operation.isCancelled else { return }
             let found = configuration.usesDiskCache ? diskDataAndMetadata(forKey: key) : nil
             if let memoryImage {
@@ -278,6 +280,7 @@ public final class ImageCache: ImageCaching {
                 completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
             }
         }
+        operation.onCancel { read.cancel() }
         return operation
     }
 
@@ -336,12 +339,12 @@ public final class ImageCache: ImageCaching {
         return pendingWrites.withLock { $0.entries[key] != nil } || diskCache.contains(key)
     }
 
-    /// Whether the disk has `key`, checked on the read queue.
+    /// Whether the disk has `key`, checked on the disk read queue.
     public func diskImageExists(withKey key: String, completion: @escaping @Sendable (Bool) -> Void) {
-        readQueue.async { [self] in completion(diskImageDataExists(forKey: key)) }
+        configuration.diskReadQueue.enqueue { [self] in completion(diskImageDataExists(forKey: key)) }
     }
 
-    /// Whether the disk has `key`, checked on the read queue.
+    /// Whether the disk has `key`, checked on the disk read queue.
     public func diskImageExists(withKey key: String) async -> Bool {
         await withCheckedContinuation { continuation in
             diskImageExists(withKey: key) { continuation.resume(returning: $0) }

@@ -42,12 +42,34 @@ public protocol ImageCacheOperation: AnyObject, Sendable {
 /// The cancellable handle ``ImageCache`` returns for disk queries.
 public final class ImageCacheQueryOperation: ImageCacheOperation {
     private let cancelled = Atomic(false)
+    private let cancelHandler = Protected<(@Sendable () -> Void)?>(nil)
 
     /// A query operation not yet cancelled.
     public init() {}
 
-    public func cancel() { cancelled.store(true, ordering: .releasing) }
+    public func cancel() {
+        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        cancelHandler.withLock { handler in
+            defer { handler = nil }
+            return handler
+        }?()
+    }
+
     public var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+    /// Runs `handler` once when the operation is cancelled (at once when it already is), outside
+    /// the operation's lock: how a query takes its queued read off the queue.
+    func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        cancelHandler.withLock { $0 = handler }
+        if isCancelled,
+            let handler = cancelHandler.withLock({ current in
+                defer { current = nil }
+                return current
+            })
+        {
+            handler()
+        }
+    }
 }
 
 /// A cache ``ImageManager`` can use: ours (``ImageCache``), a chain of several

@@ -4,7 +4,7 @@ import WebImageCoders
 
 /// A queue that runs at most ``width`` pieces of work at once on GCD's worker threads (never the
 /// Swift cooperative pool or an event loop), highest priority first and first come first served
-/// within a priority: the bounded stages that decode and transform images.
+/// within a priority: the bounded stages that read the disk, decode and transform images.
 ///
 /// Work that has not started can be cancelled; it then never runs and its place goes to the next.
 /// Thread-safe; work runs outside the queue's lock.
@@ -27,6 +27,10 @@ public final class ImageWorkQueue: Sendable {
     /// Where ``ImageManager`` transforms images unless their ``ImageContext`` names another
     /// queue: one transform per core.
     public static let transforming = ImageWorkQueue(width: ProcessInfo.processInfo.activeProcessorCount)
+
+    /// Where disk-cache queries and `file://` loads read unless configured otherwise: two reads
+    /// at once (disks gain little from more, and a read should not wait behind a decode).
+    public static let diskReading = ImageWorkQueue(width: 2)
 
     /// The most pieces of work running at once (at least 1).
     public let width: Int

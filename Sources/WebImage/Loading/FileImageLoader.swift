@@ -17,11 +17,11 @@ public final class FileImageLoader: ImageLoading {
     private let loads = Protected<[ImageDownloadKey: FileLoad]>([:])
     private let reads = Atomic<Int>(0)
 
-    /// A loader reading at most `maximumFileSize` bytes per file on `readQueue` (default: two
-    /// reads at once; disks gain little from more).
+    /// A loader reading at most `maximumFileSize` bytes per file on `readQueue` (default:
+    /// ``ImageWorkQueue/diskReading``, two reads at once, shared with the disk caches).
     public init(
         maximumFileSize: Int64? = ImageDownloader.Configuration.default.maximumDownloadSize,
-        readQueue: ImageWorkQueue = ImageWorkQueue(width: 2)
+        readQueue: ImageWorkQueue = .diskReading
     ) {
         self.maximumFileSize = maximumFileSize
         self.readQueue = readQueue

@@ -126,7 +126,8 @@ struct ImageCacheTests {
     func cancellation() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let cache = CacheFixtures.cache(folder)
+        // One read at a time, so the parked job below holds the only place.
+        let cache = CacheFixtures.cache(folder) { $0.diskReadQueue = ImageWorkQueue(width: 1) }
         try await cache.store(nil, data: CacheFixtures.png, forKey: "k")
         let calls = Atomic(0)
         // Park the I/O queue behind a slow job so the query is still waiting when cancelled.
@@ -146,6 +147,51 @@ struct ImageCacheTests {
         task.cancel()
         let result = await task.value
         #expect(result.cacheType == .none || result.cacheType == .disk)
+    }
+
+    @Test("Disk reads run on the configured queue by priority; a query cancelled while waiting gives its place up")
+    func readQueue() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let queue = ImageWorkQueue(width: 1)
+        let cache = CacheFixtures.cache(folder) { $0.diskReadQueue = queue }
+        for key in ["low", "normal", "high", "cancelled"] {
+            try await cache.store(nil, data: CacheFixtures.png, forKey: key, cacheType: .disk)
+        }
+        let gate = DispatchSemaphore(value: 0)
+        queue.enqueue { gate.wait() }
+        let order = Protected<[String]>([])
+        let done = DispatchGroup()
+        func query(_ key: String, _ options: ImageOptions) -> (any ImageCacheOperation)? {
+            done.enter()
+            return cache.queryImage(
+                forKey: key,
+                options: options.union(.avoidDecodeImage),
+                context: nil,
+                cacheType: .disk
+            ) {
+                result in
+                if result.data != nil { order.withLock { $0.append(key) } }
+                done.leave()
+            }
+        }
+        _ = query("low", .lowPriority)
+        let cancelled = query("cancelled", [])
+        _ = query("normal", [])
+        _ = query("high", .highPriority)
+        #expect(queue.waitingCount == 4)
+        cancelled?.cancel()
+        done.leave()  // a cancelled query never completes
+        #expect(queue.waitingCount == 3, "the cancelled read left the queue")
+        gate.signal()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                done.wait()
+                continuation.resume()
+            }
+        }
+        #expect(order.withLock { $0 } == ["high", "normal", "low"])
+        #expect(queue.peakRunningCount == 1)
     }
 
     @Test("A chain of caches answers from the first that has the key and stores into all")
