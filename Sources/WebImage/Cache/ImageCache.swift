@@ -46,13 +46,19 @@ public final class ImageCache: ImageCaching {
         /// Receives failed disk writes at `.warning` and cleanups at `.debug`. Default: none.
         public var logger = Logger.quiet("swift-web-image.cache")
         /// Called with the key and the cause when a disk write fails (full disk, read-only
-        /// folder), whoever asked for the write; runs on the cache's write queue, so keep it
+        /// folder, or refused by ``maximumQueuedWriteBytes``), whoever asked for the write; runs
+        /// on the cache's write queue (on the storing thread for a refused write), so keep it
         /// short. The image stays in memory. Default: none.
         public var diskWriteFailureHandler: (@Sendable (_ key: String, _ error: any Error) -> Void)?
         /// Where disk reads run, at the query's priority (`highPriority`, `lowPriority`).
         /// Default: ``ImageWorkQueue/diskReading`` (two reads at once, shared by every cache and
         /// `file://` loads); give a cache its own queue to size it apart.
         public var diskReadQueue: ImageWorkQueue = .diskReading
+        /// The most bytes queued for disk writes at once. Writes run at background priority, so
+        /// loads get the CPU first; if the disk falls this far behind, further disk writes are
+        /// refused (the store's completion and ``diskWriteFailureHandler`` get the error; memory
+        /// stores still happen) rather than holding ever more bytes. Default 256 MiB.
+        public var maximumQueuedWriteBytes = 256 << 20
 
         /// The default configuration.
         public init() {}
@@ -87,8 +93,9 @@ public final class ImageCache: ImageCaching {
     private struct PendingWrites {
         var entries: [String: (data: Data, metadata: DiskCacheMetadata, generation: UInt64)] = [:]
         var nextGeneration: UInt64 = 0
+        /// Bytes of every write queued and not yet done (bytes given, or the bitmap to encode).
+        var queuedBytes = 0
     }
-    /// Decodes disk hits, several at once.
     private let cleanupTask: Task<Void, Never>?
 
     /// A cache in the folder `namespace` under `root` (default ``defaultRootDirectory``).
@@ -115,7 +122,9 @@ public final class ImageCache: ImageCaching {
         )
         diskCache = DiskCache(directory: directory, configuration: configuration.disk)
         if configuration.purgesOnMemoryPressure { MemoryPressureMonitor.shared.watch(memoryCache) }
-        writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write")
+        // Background priority: loads (decoding, the network) get the CPU before the cache's writes;
+        // `maximumQueuedWriteBytes` bounds what waits meanwhile.
+        writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write", qos: .background)
         if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
@@ -172,27 +181,42 @@ public final class ImageCache: ImageCaching {
             return
         }
         var metadata = metadata ?? DiskCacheMetadata()
-        var generation: UInt64?
-        if let data {
-            if metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: data).mimeType }
-            generation = pendingWrites.withLock { pending in
-                pending.nextGeneration += 1
-                pending.entries[key] = (data, metadata, pending.nextGeneration)
-                return pending.nextGeneration
+        if let data, metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: data).mimeType }
+        let size = data?.count ?? image?.cost ?? 0
+        let limit = configuration.maximumQueuedWriteBytes
+        let admission = pendingWrites.withLock { pending -> (admitted: Bool, queued: Int, generation: UInt64?) in
+            guard pending.queuedBytes == 0 || pending.queuedBytes + size <= limit else {
+                return (false, pending.queuedBytes, nil)
             }
+            pending.queuedBytes += size
+            guard let data else { return (true, pending.queuedBytes, nil) }
+            pending.nextGeneration += 1
+            pending.entries[key] = (data, metadata, pending.nextGeneration)
+            return (true, pending.queuedBytes, pending.nextGeneration)
         }
+        guard admission.admitted else {
+            let error = DiskCacheError(
+                "queue write",
+                path: diskCache.fileURL(forKey: key).path,
+                message: "\(admission.queued >> 20) MiB of disk writes already waiting (maximumQueuedWriteBytes)"
+            )
+            configuration.logger.warning("disk write refused", metadata: ["key": "\(key)", "error": "\(error)"])
+            configuration.diskWriteFailureHandler?(key, error)
+            completion?(error)
+            return
+        }
+        let generation = admission.generation
         // Temporary files of writers killed mid-write go before this cache's first write: a
         // folder that is only read is never scanned (opening a cache stays free).
         if !sweptTemporaryFiles.exchange(true, ordering: .relaxed) {
             writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
         }
-        writeQueue.async { [diskCache, pendingWrites, generation, metadata, configuration] in
+        writeQueue.async { [diskCache, pendingWrites, generation, metadata, configuration, size] in
             var metadata = metadata
             defer {
-                if let generation {
-                    pendingWrites.withLock { pending in
-                        if pending.entries[key]?.generation == generation { pending.entries[key] = nil }
-                    }
+                pendingWrites.withLock { pending in
+                    pending.queuedBytes -= size
+                    if let generation, pending.entries[key]?.generation == generation { pending.entries[key] = nil }
                 }
             }
             do {

@@ -194,6 +194,37 @@ struct ImageCacheTests {
         #expect(queue.peakRunningCount == 1)
     }
 
+    @Test("Disk writes past maximumQueuedWriteBytes are refused with the cause; the queued ones land")
+    func queuedWriteBound() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let failures = Protected<[String]>([])
+        let cache = CacheFixtures.cache(folder) {
+            $0.maximumQueuedWriteBytes = 1500
+            $0.diskWriteFailureHandler = { key, _ in failures.withLock { $0.append(key) } }
+        }
+        // Park the write queue (a flush's completion runs on it) so the writes wait.
+        let gate = DispatchSemaphore(value: 0)
+        cache.flush { gate.wait() }
+        let kilobyte = Data(repeating: 7, count: 1000)
+        let errors = Protected<[String: String]>([:])
+        for key in ["first", "second"] {
+            cache.store(nil, data: kilobyte, forKey: key, metadata: nil, cacheType: .all) { error in
+                errors.withLock { $0[key] = error.map { "\($0)" } ?? "ok" }
+            }
+        }
+        #expect(errors.withLock { $0["second"] }?.contains("maximumQueuedWriteBytes") == true)
+        #expect(failures.withLock { $0 } == ["second"])
+        gate.signal()
+        await cache.flush()
+        #expect(errors.withLock { $0["first"] } == "ok")
+        #expect(cache.diskImageDataExists(forKey: "first"))
+        #expect(!cache.diskImageDataExists(forKey: "second"))
+        // With the queue drained, writes are taken again.
+        try await cache.store(nil, data: kilobyte, forKey: "third", cacheType: .disk)
+        #expect(cache.diskImageDataExists(forKey: "third"))
+    }
+
     @Test("A chain of caches answers from the first that has the key and stores into all")
     func chain() async throws {
         let folder = try TemporaryDirectory()
