@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import WebImage
 
 /// The `webimage` root command. `main` is ours so exit codes follow the contract:
 /// 0 every item succeeded, 1 some item failed, 2 usage error.
@@ -15,6 +16,8 @@ struct WebImageCommand: AsyncParsableCommand {
     static func main() async {
         StandardStream.ignoreBrokenPipes()
         Verbosity.bootstrap()
+        // Bitmaps outlive their decode: keep freed memory instead of faulting it in per image.
+        SystemMemory.tuneAllocatorForImageDecoding()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -12,6 +12,7 @@ import WebImageOrigin
 // plain load of the same large body (previews must not copy the body once per chunk).
 //
 //   swift run -c release --package-path Benchmarks webimage-downloader-benchmarks [--images N] [--rounds R]
+//       [--tuned-allocator]
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -20,6 +21,9 @@ func argument(_ name: String, default value: Int) -> Int {
 }
 
 let imageCount = argument("--images", default: 1000)
+// --tuned-allocator: what a service gets from SystemMemory.tuneAllocatorForImageDecoding().
+let tunedAllocator = CommandLine.arguments.contains("--tuned-allocator")
+if tunedAllocator { SystemMemory.tuneAllocatorForImageDecoding() }
 let rounds = argument("--rounds", default: 5)
 let concurrency = 6
 
@@ -169,7 +173,7 @@ await origin.stop()
 
 let medians = rates.map(median)
 print(
-    "| \(imageCount) JPEGs of \(jpeg.count / 1024) KB, \(concurrency) at a time | loads/s (median of \(rounds)) | ratio |"
+    "| \(imageCount) JPEGs of \(jpeg.count / 1024) KB, \(concurrency) at a time\(tunedAllocator ? ", tuned allocator" : "") | loads/s (median of \(rounds)) | ratio |"
 )
 print("|---|---:|---:|")
 print("| \(sides[0]) | \(Int(medians[0])) | \(String(format: "%.3f", medians[0] / medians[1])) of raw |")

@@ -28,6 +28,10 @@ int wi_file_times_at(int dir_fd, const char *path, wi_file_times *times);
 /// A negative value leaves that time unchanged. Returns 0, or -1 with errno set.
 int wi_set_file_times(int fd, double access_time, double modification_time);
 
+/// glibc: sets malloc's trim and mmap thresholds (mallopt); 1 when both took, 0 otherwise
+/// (another C library, or a value glibc refuses).
+int wi_tune_malloc(int trim_threshold, int mmap_threshold);
+
 /// XXH64 of `length` bytes: the disk cache's entry checksum.
 uint64_t wi_checksum64(const void *data, size_t length, uint64_t seed);
 

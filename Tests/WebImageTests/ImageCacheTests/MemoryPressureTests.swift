@@ -123,3 +123,15 @@ struct MemoryPressureTests {
         #expect(monitor.purgeCount == 0 && cache.totalCost == 4000)
     }
 }
+
+@Suite("The allocator tuning for image decoding")
+struct AllocatorTuningTests {
+    @Test("glibc takes the thresholds; an mmap threshold over glibc's 32 MiB cap is clamped, not refused")
+    func tuning() {
+        #expect(SystemMemory.tuneAllocatorForImageDecoding())
+        #expect(SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 1 << 40, mmapThreshold: 1 << 30))
+        // A bitmap-sized block still allocates and frees normally afterwards.
+        let pixels = [UInt8](repeating: 7, count: 1_228_800)
+        #expect(pixels.count == 1_228_800 && pixels[1_228_799] == 7)
+    }
+}
