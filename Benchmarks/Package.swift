@@ -49,7 +49,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "webimage-cache-benchmarks",
-            dependencies: [.product(name: "WebImage", package: "swift-web-image")],
+            dependencies: [.product(name: "WebImage", package: "swift-web-image"), "CDirectCodecs"],
             path: "Sources/CacheBenchmarks"
         ),
         .executableTarget(

@@ -1,3 +1,4 @@
+import CDirectCodecs
 import Foundation
 import WebImage
 
@@ -40,17 +41,26 @@ let image = DecodedImage(
 )
 let memory = MemoryCache()
 let keys = (0..<1000).map { "https://images.example.com/photos/\($0)/large.jpg?w=640" }
-for key in keys { memory.setImage(image, forKey: key) }
+// One image per key, as distinct URLs give: threads hitting different keys then share no
+// reference count (one image under every key would make each hit contend on its count).
+for key in keys { memory.setImage(DecodedImage(bitmap: image.bitmap, format: .png), forKey: key) }
 
-func memoryHits(threads: Int, perThread: Int) -> Double {
+/// Hits per second from `threads` threads. `shared`: every thread looks up all 1000 keys (each
+/// hit then moves cache lines the other thread wrote: the image's reference count, the shard's
+/// lock and LRU links); otherwise each thread looks up its own share of the keys, as workers
+/// serving different images do.
+func memoryHits(threads: Int, perThread: Int, shared: Bool = true) -> Double {
     let start = clock.now
     DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        // Each thread holds its own references: the globals' reference counts are not the subject.
+        let cache = memory
+        let mine = shared ? keys : keys.enumerated().filter { $0.offset % threads == thread }.map(\.element)
         var found = 0
-        var index = thread * 37
+        var index = thread * 37 % mine.count
         for _ in 0..<perThread {
-            if memory.image(forKey: keys[index]) != nil { found += 1 }
+            if cache.image(forKey: mine[index]) != nil { found += 1 }
             index = index &+ 7919
-            if index >= keys.count { index %= keys.count }
+            if index >= mine.count { index %= mine.count }
         }
         precondition(found == perThread)
     }
@@ -60,6 +70,9 @@ func memoryHits(threads: Int, perThread: Int) -> Double {
 _ = memoryHits(threads: 1, perThread: 200_000)
 let oneThread = (0..<5).map { _ in memoryHits(threads: 1, perThread: 2_000_000) }.sorted()[2]
 let twoThreads = (0..<5).map { _ in memoryHits(threads: 2, perThread: 2_000_000) }.sorted()[2]
+let twoThreadsOwnKeys = (0..<5).map { _ in memoryHits(threads: 2, perThread: 2_000_000, shared: false) }.sorted()[2]
+let stripedOne = (0..<5).map { _ in direct_striped_lock_rate(1, 5_000_000) }.sorted()[2]
+let stripedTwo = (0..<5).map { _ in direct_striped_lock_rate(2, 5_000_000) }.sorted()[2]
 
 // MARK: Disk hits, stores
 
@@ -155,7 +168,15 @@ let trimSeconds = seconds(clock.now - trimStart)
 print("| ImageCache | figure |")
 print("|---|---:|")
 print("| memory hits, 1 thread | \(String(format: "%.1f", oneThread / 1e6)) M/s |")
-print("| memory hits, 2 threads | \(String(format: "%.1f", twoThreads / 1e6)) M/s |")
+print(
+    "| memory hits, 2 threads, the same 1000 keys | \(String(format: "%.1f", twoThreads / 1e6)) M/s (\(String(format: "%.2f", twoThreads / oneThread))× one thread) |"
+)
+print(
+    "| memory hits, 2 threads, 500 keys each | \(String(format: "%.1f", twoThreadsOwnKeys / 1e6)) M/s (\(String(format: "%.2f", twoThreadsOwnKeys / oneThread))× one thread) |"
+)
+print(
+    "| C reference: 16 striped pthread mutexes, lock + unlock, 1 / 2 threads | \(String(format: "%.0f", stripedOne / 1e6)) / \(String(format: "%.0f", stripedTwo / 1e6)) M/s (\(String(format: "%.2f", stripedTwo / stripedOne))×) |"
+)
 print(
     "| disk data hit, 100 KB, p50 / p99 | \(String(format: "%.1f", percentile(cacheLatencies, 0.5) * 1e6)) / \(String(format: "%.1f", percentile(cacheLatencies, 0.99) * 1e6)) µs |"
 )

@@ -14,4 +14,8 @@ int direct_webp_decode(const uint8_t *data, size_t size, uint32_t *width, uint32
 /// Decodes every frame (DGifSlurp) and composes each onto a fresh RGBA canvas copy.
 int direct_gif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, uint32_t *frames);
 
+/// Lock/unlock operations per second when `threads` threads each take `iterations` of 16 striped
+/// pthread mutexes at random (the ceiling of a lock-based shared cache on this machine).
+double direct_striped_lock_rate(int threads, long iterations);
+
 #endif
