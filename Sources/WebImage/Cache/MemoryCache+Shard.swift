@@ -7,15 +7,69 @@ import Glibc
 import Darwin
 #endif
 
-/// One shard of a ``MemoryCache``: an LRU list of its keys behind its own lock.
-///
-/// Its mutex lives in a 128-byte block of its own and the shard's fields are followed by
-/// padding, so two shards never share a cache line that a lookup writes.
-// Safety (@unchecked Sendable): the only mutable state is `store`, read and written only inside
-// `withLock` between `pthread_mutex_lock` and `pthread_mutex_unlock` of `mutex` (allocated in
-// `init`, destroyed in `deinit` when no other reference exists); `body` gets it `inout`, so no
-// reference escapes the lock, and everything it returns (images, keys, numbers) is Sendable.
-final class MemoryCacheShard: @unchecked Sendable {
+/// The shards of a ``MemoryCache``, each an LRU list behind its own lock, in one allocation
+/// where every shard starts on a 128-byte boundary: two shards never share a cache line that a
+/// lookup writes, and reaching a shard touches no reference count shared between threads.
+// Safety (@unchecked Sendable): `slots` is allocated and initialized in `init` and freed only by
+// `deallocate()`, which the owning MemoryCache calls from its deinit, when no other reference to
+// it exists. Each slot's `store` is read and written only inside `withLock`, between
+// `pthread_mutex_lock` and `pthread_mutex_unlock` of that slot's mutex (which never moves: the
+// slots are addressed in place); `body` gets the store `inout`, so no reference escapes the lock,
+// and everything it returns (images, keys, numbers) is Sendable.
+struct MemoryCacheShards: @unchecked Sendable {
+    private struct Slot {
+        var mutex: pthread_mutex_t
+        var store: MemoryCacheShard.Store
+    }
+
+    let count: Int
+    private let slots: UnsafeMutableRawPointer
+    private let stride: Int
+
+    /// `count` empty shards.
+    init(count: Int, keepsEvicted: Bool) {
+        self.count = count
+        stride = (MemoryLayout<Slot>.stride + 127) / 128 * 128
+        slots = UnsafeMutableRawPointer.allocate(byteCount: stride * count, alignment: 128)
+        slots.initializeMemory(as: UInt8.self, repeating: 0, count: stride * count)
+        for index in 0..<count {
+            let slot = slot(index)
+            pthread_mutex_init(&slot.pointee.mutex, nil)
+            (UnsafeMutableRawPointer(slot) + MemoryLayout<Slot>.offset(of: \Slot.store)!)
+                .initializeMemory(
+                    as: MemoryCacheShard.Store.self,
+                    repeating: .init(keepsEvicted: keepsEvicted),
+                    count: 1
+                )
+        }
+    }
+
+    private func slot(_ index: Int) -> UnsafeMutablePointer<Slot> {
+        (slots + index * stride).assumingMemoryBound(to: Slot.self)
+    }
+
+    /// Runs `body` with shard `index`'s store, under its lock.
+    func withLock<Result>(_ index: Int, _ body: (inout MemoryCacheShard.Store) -> Result) -> Result {
+        let slot = slot(index)
+        pthread_mutex_lock(&slot.pointee.mutex)
+        defer { pthread_mutex_unlock(&slot.pointee.mutex) }
+        return body(&slot.pointee.store)
+    }
+
+    /// Frees the shards; call once, when nothing can reach them any more.
+    func deallocate() {
+        for index in 0..<count {
+            let slot = slot(index)
+            pthread_mutex_destroy(&slot.pointee.mutex)
+            (UnsafeMutableRawPointer(slot) + MemoryLayout<Slot>.offset(of: \Slot.store)!)
+                .assumingMemoryBound(to: MemoryCacheShard.Store.self).deinitialize(count: 1)
+        }
+        slots.deallocate()
+    }
+}
+
+/// The parts of one ``MemoryCache`` shard.
+enum MemoryCacheShard {
     /// A key with its hash computed once: the shard is chosen by it and its dictionaries use it.
     struct Key: Hashable, Sendable {
         let string: String
@@ -35,30 +89,6 @@ final class MemoryCacheShard: @unchecked Sendable {
         var cost: Int
         var count: Int
         static let none = Change(cost: 0, count: 0)
-    }
-
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var store: Store
-    private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
-
-    init(keepsEvicted: Bool) {
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: 128, alignment: 128)
-        raw.initializeMemory(as: UInt8.self, repeating: 0, count: 128)
-        mutex = raw.bindMemory(to: pthread_mutex_t.self, capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        store = Store(keepsEvicted: keepsEvicted)
-        _ = padding
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        UnsafeMutableRawPointer(mutex).deallocate()
-    }
-
-    func withLock<Result>(_ body: (inout Store) -> Result) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body(&store)
     }
 
     private struct Node {

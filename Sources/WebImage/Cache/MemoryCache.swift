@@ -46,7 +46,7 @@ public final class MemoryCache: Sendable {
 
     /// Shards by key hash, each with its own lock and LRU list: lookups of different keys from
     /// different threads rarely meet on one lock.
-    private let shards: [MemoryCacheShard]
+    private let shards: MemoryCacheShards
     private let shardMask: Int
     private let keepsEvicted: Bool
     private let currentLimits: Protected<Limits>
@@ -60,14 +60,16 @@ public final class MemoryCache: Sendable {
     public init(limits: Limits = Limits(), keepsEvictedImagesInUse: Bool = true) {
         currentLimits = Protected(limits)
         keepsEvicted = keepsEvictedImagesInUse
-        shards = (0..<Self.shardCount).map { _ in MemoryCacheShard(keepsEvicted: keepsEvictedImagesInUse) }
+        shards = MemoryCacheShards(count: Self.shardCount, keepsEvicted: keepsEvictedImagesInUse)
         shardMask = Self.shardCount - 1
     }
+
+    deinit { shards.deallocate() }
 
     /// Enough shards that two threads seldom want the same one (a power of two).
     private static let shardCount = 16
 
-    private func shard(for key: MemoryCacheShard.Key) -> MemoryCacheShard { shards[key.hash & shardMask] }
+    private func shard(for key: MemoryCacheShard.Key) -> Int { key.hash & shardMask }
 
     /// The current limits. Lowering them purges at once.
     public var limits: Limits {
@@ -82,7 +84,7 @@ public final class MemoryCache: Sendable {
     /// is put back.
     public func image(forKey key: String) -> DecodedImage? {
         let key = MemoryCacheShard.Key(key)
-        let (image, change) = shard(for: key).withLock { store -> (DecodedImage?, MemoryCacheShard.Change) in
+        let (image, change) = shards.withLock(shard(for: key)) { store -> (DecodedImage?, MemoryCacheShard.Change) in
             if let image = store.lookUp(key) { return (image, .none) }
             guard let revived = store.evicted[key]?.image else { return (nil, .none) }
             return (revived, store.insert(revived, cost: revived.cost, forKey: key))
@@ -94,7 +96,7 @@ public final class MemoryCache: Sendable {
     /// Whether `key` has an image, without changing its recency.
     public func contains(_ key: String) -> Bool {
         let key = MemoryCacheShard.Key(key)
-        return shard(for: key).withLock { $0.index[key] != nil || $0.evicted[key]?.isAlive == true }
+        return shards.withLock(shard(for: key)) { $0.index[key] != nil || $0.evicted[key]?.isAlive == true }
     }
 
     /// Stores `image` under `key` (replacing any other) and purges if the limits are passed.
@@ -102,27 +104,31 @@ public final class MemoryCache: Sendable {
     public func setImage(_ image: DecodedImage, forKey key: String, cost: Int? = nil) {
         let cost = max(0, cost ?? image.cost)
         let key = MemoryCacheShard.Key(key)
-        apply(shard(for: key).withLock { $0.insert(image, cost: cost, forKey: key) })
+        apply(shards.withLock(shard(for: key)) { $0.insert(image, cost: cost, forKey: key) })
     }
 
     /// Removes and returns the image for `key`.
     @discardableResult
     public func removeImage(forKey key: String) -> DecodedImage? {
         let key = MemoryCacheShard.Key(key)
-        let (image, change) = shard(for: key).withLock { $0.remove(key) }
+        let (image, change) = shards.withLock(shard(for: key)) { $0.remove(key) }
         apply(change)
         return image
     }
 
     /// Removes every image, the weakly held ones too.
     public func removeAll() {
-        for shard in shards { apply(shard.withLock { $0.removeAll(keepingEvicted: false) }, purges: false) }
+        for shard in 0..<shards.count {
+            apply(shards.withLock(shard) { $0.removeAll(keepingEvicted: false) }, purges: false)
+        }
     }
 
     /// Empties the cache under memory pressure: images still in use elsewhere stay findable
     /// (weakly), the rest are freed.
     public func handleMemoryPressure() {
-        for shard in shards { apply(shard.withLock { $0.removeAll(keepingEvicted: true) }, purges: false) }
+        for shard in 0..<shards.count {
+            apply(shards.withLock(shard) { $0.removeAll(keepingEvicted: true) }, purges: false)
+        }
     }
 
     /// Purges least recently used images down to ``Limits/costAfterPurge``, as an insertion over
@@ -141,7 +147,7 @@ public final class MemoryCache: Sendable {
     /// Keys from most to least recently used.
     public var keysByRecency: [String] {
         var entries: [(stamp: UInt64, key: String)] = []
-        for shard in shards { entries += shard.withLock { $0.entriesByRecency() } }
+        for shard in 0..<shards.count { entries += shards.withLock(shard) { $0.entriesByRecency() } }
         return entries.sorted { $0.stamp > $1.stamp }.map(\.key)
     }
 
@@ -168,14 +174,14 @@ public final class MemoryCache: Sendable {
     private func purge(downToCost costTarget: Int, count countTarget: Int) {
         purging.withLock { _ in
             while totalCost > costTarget || count > countTarget {
-                var oldest: (shard: MemoryCacheShard, stamp: UInt64)?
-                for shard in shards {
-                    if let stamp = shard.withLock({ $0.oldestStamp }), stamp < oldest?.stamp ?? .max {
+                var oldest: (shard: Int, stamp: UInt64)?
+                for shard in 0..<shards.count {
+                    if let stamp = shards.withLock(shard, { $0.oldestStamp }), stamp < oldest?.stamp ?? .max {
                         oldest = (shard, stamp)
                     }
                 }
                 guard let oldest else { return }
-                let change = oldest.shard.withLock { $0.evictOldest() }
+                let change = shards.withLock(oldest.shard) { $0.evictOldest() }
                 totalCostCounter.add(change.cost, ordering: .relaxed)
                 countCounter.add(change.count, ordering: .relaxed)
             }
