@@ -39,7 +39,8 @@ extension BitmapTransformer {
     }
 }
 
-/// The key a transformed image is cached under: the original key, `-`, the transformer's key.
+/// SDWebImage's transformed key: the original key, `-`, the transformer's key. ``ImageManager``
+/// no longer caches under it (a URL ending in `-key` would collide); it uses ``ImageCacheKey``.
 public func transformedCacheKey(_ key: String, transformerKey: String) -> String {
     key + "-" + transformerKey
 }
