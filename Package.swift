@@ -50,6 +50,11 @@ let package = Package(
             providers: [.apt(["libwebp-dev"]), .brew(["webp"])]
         ),
         .systemLibrary(
+            name: "CAVIF",
+            // No pkgConfig: libavif's .pc adds -DAVIF_DLL, a flag SwiftPM refuses (with a warning).
+            providers: [.apt(["libavif-dev"]), .brew(["libavif"])]
+        ),
+        .systemLibrary(
             name: "CGIF",
             providers: [.apt(["libgif-dev"]), .brew(["giflib"])]
         ),
@@ -62,7 +67,7 @@ let package = Package(
         .target(name: "CWebImageSystem"),
         .target(
             name: "WebImageCoders",
-            dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CWebImageShims"],
+            dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CAVIF", "CWebImageShims"],
             swiftSettings: swiftSettings
         ),
         .target(

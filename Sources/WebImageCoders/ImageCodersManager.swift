@@ -18,7 +18,7 @@ public final class ImageCodersManager: Sendable {
 
     /// The built-in coders: JPEG, PNG (with APNG), GIF and WebP.
     public static var builtInCoders: [any ImageCoding] {
-        [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder()]
+        [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), AVIFCoder()]
     }
 
     /// The coders, highest priority first.

@@ -10,7 +10,8 @@ import Foundation
 /// ```
 ///
 /// Reads JPEG (up to the frame header), PNG and APNG (up to the first `IDAT`), GIF (every block
-/// header, skipping pixel data) and WebP (every chunk header); nothing is decompressed and no
+/// header, skipping pixel data), WebP (every chunk header) and AVIF (libavif's container parse:
+/// the primary image's size and the sequence's frame count); nothing is decompressed and no
 /// pixel memory is allocated. The figures are what the file *declares*: a decoder may still
 /// reject the data.
 public struct ImageHeader: Sendable, Hashable {
@@ -22,7 +23,7 @@ public struct ImageHeader: Sendable, Hashable {
     /// descriptors and WebP's `ANMF` chunks, counted up to the end of the data.
     public var frameCount: Int
 
-    /// Reads the header of `data`; `nil` when the format is not one of JPEG, PNG, GIF and WebP,
+    /// Reads the header of `data`; `nil` when the format is not one of JPEG, PNG, GIF, WebP and AVIF,
     /// or the header is truncated or invalid (zero dimensions included).
     public init?(_ data: Data) {
         let parsed: ImageHeader? = data.withUnsafeBytes { bytes in
@@ -32,6 +33,7 @@ public struct ImageHeader: Sendable, Hashable {
             case .gif: return reader.gif()
             case .jpeg: return reader.jpeg()
             case .webp: return reader.webp()
+            case .avif: return AVIFCoder.header(bytes)
             default: return nil
             }
         }

@@ -55,6 +55,15 @@ struct FetchCommandTests {
         let output = try #require(line["output"] as? String)
         #expect(ImageFormat(sniffing: try Data(contentsOf: URL(fileURLWithPath: output))) == .webp)
 
+        let avif = try await CLIRunner.runDetached([
+            "fetch", "--json", "--cache-dir", cache, "--output", folder.file("avif").path, "--format", "avif", b,
+        ])
+        #expect(avif.status == 0, "\(avif.stderr)")
+        let avifOutput = try #require(try avif.jsonLines().first?["output"] as? String)
+        let written = try Data(contentsOf: URL(fileURLWithPath: avifOutput))
+        #expect(ImageFormat(sniffing: written) == .avif && avifOutput.hasSuffix(".avif"))
+        #expect(try ImageCodersManager.shared.decode(written).width == 48)
+
         let warm = try await CLIRunner.runDetached(["fetch", "--json", "--cache-dir", cache, b])
         #expect(try warm.jsonLines().first?["cacheType"] as? String == "disk")
         // The thumbnail was made from the original's disk entry: one download in all.

@@ -41,6 +41,14 @@ struct CorpusManifestTests {
             #expect(header.frameCount == entry.frames)
         case "sniff":
             #expect(Self.sameFormat(sniffed, entry.format), "sniffed \(sniffed)")
+            // A format we now decode must decode at the listed size and frame count.
+            guard ImageCodersManager.shared.decoder(for: ImageFormatDetails(sniffing: data)) != nil else { break }
+            let image = try result.get()
+            let listed = try PixelSize(width: #require(entry.width), height: #require(entry.height))
+            #expect(image.sourceSize == listed)
+            #expect(image.frames.count == entry.frames && image.sourceFrameCount == entry.frames)
+            if entry.traits.contains("alpha") { #expect(image.hasAlpha) }
+            #expect(ImageHeader(data)?.size == listed)
         case "must-fail":
             if case .failure(let error) = result {
                 #expect(!error.description.isEmpty)

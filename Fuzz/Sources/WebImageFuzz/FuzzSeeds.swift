@@ -35,6 +35,8 @@ enum FuzzSeeds {
             )
             try save(try coders.encode(animation, as: .gif, options: .init()), "animated.gif")
             try save(try coders.encode(animation, as: .webp, options: .init()), "animated.webp")
+            try save(try coders.encode(still, as: .avif, options: .init(quality: 0.5)), "still.avif")
+            try save(try coders.encode(animation, as: .avif, options: .init(quality: 0.5)), "animated.avif")
         }
         try save(
             Data(

@@ -23,6 +23,7 @@ enum FuzzTargets {
         "png": { data in _ = try? PNGCoder().decode(data, options: limits) },
         "gif": { data in _ = try? GIFCoder().decode(data, options: limits) },
         "webp": { data in _ = try? WebPCoder().decode(data, options: limits) },
+        "avif": { data in _ = try? AVIFCoder().decode(data, options: limits) },
         "thumbnail": thumbnail,
         "progressive": progressive,
         "disk-entry": diskEntry,

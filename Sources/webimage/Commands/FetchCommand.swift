@@ -32,7 +32,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Write each image into this folder.")
     var output: String?
 
-    @Option(help: "Format of written images: png, jpeg or webp (default: the bytes as downloaded).")
+    @Option(help: "Format of written images: png, jpeg, webp or avif (default: the bytes as downloaded).")
     var format: String?
 
     @Argument(help: "URLs to load.")
@@ -44,7 +44,7 @@ struct FetchCommand: AsyncParsableCommand {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }
         if let format, Self.outputFormat(format) == nil {
-            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp")
+            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif")
         }
         if format != nil && output == nil { throw ValidationError("--format needs --output DIR") }
         if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
@@ -66,6 +66,7 @@ struct FetchCommand: AsyncParsableCommand {
         case "png": .png
         case "jpeg", "jpg": .jpeg
         case "webp": .webp
+        case "avif": .avif
         default: nil
         }
     }

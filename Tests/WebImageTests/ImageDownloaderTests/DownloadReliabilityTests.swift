@@ -107,15 +107,18 @@ struct DownloadReliabilityTests {
         await origin.stop()
     }
 
-    @Test("Accept names exactly the formats the coders decode (no AVIF)")
+    @Test("Accept names exactly the formats the coders decode")
     func acceptHeader() async throws {
         let origin = try await OriginServer.start()
         origin.setRoute("/a.png", DownloaderFixtures.route())
         _ = try await ImageDownloader().image(with: origin.url("/a.png"))
         let accept = try #require(origin.requests.first?.header("accept"))
-        #expect(accept == "image/webp,image/png,image/jpeg,image/gif")
+        #expect(accept == "image/webp,image/png,image/jpeg,image/gif,image/avif")
         #expect(ImageCodersManager.shared.acceptHeaderValue == accept)
-        #expect(!accept.contains("avif"))
+        // Formats we only sniff are never advertised.
+        #expect(!accept.contains("heic") && !accept.contains("jxl"))
+        let withoutAVIF = ImageCodersManager(coders: [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder()])
+        #expect(withoutAVIF.acceptHeaderValue == "image/webp,image/png,image/jpeg,image/gif")
         await origin.stop()
     }
 

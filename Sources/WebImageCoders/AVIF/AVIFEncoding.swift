@@ -1,0 +1,74 @@
+import CAVIF
+import Foundation
+
+/// Writes AVIF with libavif: 8-bit 4:2:0 for opaque images, 4:4:4 with an alpha plane for
+/// translucent ones; a still image, or an image sequence with each frame's duration (in
+/// milliseconds) when the image has several frames and `firstFrameOnly` is off.
+struct AVIFEncoding {
+    let speed: Int
+    let options: ImageEncodingOptions
+
+    /// libavif 0.11's quantizer (0 best … 63 worst) for a quality from 0 to 1.
+    var quantizer: Int32 { Int32((1 - min(max(options.quality, 0), 1)) * 63) }
+
+    func encode(_ image: DecodedImage) throws(CoderError) -> Data {
+        let deadline = CodingDeadline(options)
+        guard let encoder = avifEncoderCreate() else { throw .outOfMemory(.avif, "cannot create the encoder") }
+        defer { avifEncoderDestroy(encoder) }
+        encoder.pointee.maxThreads = 1
+        encoder.pointee.speed = Int32(speed)
+        encoder.pointee.minQuantizer = quantizer
+        encoder.pointee.maxQuantizer = quantizer
+        encoder.pointee.minQuantizerAlpha = options.lossless ? 0 : quantizer
+        encoder.pointee.maxQuantizerAlpha = options.lossless ? 0 : quantizer
+        encoder.pointee.timescale = 1000
+        let frames = options.firstFrameOnly ? [image.frames[0]] : image.frames
+        let hasAlpha = frames.contains { $0.bitmap.hasAlpha && $0.bitmap.containsTransparency }
+        for frame in frames {
+            try deadline.check(.avif, "encoding")
+            let planes = try Self.image(from: frame.bitmap, withAlpha: hasAlpha)
+            defer { avifImageDestroy(planes) }
+            let flags = frames.count == 1 ? AVIF_ADD_IMAGE_FLAG_SINGLE.rawValue : AVIF_ADD_IMAGE_FLAG_NONE.rawValue
+            let milliseconds = UInt64(max(1, (frame.duration * 1000).rounded()))
+            try Self.check(avifEncoderAddImage(encoder, planes, milliseconds, flags), "cannot encode a frame")
+        }
+        var output = avifRWData(data: nil, size: 0)
+        defer { avifRWDataFree(&output) }
+        try Self.check(avifEncoderFinish(encoder, &output), "cannot finish the file")
+        guard let bytes = output.data else { throw .encodingFailed(.avif, "the encoder wrote nothing") }
+        return Data(bytes: bytes, count: output.size)
+    }
+
+    /// YUV planes (and alpha) made from an RGBA bitmap.
+    private static func image(
+        from bitmap: Bitmap,
+        withAlpha: Bool
+    ) throws(CoderError) -> UnsafeMutablePointer<avifImage> {
+        let format = withAlpha ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420
+        guard let image = avifImageCreate(UInt32(bitmap.width), UInt32(bitmap.height), 8, format) else {
+            throw .outOfMemory(.avif, "cannot allocate a \(bitmap.width)×\(bitmap.height) image")
+        }
+        var rgb = avifRGBImage()
+        avifRGBImageSetDefaults(&rgb, image)
+        rgb.format = AVIF_RGB_FORMAT_RGBA
+        rgb.depth = 8
+        rgb.ignoreAlpha = withAlpha ? AVIF_FALSE : AVIF_TRUE
+        rgb.rowBytes = UInt32(bitmap.bytesPerRow)
+        let result = bitmap.pixels.withUnsafeBufferPointer { pixels -> avifResult in
+            rgb.pixels = UnsafeMutablePointer(mutating: pixels.baseAddress)
+            return avifImageRGBToYUV(image, &rgb)
+        }
+        do throws(CoderError) {
+            try check(result, "cannot convert the pixels to YUV")
+        } catch {
+            avifImageDestroy(image)
+            throw error
+        }
+        return image
+    }
+
+    private static func check(_ result: avifResult, _ context: String) throws(CoderError) {
+        guard result != AVIF_RESULT_OK else { return }
+        throw .encodingFailed(.avif, "\(context): \(String(cString: avifResultToString(result)))")
+    }
+}
