@@ -10,13 +10,14 @@ import Darwin
 /// The shards of a ``MemoryCache``, each an LRU list behind its own lock, in one allocation
 /// where every shard starts on a 128-byte boundary: two shards never share a cache line that a
 /// lookup writes, and reaching a shard touches no reference count shared between threads.
-// Safety (@unchecked Sendable): `slots` is allocated and initialized in `init` and freed only by
-// `deallocate()`, which the owning MemoryCache calls from its deinit, when no other reference to
-// it exists. Each slot's `store` is read and written only inside `withLock`, between
-// `pthread_mutex_lock` and `pthread_mutex_unlock` of that slot's mutex (which never moves: the
-// slots are addressed in place); `body` gets the store `inout`, so no reference escapes the lock,
-// and everything it returns (images, keys, numbers) is Sendable.
-struct MemoryCacheShards: @unchecked Sendable {
+// Safety (@unchecked Sendable): the type is ~Copyable, so exactly one value owns `slots`: it is
+// allocated and initialized in `init` and freed in `deinit`, when that owner (MemoryCache's
+// `let`) goes away and no borrow can still be running. Each slot's `store` is read and written
+// only inside `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock` of that slot's
+// own mutex (addressed in place, never moved or copied); `body` gets the store `inout`, so no
+// reference to it escapes the lock, and what `body` returns (images, keys, numbers) is Sendable.
+// `count` and `stride` never change after `init`.
+struct MemoryCacheShards: ~Copyable, @unchecked Sendable {
     private struct Slot {
         var mutex: pthread_mutex_t
         var store: MemoryCacheShard.Store
@@ -56,8 +57,7 @@ struct MemoryCacheShards: @unchecked Sendable {
         return body(&slot.pointee.store)
     }
 
-    /// Frees the shards; call once, when nothing can reach them any more.
-    func deallocate() {
+    deinit {
         for index in 0..<count {
             let slot = slot(index)
             pthread_mutex_destroy(&slot.pointee.mutex)

@@ -66,8 +66,6 @@ public final class MemoryCache: Sendable {
         shardMask = Self.shardCount - 1
     }
 
-    deinit { shards.deallocate() }
-
     /// Enough shards that two threads seldom want the same one (a power of two).
     private static let shardCount = 16
 
