@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "WebImageOrigin", targets: ["WebImageOrigin"]),
         .library(name: "WebImage", targets: ["WebImage"]),
         .executable(name: "webimage", targets: ["webimage"]),
+        // HEIC and JPEG XL writers for tests and fuzz seeds (the library only decodes those).
+        .library(name: "WebImageTestEncoders", targets: ["WebImageTestEncoders"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -55,6 +57,16 @@ let package = Package(
             providers: [.apt(["libavif-dev"]), .brew(["libavif"])]
         ),
         .systemLibrary(
+            name: "CHEIF",
+            pkgConfig: "libheif",
+            providers: [.apt(["libheif-dev"]), .brew(["libheif"])]
+        ),
+        .systemLibrary(
+            name: "CJXL",
+            // No pkgConfig: libjxl's .pc adds -DHWY_SHARED_DEFINE (from libhwy), a flag SwiftPM refuses.
+            providers: [.apt(["libjxl-dev"]), .brew(["jpeg-xl"])]
+        ),
+        .systemLibrary(
             name: "CGIF",
             providers: [.apt(["libgif-dev"]), .brew(["giflib"])]
         ),
@@ -67,7 +79,7 @@ let package = Package(
         .target(name: "CWebImageSystem"),
         .target(
             name: "WebImageCoders",
-            dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CAVIF", "CWebImageShims"],
+            dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CAVIF", "CHEIF", "CJXL", "CWebImageShims"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -138,11 +150,17 @@ let package = Package(
             path: "Sources/SoakTool",
             swiftSettings: swiftSettings
         ),
+        // HEIC (libheif + x265) and JPEG XL (libjxl) writers: test files and fuzz seeds.
+        .target(
+            name: "WebImageTestEncoders",
+            dependencies: ["WebImageCoders", "CHEIF", "CJXL"],
+            swiftSettings: swiftSettings
+        ),
         // Test-only helpers: generated images, PNG/GIF builders, the WEBIMAGE_CORPUS loader.
         .target(
             name: "WebImageTestSupport",
             dependencies: [
-                "WebImageCoders", "CGIF",
+                "WebImageCoders", "WebImageTestEncoders", "CGIF",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -151,7 +169,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageCodersTests",
-            dependencies: ["WebImageCoders", "WebImageTestSupport"],
+            dependencies: ["WebImageCoders", "WebImageTestEncoders", "WebImageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -168,7 +186,10 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageCLITests",
-            dependencies: ["webimage", "WebImage", "WebImageCoders", "WebImageOrigin", "WebImageTestSupport"],
+            dependencies: [
+                "webimage", "WebImage", "WebImageCoders", "WebImageOrigin", "WebImageTestEncoders",
+                "WebImageTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
     ],

@@ -13,7 +13,11 @@ let package = Package(
         .target(name: "FuzzSupport", path: "Sources/FuzzSupport"),
         .executableTarget(
             name: "webimage-fuzz",
-            dependencies: ["FuzzSupport", .product(name: "WebImage", package: "swift-web-image")],
+            dependencies: [
+                "FuzzSupport",
+                .product(name: "WebImage", package: "swift-web-image"),
+                .product(name: "WebImageTestEncoders", package: "swift-web-image"),
+            ],
             path: "Sources/WebImageFuzz"
         ),
     ],

@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh TARGET [libFuzzer flags]   e.g. scripts/fuzz.sh jpeg -max_total_time=600
 #   scripts/fuzz.sh --all [libFuzzer flags]    every target in turn (CI: scripts/fuzz.sh --all -runs=3000)
 #
-# Targets: sniff (format and header) decode jpeg png gif webp avif thumbnail progressive disk-entry http.
+# Targets: sniff (format and header) decode jpeg png gif webp avif heic jxl thumbnail progressive disk-entry http.
 # Seeds come from our own encoders, plus the images of $WEBIMAGE_CORPUS when it is set. Inputs
 # that grow coverage collect in .build/fuzz/corpus/TARGET; a crash leaves its input in
 # .build/fuzz/crashes/ and fails the run (then add it as a regression test).
@@ -23,11 +23,12 @@ work=.build/fuzz
 mkdir -p "$work/seeds" "$work/crashes"
 "$binary" --make-seeds "$work/seeds"
 if [ -n "${WEBIMAGE_CORPUS:-}" ] && [ -d "$WEBIMAGE_CORPUS" ]; then
-    find "$WEBIMAGE_CORPUS" -maxdepth 1 -type f \( -name '*.jpg' -o -name '*.png' -o -name '*.gif' -o -name '*.webp' -o -name '*.avif' -o -name '*.avifs' \) \
+    find "$WEBIMAGE_CORPUS" -maxdepth 1 -type f \( -name '*.jpg' -o -name '*.png' -o -name '*.gif' -o -name '*.webp' -o -name '*.avif' -o -name '*.avifs' \
+        -o -name '*.heic' -o -name '*.heif' -o -name '*.jxl' \) \
         -size -512k -exec cp {} "$work/seeds/" \;
 fi
 
-all_targets="sniff decode jpeg png gif webp avif thumbnail progressive disk-entry http"
+all_targets="sniff decode jpeg png gif webp avif heic jxl thumbnail progressive disk-entry http"
 target=$1
 shift
 if [ "$target" = "--all" ]; then targets=$all_targets; else targets=$target; fi

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Thread-safe: coders may be added and removed while other threads decode.
 public final class ImageCodersManager: Sendable {
-    /// The process-wide manager with the built-in JPEG, PNG/APNG, GIF and WebP coders.
+    /// The process-wide manager with the built-in coders (``builtInCoders``).
     public static let shared = ImageCodersManager()
 
     private let storage: Protected<[any ImageCoding]>
@@ -16,9 +16,10 @@ public final class ImageCodersManager: Sendable {
         storage = Protected(coders)
     }
 
-    /// The built-in coders: JPEG, PNG (with APNG), GIF and WebP.
+    /// The built-in coders: JPEG, PNG (with APNG), GIF, WebP and AVIF (each also encodes), then
+    /// HEIC/HEIF and JPEG XL (decoding only).
     public static var builtInCoders: [any ImageCoding] {
-        [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), AVIFCoder()]
+        [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), AVIFCoder(), HEIFCoder(), JXLCoder()]
     }
 
     /// The coders, highest priority first.
@@ -43,7 +44,8 @@ public final class ImageCodersManager: Sendable {
     }
 
     /// An HTTP `Accept` value naming exactly the media types of ``decodableFormats``
-    /// (`image/webp,image/png,image/jpeg,image/gif` with the built-in coders): a server that
+    /// (`image/webp,image/png,image/jpeg,image/gif,image/heic,image/heif,image/avif,image/jxl` with
+    /// the built-in coders): a server that
     /// negotiates never sends a format nothing here can decode.
     public var acceptHeaderValue: String { decodableFormats.map(\.mimeType).joined(separator: ",") }
 

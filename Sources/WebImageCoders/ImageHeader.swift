@@ -10,9 +10,11 @@ import Foundation
 /// ```
 ///
 /// Reads JPEG (up to the frame header), PNG and APNG (up to the first `IDAT`), GIF (every block
-/// header, skipping pixel data), WebP (every chunk header) and AVIF (libavif's container parse:
-/// the primary image's size and the sequence's frame count); nothing is decompressed and no
-/// pixel memory is allocated. The figures are what the file *declares*: a decoder may still
+/// header, skipping pixel data), WebP (every chunk header), AVIF (libavif's container parse:
+/// the primary image's size and the sequence's frame count), HEIC/HEIF (libheif's container
+/// parse: the primary image as displayed), JPEG XL (libjxl's codestream and frame headers),
+/// BMP (the DIB header), TIFF (the first IFD) and ICO (the largest entry); nothing is
+/// decompressed and no pixel memory is allocated. The figures are what the file *declares*: a decoder may still
 /// reject the data.
 public struct ImageHeader: Sendable, Hashable {
     /// The format the data was recognised as.
@@ -23,17 +25,23 @@ public struct ImageHeader: Sendable, Hashable {
     /// descriptors and WebP's `ANMF` chunks, counted up to the end of the data.
     public var frameCount: Int
 
-    /// Reads the header of `data`; `nil` when the format is not one of JPEG, PNG, GIF, WebP and AVIF,
-    /// or the header is truncated or invalid (zero dimensions included).
+    /// Reads the header of `data`; `nil` for SVG, PDF and unrecognised data, or when the header
+    /// is truncated or invalid (zero dimensions included).
     public init?(_ data: Data) {
         let parsed: ImageHeader? = data.withUnsafeBytes { bytes in
             let reader = HeaderReader(bytes: bytes)
-            switch ImageFormat(sniffing: data) {
+            let format = ImageFormat(sniffing: data)
+            switch format {
             case .png: return reader.png()
             case .gif: return reader.gif()
             case .jpeg: return reader.jpeg()
             case .webp: return reader.webp()
             case .avif: return AVIFCoder.header(bytes)
+            case .heic, .heif: return HEIFCoder.header(bytes, format: format)
+            case .jxl: return JXLCoder.header(bytes)
+            case .bmp: return reader.bmp()
+            case .tiff: return reader.tiff()
+            case .ico: return reader.ico()
             default: return nil
             }
         }
@@ -192,6 +200,62 @@ private struct HeaderReader {
             }
         }
         return nil
+    }
+
+    /// The DIB header after the 14-byte file header: `BITMAPCOREHEADER` (16-bit sizes) or any
+    /// later one (32-bit; a negative height is a top-down bitmap).
+    func bmp() -> ImageHeader? {
+        guard let headerSize = uint32LE(14) else { return nil }
+        let width: Int
+        let height: Int
+        if headerSize == 12 {
+            guard let w = uint16LE(18), let h = uint16LE(20) else { return nil }
+            (width, height) = (w, h)
+        } else {
+            guard headerSize >= 16, let w = uint32LE(18), let h = uint32LE(22) else { return nil }
+            (width, height) = (Int(Int32(truncatingIfNeeded: w)), abs(Int(Int32(truncatingIfNeeded: h))))
+        }
+        guard width > 0 else { return nil }
+        return ImageHeader(format: .bmp, size: PixelSize(width: width, height: height), frameCount: 1)
+    }
+
+    /// `ImageWidth` and `ImageLength` of the first IFD (SHORT or LONG), in the file's byte order.
+    func tiff() -> ImageHeader? {
+        let bigEndian = byte(0) == 0x4D
+        func u16(_ offset: Int) -> Int? { bigEndian ? uint16BE(offset) : uint16LE(offset) }
+        func u32(_ offset: Int) -> Int? { bigEndian ? uint32BE(offset) : uint32LE(offset) }
+        guard let ifd = u32(4), let entries = u16(ifd) else { return nil }
+        var width: Int?
+        var height: Int?
+        for index in 0..<entries {
+            let entry = ifd + 2 + index * 12
+            guard let tag = u16(entry), let type = u16(entry + 2) else { return nil }
+            guard tag == 256 || tag == 257 else { continue }
+            let value = type == 3 ? u16(entry + 8) : type == 4 ? u32(entry + 8) : nil
+            if tag == 256 { width = value } else { height = value }
+        }
+        guard let width, let height else { return nil }
+        return ImageHeader(format: .tiff, size: PixelSize(width: width, height: height), frameCount: 1)
+    }
+
+    /// The largest entry of the icon directory; a PNG-compressed entry's size is its `IHDR`'s
+    /// (a directory byte of 0 means 256 or more).
+    func ico() -> ImageHeader? {
+        guard let count = uint16LE(4), count > 0 else { return nil }
+        var largest: PixelSize?
+        for index in 0..<count {
+            let entry = 6 + index * 16
+            guard let w = byte(entry), let h = byte(entry + 1), let offset = uint32LE(entry + 12) else { break }
+            var size = PixelSize(width: w == 0 ? 256 : w, height: h == 0 ? 256 : h)
+            let embedded = HeaderReader(bytes: UnsafeRawBufferPointer(rebasing: bytes[min(offset, bytes.count)...]))
+            if embedded.uint32BE(0) == 0x8950_4E47, embedded.tag(12) == "IHDR",
+                let pngWidth = embedded.uint32BE(16), let pngHeight = embedded.uint32BE(20)
+            {
+                size = PixelSize(width: pngWidth, height: pngHeight)
+            }
+            if largest.map({ size.pixelCount > $0.pixelCount }) ?? true { largest = size }
+        }
+        return largest.map { ImageHeader(format: .ico, size: $0, frameCount: 1) }
     }
 
     /// `VP8 `, `VP8L` or `VP8X` (then every chunk header, counting `ANMF`).

@@ -41,14 +41,19 @@ struct CorpusManifestTests {
             #expect(header.frameCount == entry.frames)
         case "sniff":
             #expect(Self.sameFormat(sniffed, entry.format), "sniffed \(sniffed)")
-            // A format we now decode must decode at the listed size and frame count.
-            guard ImageCodersManager.shared.decoder(for: ImageFormatDetails(sniffing: data)) != nil else { break }
-            let image = try result.get()
+            // Every sniffed format's header gives the listed size, decoder or not.
             let listed = try PixelSize(width: #require(entry.width), height: #require(entry.height))
+            #expect(ImageHeader(data)?.size == listed, "header size")
+            #expect(ImageHeader(data)?.frameCount == entry.frames, "header frame count")
+            // A format we decode must decode at the listed size and frame count.
+            guard ImageCodersManager.shared.decoder(for: ImageFormatDetails(sniffing: data)) != nil else {
+                #expect(throws: CoderError.unsupportedFormat(sniffed)) { try result.get() }
+                break
+            }
+            let image = try result.get()
             #expect(image.sourceSize == listed)
             #expect(image.frames.count == entry.frames && image.sourceFrameCount == entry.frames)
             if entry.traits.contains("alpha") { #expect(image.hasAlpha) }
-            #expect(ImageHeader(data)?.size == listed)
         case "must-fail":
             if case .failure(let error) = result {
                 #expect(!error.description.isEmpty)

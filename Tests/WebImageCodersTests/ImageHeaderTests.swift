@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-import WebImageCoders
 import WebImageTestSupport
+
+@testable import WebImageCoders
 
 @Suite("Image headers")
 struct ImageHeaderTests {
@@ -26,6 +27,58 @@ struct ImageHeaderTests {
         let animated = try #require(ImageHeader(try ImageCodersManager.shared.encode(Self.animation, as: format)))
         #expect(animated.size == PixelSize(width: 30, height: 10))
         #expect(animated.frameCount == 3)
+    }
+
+    static func littleEndian(_ value: Int, _ bytes: Int) -> [UInt8] {
+        (0..<bytes).map { UInt8(value >> (8 * $0) & 0xFF) }
+    }
+
+    static func bigEndian(_ value: Int, _ bytes: Int) -> [UInt8] { littleEndian(value, bytes).reversed() }
+
+    @Test("BMP, TIFF and ICO, which nothing decodes, still give their size")
+    func undecodedFormats() throws {
+        let le = Self.littleEndian
+        let be = Self.bigEndian
+        // BMP: file header, then BITMAPINFOHEADER (32-bit sizes; negative height = top-down) ...
+        let fileHeader = Array("BM".utf8) + le(70, 4) + le(0, 4) + le(54, 4)
+        let info =
+            fileHeader + le(40, 4) + le(300, 4) + le(-200, 4) + le(1, 2) + le(24, 2) + [UInt8](repeating: 0, count: 24)
+        #expect(
+            ImageHeader(Data(info))
+                == ImageHeader(format: .bmp, size: PixelSize(width: 300, height: 200), frameCount: 1)
+        )
+        // ... or the OS/2 BITMAPCOREHEADER (16-bit sizes).
+        let core =
+            fileHeader + le(12, 4) + le(640, 2) + le(480, 2) + le(1, 2) + le(24, 2) + [UInt8](repeating: 0, count: 12)
+        #expect(ImageHeader(Data(core))?.size == PixelSize(width: 640, height: 480))
+        // TIFF, both byte orders: an IFD with ImageWidth (SHORT) and ImageLength (LONG) among other tags.
+        func tiff(bigEndian: Bool) -> Data {
+            let u16 = { bigEndian ? be($0, 2) : le($0, 2) }
+            let u32 = { bigEndian ? be($0, 4) : le($0, 4) }
+            let entry = { (tag: Int, type: Int, value: Int) in
+                u16(tag) + u16(type) + u32(1) + (type == 3 ? u16(value) + [0, 0] : u32(value))
+            }
+            let order: [UInt8] = bigEndian ? [0x4D, 0x4D, 0, 42] : [0x49, 0x49, 42, 0]
+            return Data(
+                order + u32(8) + u16(3) + entry(254, 4, 0) + entry(256, 3, 1234) + entry(257, 4, 70000) + u32(0)
+            )
+        }
+        for bigEndian in [false, true] {
+            #expect(
+                ImageHeader(tiff(bigEndian: bigEndian))
+                    == ImageHeader(format: .tiff, size: PixelSize(width: 1234, height: 70000), frameCount: 1)
+            )
+        }
+        // ICO: the largest entry; a PNG entry's size is its IHDR's (the directory says 0 = 256+).
+        let png = BlankPNG.make(width: 512, height: 300)
+        let directory = le(0, 2) + le(1, 2) + le(2, 2)
+        let bmpEntry = [16, 16, 0, 0] + le(1, 2) + le(32, 2) + le(40, 4) + le(6 + 32, 4)
+        let pngEntry = [0, 0, 0, 0] + le(1, 2) + le(32, 2) + le(png.count, 4) + le(6 + 32 + 40, 4)
+        let ico = Data(directory + bmpEntry + pngEntry + [UInt8](repeating: 0, count: 40)) + png
+        #expect(ImageHeader(ico) == ImageHeader(format: .ico, size: PixelSize(width: 512, height: 300), frameCount: 1))
+        // Cut short: no header.
+        #expect(ImageHeader(Data(info.prefix(20))) == nil)
+        #expect(ImageHeader(tiff(bigEndian: false).prefix(20)) == nil)
     }
 
     @Test("Truncated, damaged and unknown data have no header; zeros after a signature end at once")

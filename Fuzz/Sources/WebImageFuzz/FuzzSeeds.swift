@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageTestEncoders
 
 /// Seed inputs made with our own encoders: every format, still and animated, with and without
 /// alpha, baseline and progressive, plus header-only and HTTP/cache-entry samples.
@@ -37,6 +38,10 @@ enum FuzzSeeds {
             try save(try coders.encode(animation, as: .webp, options: .init()), "animated.webp")
             try save(try coders.encode(still, as: .avif, options: .init(quality: 0.5)), "still.avif")
             try save(try coders.encode(animation, as: .avif, options: .init(quality: 0.5)), "animated.avif")
+            try save(try HEIFTestEncoder.encode(bitmap, orientation: .right, lossless: false), "still.heic")
+            try save(try JXLTestEncoder.encode([bitmap], orientation: .left), "lossless.jxl")
+            try save(try JXLTestEncoder.encode([bitmap], distance: 2), "lossy.jxl")
+            try save(try JXLTestEncoder.encode([bitmap, second], durations: [100, 50]), "animated.jxl")
         }
         try save(
             Data(

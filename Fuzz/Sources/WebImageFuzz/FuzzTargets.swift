@@ -24,6 +24,12 @@ enum FuzzTargets {
         "gif": { data in _ = try? GIFCoder().decode(data, options: limits) },
         "webp": { data in _ = try? WebPCoder().decode(data, options: limits) },
         "avif": { data in _ = try? AVIFCoder().decode(data, options: limits) },
+        // libheif reads AVIF too: AVIF seeds reach its container parser, HEIC seeds libde265.
+        "heic": { data in _ = try? HEIFCoder().decode(data, options: limits) },
+        "jxl": { data in
+            _ = try? JXLCoder().decode(data, options: limits)
+            _ = ImageHeader(data)
+        },
         "thumbnail": thumbnail,
         "progressive": progressive,
         "disk-entry": diskEntry,

@@ -60,6 +60,9 @@ struct ImageInfo {
     var ok: Bool
     var format: ImageFormat = .unknown
     var image: DecodedImage?
+    /// What the header declares, kept when the decode fails (no decoder for the format, or
+    /// damage past the header).
+    var header: ImageHeader?
     var bytes: Int?
     var decodeMilliseconds: Double?
     var error: (code: String, message: String)?
@@ -128,6 +131,7 @@ struct ImageInfo {
         } catch {
             info.decodeMilliseconds = Self.milliseconds(clock.now - start)
             info.error = (error.code, "\(input): \(error)")
+            info.header = ImageHeader(data)
         }
         return info
     }
@@ -145,7 +149,13 @@ struct ImageInfo {
                 ("width", .int(image.width)), ("height", .int(image.height)),
                 ("frames", .int(image.sourceFrameCount)), ("loopCount", .int(image.loopCount)),
                 ("orientation", .int(image.orientation.rawValue)), ("animated", .bool(image.sourceFrameCount > 1)),
-                ("hasAlpha", .bool(image.hasAlpha)),
+                ("hasAlpha", .bool(image.hasAlpha)), ("decoded", .bool(true)),
+            ]
+        } else if let header {
+            fields += [
+                ("width", .int(header.size.width)), ("height", .int(header.size.height)),
+                ("frames", .int(header.frameCount)), ("animated", .bool(header.frameCount > 1)),
+                ("decoded", .bool(false)),
             ]
         }
         if let bytes { fields.append(("bytes", .int(bytes))) }
@@ -169,6 +179,10 @@ struct ImageInfo {
             if let decodeMilliseconds { line += String(format: " (%.1f ms)", decodeMilliseconds) }
             return line
         }
-        return "\(input): error: \(error?.message ?? "unknown")"
+        let message = error?.message ?? "unknown"
+        guard let header else { return "\(input): error: \(message)" }
+        var line = "\(input): \(format.rawValue) \(header.size.width)×\(header.size.height)"
+        if header.frameCount > 1 { line += ", \(header.frameCount) frames" }
+        return line + " (from the header; not decoded): error: \(message)"
     }
 }
