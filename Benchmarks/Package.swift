@@ -17,6 +17,7 @@ let package = Package(
             name: "CDirectCodecs",
             linkerSettings: [
                 .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp"), .linkedLibrary("gif"),
+                .linkedLibrary("avif"), .linkedLibrary("heif"), .linkedLibrary("jxl"),
             ]
         ),
         .executableTarget(
@@ -56,6 +57,7 @@ let package = Package(
             name: "webimage-benchmarks",
             dependencies: [
                 .product(name: "WebImageCoders", package: "swift-web-image"),
+                .product(name: "WebImageTestEncoders", package: "swift-web-image"),
                 "CDirectCodecs",
             ],
             path: "Sources/WebImageBenchmarks"

@@ -1,17 +1,28 @@
 import CDirectCodecs
 import Foundation
 import WebImageCoders
+import WebImageTestEncoders
 
 // Decode benchmarks: each row times swift-web-image beside the same work done directly through
 // the C library, in the same run, and reports medians. Peak memory compares the thumbnail path
-// with a full decode. Images are generated here with our own encoders.
+// with a full decode. Images are generated here with our own encoders (HEIC and JPEG XL with
+// WebImageTestEncoders: libheif + x265, libjxl).
 //
-//   swift run -c release --package-path Benchmarks webimage-benchmarks [--iterations N]
+//   swift run -c release --package-path Benchmarks webimage-benchmarks [--iterations N] [--only classic|modern]
+//
+// `classic`: JPEG, PNG, WebP, GIF. `modern`: 12 MP AVIF, HEIC and JPEG XL decodes, AVIF encoding
+// at three speeds, and their thumbnail paths (fewer iterations: each decode takes ~1 s).
 
 let iterations =
     CommandLine.arguments.firstIndex(of: "--iterations").flatMap {
         CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
     } ?? 15
+
+let only = CommandLine.arguments.firstIndex(of: "--only").flatMap {
+    CommandLine.arguments.indices.contains($0 + 1) ? CommandLine.arguments[$0 + 1] : nil
+}
+let runsClassic = only != "modern"
+let runsModern = only != "classic"
 
 /// Child mode: `--peak-child full|thumbnail FILE` decodes FILE once in this fresh process and
 /// prints the peak resident memory the decode added, in bytes.
@@ -20,7 +31,7 @@ if let index = CommandLine.arguments.firstIndex(of: "--peak-child"), CommandLine
     let options =
         CommandLine.arguments[index + 1] == "thumbnail"
         ? ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256)) : ImageDecodingOptions()
-    let peak = try peakMemory { _ = try JPEGCoder().decode(data, options: options) }
+    let peak = try peakMemory { _ = try ImageCodersManager.shared.decode(data, options: options) }
     print(peak ?? -1)
     exit(0)
 }
@@ -68,12 +79,12 @@ func median(_ samples: [Double]) -> Double {
         ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
-/// Median wall time in milliseconds over `iterations` runs, after one warm-up.
-func time(_ body: () throws -> Void) rethrows -> Double {
+/// Median wall time in milliseconds over `runs` runs (default `--iterations`), after one warm-up.
+func time(runs: Int = iterations, _ body: () throws -> Void) rethrows -> Double {
     try body()
     let clock = ContinuousClock()
     var samples: [Double] = []
-    for _ in 0..<iterations {
+    for _ in 0..<runs {
         let elapsed = try clock.measure(body)
         samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
     }
@@ -111,124 +122,184 @@ func direct(_ data: Data, _ call: (UnsafePointer<UInt8>, Int) -> Int32) {
     precondition(status == 0, "the direct C decode failed")
 }
 
-log("generating test images…")
-let big = photo(width: 4000, height: 3000)
-let medium = photo(width: 1024, height: 768)
-let jpegBaseline = try JPEGCoder().encode(
-    DecodedImage(bitmap: big, format: .jpeg),
-    as: .jpeg,
-    options: .init(quality: 0.9)
-)
-let jpegProgressive = try JPEGCoder().encode(
-    DecodedImage(bitmap: big, format: .jpeg),
-    as: .jpeg,
-    options: .init(quality: 0.9, progressive: true)
-)
-let jpegMedium = try JPEGCoder().encode(
-    DecodedImage(bitmap: medium, format: .jpeg),
-    as: .jpeg,
-    options: .init(quality: 0.9)
-)
-let pngMedium = try PNGCoder().encode(
-    DecodedImage(bitmap: photo(width: 1024, height: 768, alpha: true), format: .png),
-    as: .png,
-    options: .init()
-)
-/// 1 × 1,000,000 (the most rows the C reference, libpng's simplified API, reads): an extreme
-/// aspect ratio, whose resize once ran Lanczos over hundreds of thousands of taps per pixel.
-let pngTall = try PNGCoder().encode(
-    DecodedImage(bitmap: photo(width: 1, height: 1_000_000), format: .png),
-    as: .png,
-    options: .init()
-)
-let webpMedium = try WebPCoder().encode(
-    DecodedImage(bitmap: medium, format: .webp),
-    as: .webp,
-    options: .init(quality: 0.8)
-)
-let gifAnimation = try GIFCoder().encode(
-    DecodedImage(
-        frames: (0..<50).map { .init(bitmap: bands(width: 400, height: 300, frame: $0), duration: 0.05) },
-        loopCount: 0,
-        format: .gif
-    ),
-    as: .gif,
-    options: .init()
-)
-log("running \(iterations) iterations per row…")
-
-var width: UInt32 = 0
-var height: UInt32 = 0
-var frameCount: UInt32 = 0
 let thumbnailBox = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 256, height: 256))
-var rows: [Row] = []
 
-rows.append(
-    Row(
-        name: "JPEG 4000×3000 baseline",
-        ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: .init()) },
-        direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+/// JPEG, PNG, WebP and GIF rows; the JPEG's data for the peak-memory rows.
+func classicRows(into rows: inout [Row]) throws -> Data {
+    var (width, height, frameCount): (UInt32, UInt32, UInt32) = (0, 0, 0)
+    log("generating test images…")
+    let big = photo(width: 4000, height: 3000)
+    let medium = photo(width: 1024, height: 768)
+    let jpegBaseline = try JPEGCoder().encode(
+        DecodedImage(bitmap: big, format: .jpeg),
+        as: .jpeg,
+        options: .init(quality: 0.9)
     )
-)
-rows.append(
-    Row(
-        name: "JPEG 4000×3000 progressive",
-        ours: try time { _ = try JPEGCoder().decode(jpegProgressive, options: .init()) },
-        direct: time { direct(jpegProgressive) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+    let jpegProgressive = try JPEGCoder().encode(
+        DecodedImage(bitmap: big, format: .jpeg),
+        as: .jpeg,
+        options: .init(quality: 0.9, progressive: true)
     )
-)
-rows.append(
-    Row(
-        name: "JPEG 1024×768",
-        ours: try time { _ = try JPEGCoder().decode(jpegMedium, options: .init()) },
-        direct: time { direct(jpegMedium) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+    let jpegMedium = try JPEGCoder().encode(
+        DecodedImage(bitmap: medium, format: .jpeg),
+        as: .jpeg,
+        options: .init(quality: 0.9)
     )
-)
-rows.append(
-    Row(
-        name: "PNG 1024×768 RGBA",
-        ours: try time { _ = try PNGCoder().decode(pngMedium, options: .init()) },
-        direct: time { direct(pngMedium) { direct_png_decode($0, $1, &width, &height) } },
-        note: "C: libpng simplified API"
+    let pngMedium = try PNGCoder().encode(
+        DecodedImage(bitmap: photo(width: 1024, height: 768, alpha: true), format: .png),
+        as: .png,
+        options: .init()
     )
-)
-rows.append(
-    Row(
-        name: "WebP 1024×768 lossy",
-        ours: try time { _ = try WebPCoder().decode(webpMedium, options: .init()) },
-        direct: time { direct(webpMedium) { direct_webp_decode($0, $1, &width, &height) } }
+    /// 1 × 1,000,000 (the most rows the C reference, libpng's simplified API, reads): an extreme
+    /// aspect ratio, whose resize once ran Lanczos over hundreds of thousands of taps per pixel.
+    let pngTall = try PNGCoder().encode(
+        DecodedImage(bitmap: photo(width: 1, height: 1_000_000), format: .png),
+        as: .png,
+        options: .init()
     )
-)
-rows.append(
-    Row(
-        name: "GIF 400×300, 50 frames",
-        ours: try time { _ = try GIFCoder().decode(gifAnimation, options: .init()) },
-        direct: time { direct(gifAnimation) { direct_gif_decode($0, $1, &width, &height, &frameCount) } },
-        note: "C: DGifSlurp + compose"
+    let webpMedium = try WebPCoder().encode(
+        DecodedImage(bitmap: medium, format: .webp),
+        as: .webp,
+        options: .init(quality: 0.8)
     )
-)
-rows.append(
-    Row(
-        name: "JPEG 4000×3000 → 256 px thumbnail",
-        ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: thumbnailBox) },
-        direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 8, &width, &height) } },
-        note: "C: DCT 1/8 only (500×375, no resize)"
+    let gifAnimation = try GIFCoder().encode(
+        DecodedImage(
+            frames: (0..<50).map { .init(bitmap: bands(width: 400, height: 300, frame: $0), duration: 0.05) },
+            loopCount: 0,
+            format: .gif
+        ),
+        as: .gif,
+        options: .init()
     )
-)
-rows.append(
-    Row(
-        name: "PNG 1×1,000,000 → 1×64 thumbnail",
-        ours: try time {
-            _ = try PNGCoder().decode(pngTall, options: .init(thumbnailPixelSize: PixelSize(width: 64, height: 64)))
-        },
-        direct: time { direct(pngTall) { direct_png_decode($0, $1, &width, &height) } },
-        note: "C: full decode only (no resize)"
+    log("running \(iterations) iterations per row…")
+
+    rows.append(
+        Row(
+            name: "JPEG 4000×3000 baseline",
+            ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: .init()) },
+            direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+        )
     )
-)
+    rows.append(
+        Row(
+            name: "JPEG 4000×3000 progressive",
+            ours: try time { _ = try JPEGCoder().decode(jpegProgressive, options: .init()) },
+            direct: time { direct(jpegProgressive) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+        )
+    )
+    rows.append(
+        Row(
+            name: "JPEG 1024×768",
+            ours: try time { _ = try JPEGCoder().decode(jpegMedium, options: .init()) },
+            direct: time { direct(jpegMedium) { direct_jpeg_decode($0, $1, 1, &width, &height) } }
+        )
+    )
+    rows.append(
+        Row(
+            name: "PNG 1024×768 RGBA",
+            ours: try time { _ = try PNGCoder().decode(pngMedium, options: .init()) },
+            direct: time { direct(pngMedium) { direct_png_decode($0, $1, &width, &height) } },
+            note: "C: libpng simplified API"
+        )
+    )
+    rows.append(
+        Row(
+            name: "WebP 1024×768 lossy",
+            ours: try time { _ = try WebPCoder().decode(webpMedium, options: .init()) },
+            direct: time { direct(webpMedium) { direct_webp_decode($0, $1, &width, &height) } }
+        )
+    )
+    rows.append(
+        Row(
+            name: "GIF 400×300, 50 frames",
+            ours: try time { _ = try GIFCoder().decode(gifAnimation, options: .init()) },
+            direct: time { direct(gifAnimation) { direct_gif_decode($0, $1, &width, &height, &frameCount) } },
+            note: "C: DGifSlurp + compose"
+        )
+    )
+    rows.append(
+        Row(
+            name: "JPEG 4000×3000 → 256 px thumbnail",
+            ours: try time { _ = try JPEGCoder().decode(jpegBaseline, options: thumbnailBox) },
+            direct: time { direct(jpegBaseline) { direct_jpeg_decode($0, $1, 8, &width, &height) } },
+            note: "C: DCT 1/8 only (500×375, no resize)"
+        )
+    )
+    rows.append(
+        Row(
+            name: "PNG 1×1,000,000 → 1×64 thumbnail",
+            ours: try time {
+                _ = try PNGCoder().decode(pngTall, options: .init(thumbnailPixelSize: PixelSize(width: 64, height: 64)))
+            },
+            direct: time { direct(pngTall) { direct_png_decode($0, $1, &width, &height) } },
+            note: "C: full decode only (no resize)"
+        )
+    )
+    log("median of \(iterations) runs; JPEG \(jpegBaseline.count) B baseline, \(jpegProgressive.count) B progressive")
+    return jpegBaseline
+}
+
+/// A 12 MP photo as AVIF, HEIC (with a 320 px embedded thumbnail, as phones write) and lossy
+/// JPEG XL: decode rows beside the C libraries, AVIF encode rows, thumbnail rows. Returns the
+/// files for the peak-memory rows.
+func modernRows(into rows: inout [Row]) throws -> [(name: String, data: Data)] {
+    let runs = max(3, iterations / 3)
+    var (width, height): (UInt32, UInt32) = (0, 0)
+    log("encoding the 12 MP AVIF, HEIC and JPEG XL images (a minute or two)…")
+    let photo12MP = photo(width: 4000, height: 3000)
+    let still = DecodedImage(bitmap: photo12MP, format: .avif)
+    let avif = try AVIFCoder(speed: 8).encode(still, as: .avif, options: .init(quality: 0.7))
+    let heic = try HEIFTestEncoder.encode(photo12MP, lossless: false, thumbnail: photo12MP, thumbnailBox: 320)
+    let jxl = try JXLTestEncoder.encode([photo12MP], distance: 1.5)
+    let files: [(name: String, data: Data, direct: (UnsafePointer<UInt8>, Int) -> Int32)] = [
+        ("AVIF", avif, { direct_avif_decode($0, $1, &width, &height) }),
+        ("HEIC", heic, { direct_heif_decode($0, $1, &width, &height) }),
+        ("JPEG XL", jxl, { direct_jxl_decode($0, $1, &width, &height) }),
+    ]
+    for file in files {
+        rows.append(
+            Row(
+                name: "\(file.name) 4000×3000 (\(file.data.count / 1024) KB)",
+                ours: try time(runs: runs) { _ = try ImageCodersManager.shared.decode(file.data) },
+                direct: time(runs: runs) { direct(file.data, file.direct) },
+                note: file.name == "HEIC" ? "ours copies libheif's RGBA into a Bitmap" : "one thread"
+            )
+        )
+    }
+    for file in files {
+        rows.append(
+            Row(
+                name: "\(file.name) 4000×3000 → 256 px thumbnail",
+                ours: try time(runs: runs) {
+                    _ = try ImageCodersManager.shared.decode(file.data, options: thumbnailBox)
+                },
+                direct: nil,
+                note: file.name == "HEIC" ? "embedded 320×240 thumbnail" : "full decode, then resize"
+            )
+        )
+    }
+    let medium = DecodedImage(bitmap: photo(width: 1024, height: 768), format: .avif)
+    for speed in [6, 8, 10] {
+        var size = 0
+        let milliseconds = try time(runs: runs) {
+            size = try AVIFCoder(speed: speed).encode(medium, as: .avif, options: .init(quality: 0.7)).count
+        }
+        rows.append(
+            Row(
+                name: "AVIF encode 1024×768, speed \(speed)",
+                ours: milliseconds,
+                direct: nil,
+                note: "\(size / 1024) KB"
+            )
+        )
+    }
+    log("modern rows: median of \(runs) runs")
+    return files.map { ($0.name, $0.data) }
+}
 
 /// Runs this executable in child mode so each peak is measured in a process with a clean heap.
 func childPeak(_ mode: String, _ data: Data) throws -> Int? {
-    let file = FileManager.default.temporaryDirectory.appendingPathComponent("webimage-bench-\(UUID().uuidString).jpg")
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("webimage-bench-\(UUID().uuidString)")
     try data.write(to: file)
     defer { try? FileManager.default.removeItem(at: file) }
     let process = Process()
@@ -242,8 +313,10 @@ func childPeak(_ mode: String, _ data: Data) throws -> Int? {
     return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)).flatMap { $0 >= 0 ? $0 : nil }
 }
 
-let fullPeak = try childPeak("full", jpegBaseline)
-let thumbnailPeak = try childPeak("thumbnail", jpegBaseline)
+var rows: [Row] = []
+var peakFiles: [(name: String, data: Data)] = []
+if runsClassic { peakFiles.append(("JPEG 4000×3000", try classicRows(into: &rows))) }
+if runsModern { peakFiles += try modernRows(into: &rows).map { ("\($0.name) 4000×3000", $0.data) } }
 
 func format(_ value: Double) -> String { String(format: "%.2f", value) }
 print("| benchmark | swift-web-image ms | direct C ms | ours / C | note |")
@@ -253,14 +326,15 @@ for row in rows {
     print("| \(row.name) | \(format(row.ours)) | \(row.direct.map(format) ?? "–") | \(ratio) | \(row.note) |")
 }
 print("")
-print("| peak memory (JPEG 4000×3000) | MB |")
-print("|---|---:|")
-if let fullPeak, let thumbnailPeak {
-    print("| full decode | \(format(Double(fullPeak) / 1_048_576)) |")
-    print("| 256 px thumbnail | \(format(Double(thumbnailPeak) / 1_048_576)) |")
-    print("| thumbnail / full | \(String(format: "%.3f", Double(thumbnailPeak) / Double(fullPeak))) |")
-} else {
-    print("| (peak memory needs Linux /proc/self/clear_refs) | – |")
+print("| peak memory added by one decode | full MB | 256 px thumbnail MB | thumbnail / full |")
+print("|---|---:|---:|---:|")
+for file in peakFiles {
+    if let full = try childPeak("full", file.data), let thumbnail = try childPeak("thumbnail", file.data) {
+        let ratio = String(format: "%.3f", Double(thumbnail) / Double(full))
+        print(
+            "| \(file.name) | \(format(Double(full) / 1_048_576)) | \(format(Double(thumbnail) / 1_048_576)) | \(ratio) |"
+        )
+    } else {
+        print("| \(file.name) (peak memory needs Linux /proc/self/clear_refs) | – | – | – |")
+    }
 }
-print("")
-print("median of \(iterations) runs; JPEG \(jpegBaseline.count) B baseline, \(jpegProgressive.count) B progressive")

@@ -5,7 +5,10 @@ import Foundation
 /// image sequences (frame durations; libavif 0.11 does not read the loop count, so sequences
 /// loop forever, as browsers play them), alpha, 10- and 12-bit images to 8-bit RGBA, and the
 /// `irot`/`imir` transforms as the image's orientation. Thumbnails decode the full image, then
-/// resize (AVIF stores no smaller representation libavif exposes); no incremental decoding.
+/// resize (AVIF stores no smaller representation libavif exposes). No progressive previews:
+/// the final image only. libavif 0.11 (Debian 12) marks its incremental decoding experimental,
+/// and it only shows the finished rows of grid images; layered (progressive) AVIF needs
+/// libavif 1.0's encoder to exist at all.
 /// Encodes still and animated images (quality, speed). Stateless and thread-safe.
 public struct AVIFCoder: ImageCoding {
     /// The encoder's speed, 0 (slowest, smallest) to 10 (fastest). Default 8: a proxy encodes

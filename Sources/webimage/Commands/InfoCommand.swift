@@ -10,6 +10,8 @@ struct InfoCommand: AsyncParsableCommand {
         abstract: "Sniff and decode image files.",
         discussion: """
             Prints the format, size, frames, loop count, orientation and decode time of each input.
+            When a decode fails (a format with no decoder, such as BMP or TIFF, or damage past the
+            header), the size the header declares is still printed, with "decoded": false.
             Exit status: 0 when every input decoded, 1 when any failed, 2 for usage errors.
 
             Example:

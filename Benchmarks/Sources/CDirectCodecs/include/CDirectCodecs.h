@@ -14,6 +14,11 @@ int direct_webp_decode(const uint8_t *data, size_t size, uint32_t *width, uint32
 /// Decodes every frame (DGifSlurp) and composes each onto a fresh RGBA canvas copy.
 int direct_gif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height, uint32_t *frames);
 
+/// The primary image (AVIF: the first frame), single-threaded, to 8-bit RGBA.
+int direct_avif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
+int direct_heif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
+int direct_jxl_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
+
 /// Lock/unlock operations per second when `threads` threads each take `iterations` of 16 striped
 /// pthread mutexes at random (the ceiling of a lock-based shared cache on this machine).
 double direct_striped_lock_rate(int threads, long iterations);
