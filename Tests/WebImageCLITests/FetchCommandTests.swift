@@ -78,6 +78,88 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Written files are the images the lines describe: thumbnails, orientation, animations, quality")
+    func writtenImages() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        func file(_ data: Data, _ name: String) throws -> String {
+            try data.write(to: folder.file(name))
+            return folder.file(name).absoluteString
+        }
+        func run(_ arguments: [String]) async throws -> (line: [String: Any], written: Data?, status: Int32) {
+            let result = try await CLIRunner.runDetached(["fetch", "--json", "--no-disk-cache"] + arguments)
+            let line = try #require(result.jsonLines().first)
+            let written = (line["output"] as? String).flatMap { try? Data(contentsOf: URL(fileURLWithPath: $0)) }
+            return (line, written, result.status)
+        }
+        let out = folder.file("out").path
+
+        // A thumbnail without --format: the thumbnail, in the source's format (before: the original bytes).
+        let png = try file(Self.png, "wide.png")
+        let thumbnail = try await run(["--thumbnail", "16x16", "--output", out, png])
+        let thumbnailBytes = try #require(thumbnail.written)
+        #expect(ImageFormat(sniffing: thumbnailBytes) == .png)
+        let thumbnailImage = try ImageCodersManager.shared.decode(thumbnailBytes)
+        #expect(thumbnailImage.width == 16 && thumbnailImage.height == 11)
+        #expect(thumbnail.line["width"] as? Int == 16 && thumbnail.line["height"] as? Int == 11)
+
+        // An orientation-8 JPEG, 40×20 as stored, becomes an upright 20×40 PNG; --no-auto-orient keeps 40×20.
+        let stored = GeneratedImages.blocks(
+            width: 40,
+            height: 20,
+            colors: [RGBA(r: 250, g: 0, b: 0), RGBA(r: 0, g: 0, b: 250)],
+            blockSize: 20
+        )
+        let oriented = try JPEGCoder().encode(
+            DecodedImage(bitmap: stored, format: .jpeg, orientation: .left),
+            as: .jpeg,
+            options: .init()
+        )
+        let jpeg = try file(oriented, "turned.jpg")
+        let upright = try await run(["--output", out, "--format", "png", jpeg])
+        let uprightImage = try ImageCodersManager.shared.decode(try #require(upright.written))
+        #expect(uprightImage.width == 20 && uprightImage.height == 40)
+        #expect(upright.line["width"] as? Int == 20 && upright.line["format"] as? String == "png")
+        #expect(uprightImage.bitmap[10, 30].r > 200, "orientation 8: the stored left half (red) ends at the bottom")
+        let asStored = try await run(["--output", out, "--format", "png", "--no-auto-orient", jpeg])
+        #expect(try ImageCodersManager.shared.decode(try #require(asStored.written)).width == 40)
+
+        // An animated GIF: refused as PNG (one frame would be silently lost), kept as GIF and WebP.
+        let animation = GeneratedImages.animation(
+            width: 12,
+            height: 8,
+            colors: [RGBA(r: 255, g: 0, b: 0), RGBA(r: 0, g: 0, b: 255)],
+            loopCount: 0,
+            format: .gif
+        )
+        let gif = try file(try GIFCoder().encode(animation, as: .gif, options: .init()), "anim.gif")
+        let refused = try await run(["--output", out, "--format", "png", gif])
+        #expect(refused.status == 1 && refused.line["ok"] as? Bool == false)
+        let message = try #require((refused.line["error"] as? [String: Any])?["message"] as? String)
+        #expect(message.contains("cannot write an animation of 2 frames as png"), "\(message)")
+        for format in ["gif", "webp"] {
+            let kept = try await run(["--output", out, "--format", format, gif])
+            let keptImage = try ImageCodersManager.shared.decode(try #require(kept.written))
+            #expect(keptImage.frames.count == 2 && keptImage.format.rawValue == format)
+            #expect(kept.line["frames"] as? Int == 2)
+        }
+
+        // --quality reaches the encoder.
+        let photo = try file(
+            try PNGCoder().encode(
+                DecodedImage(bitmap: GeneratedImages.noise(width: 64, height: 64), format: .png),
+                as: .png,
+                options: .init()
+            ),
+            "noise.png"
+        )
+        let low = try await run(["--output", out, "--format", "jpeg", "--quality", "10", photo])
+        let high = try await run(["--output", out, "--format", "jpeg", "--quality", "95", photo])
+        #expect(try #require(low.written).count * 2 < (try #require(high.written).count))
+        let usage = try await CLIRunner.runDetached(["fetch", "--quality", "0", "--output", out, photo])
+        #expect(usage.status == 2 && usage.stderr.contains("--quality must be 1 to 100"))
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
@@ -204,7 +286,7 @@ struct FetchCommandTests {
         for arguments in [
             ["fetch", "--options", "bogus", "http://x/a.png"], ["fetch", "--thumbnail", "0x5", "http://x/a.png"],
             ["fetch", "--header", "no colon", "http://x/a.png"], ["fetch"],
-            ["fetch", "--format", "gif", "--output", "o", "x"],
+            ["fetch", "--format", "tiff", "--output", "o", "x"], ["fetch", "--quality", "50", "http://x/a.png"],
             ["prefetch"], ["cache", "trim", "--expire-type", "someday"],
             ["fetch", "--max-download-size", "12X", "http://x/a.png"],
             ["fetch", "--max-download-size", "-1", "http://x/a.png"],

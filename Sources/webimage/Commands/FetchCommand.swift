@@ -32,8 +32,23 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Write each image into this folder.")
     var output: String?
 
-    @Option(help: "Format of written images: png, jpeg, webp or avif (default: the bytes as downloaded).")
+    @Option(
+        help: """
+            Format of written images: png, jpeg, webp, avif or gif (default: the bytes as downloaded; \
+            with --thumbnail, the thumbnail in the source's format, or PNG when that cannot be written).
+            """
+    )
     var format: String?
+
+    @Option(help: "Lossy quality of written JPEG, WebP and AVIF images, 1 to 100 (default 90).")
+    var quality: Int?
+
+    @Flag(
+        name: .customLong("auto-orient"),
+        inversion: .prefixedNo,
+        help: "Turn re-encoded images upright by their EXIF orientation (default), or keep the pixels as stored."
+    )
+    var autoOrient = true
 
     @Argument(help: "URLs to load.")
     var urls: [String] = []
@@ -44,9 +59,15 @@ struct FetchCommand: AsyncParsableCommand {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }
         if let format, Self.outputFormat(format) == nil {
-            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif")
+            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, gif")
         }
         if format != nil && output == nil { throw ValidationError("--format needs --output DIR") }
+        if let quality {
+            guard (1...100).contains(quality) else {
+                throw ValidationError("--quality must be 1 to 100, got \(quality)")
+            }
+            guard output != nil else { throw ValidationError("--quality needs --output DIR") }
+        }
         if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
             throw ValidationError("--input \(inputFile): cannot read the file")
         }
@@ -67,6 +88,7 @@ struct FetchCommand: AsyncParsableCommand {
         case "jpeg", "jpg": .jpeg
         case "webp": .webp
         case "avif": .avif
+        case "gif": .gif
         default: nil
         }
     }
@@ -90,7 +112,12 @@ struct FetchCommand: AsyncParsableCommand {
             options: loading.imageOptions,
             context: context,
             outputFolder: outputFolder,
-            outputFormat: format.flatMap(Self.outputFormat)
+            output: FetchJob.OutputSettings(
+                format: format.flatMap(Self.outputFormat),
+                encoding: ImageEncodingOptions(quality: Double(quality ?? 90) / 100),
+                autoOrient: autoOrient,
+                reencodes: thumbnail != nil
+            )
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.progress)
         var failed = false
@@ -129,7 +156,7 @@ struct FetchJob: Sendable {
     let options: ImageOptions
     let context: ImageContext
     let outputFolder: URL?
-    let outputFormat: ImageFormat?
+    let output: OutputSettings
     /// Bytes of images loaded earlier in this run, for memory hits (which carry no bytes).
     private let bytesByURL = Protected<[String: Int]>([:])
 
@@ -138,13 +165,24 @@ struct FetchJob: Sendable {
         options: ImageOptions,
         context: ImageContext,
         outputFolder: URL?,
-        outputFormat: ImageFormat?
+        output: OutputSettings
     ) {
         self.manager = manager
         self.options = options
         self.context = context
         self.outputFolder = outputFolder
-        self.outputFormat = outputFormat
+        self.output = output
+    }
+
+    /// How written images are made.
+    struct OutputSettings: Sendable {
+        /// The format to encode to; `nil`: the downloaded bytes, unless `reencodes`.
+        var format: ImageFormat?
+        var encoding: ImageEncodingOptions
+        /// Apply the EXIF orientation to the pixels of every re-encoded image.
+        var autoOrient: Bool
+        /// The decoded image is not the downloaded one (a thumbnail): write it, not the bytes.
+        var reencodes: Bool
     }
 
     func load(_ input: String, index: Int) async -> FetchReport {
@@ -182,7 +220,15 @@ struct FetchJob: Sendable {
         }
         if let outputFolder {
             do {
-                report.output = try write(result, input: input, index: index, to: outputFolder)
+                let written = try write(result, input: input, index: index, to: outputFolder)
+                report.output = written.path
+                if let image = written.image {
+                    // The line describes the file: a re-encoded image's own size, format and frames.
+                    report.width = image.width
+                    report.height = image.height
+                    report.frames = image.frames.count
+                    report.format = written.format
+                }
             } catch {
                 report.ok = false
                 report.outputError = "\(input): \(error.message)"
@@ -192,35 +238,54 @@ struct FetchJob: Sendable {
         return report
     }
 
+    /// Writes the downloaded bytes, or the decoded image re-encoded (a requested format, a
+    /// thumbnail, or a memory hit without bytes); returns the file and the image written when
+    /// it was re-encoded.
     private func write(
         _ result: ImageLoadResult,
         input: String,
         index: Int,
         to folder: URL
-    ) throws(OutputFileError) -> String {
+    ) throws(OutputFileError) -> (path: String, image: DecodedImage?, format: ImageFormat) {
         let base = Self.safeName(input, index: index)
         let bytes: Data
-        let ext: String
-        if let outputFormat, let image = result.image {
-            bytes = try Self.encode(image, as: outputFormat)
-            ext = outputFormat.fileExtension
-        } else if let data = result.data {
+        let format: ImageFormat
+        var written: DecodedImage?
+        if let data = result.data, output.format == nil, !output.reencodes {
             bytes = data
-            ext = ImageFormat(sniffing: data).fileExtension
-        } else if let image = result.image {
-            bytes = try Self.encode(image, as: .png)
-            ext = "png"
+            format = ImageFormat(sniffing: data)
+        } else if var image = result.image {
+            let coders = ImageCodersManager.shared
+            format = output.format ?? (coders.encoder(for: image.format) != nil ? image.format : .png)
+            if output.autoOrient, image.orientation != .up {
+                for index in image.frames.indices {
+                    image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(image.orientation)
+                }
+                image.orientation = .up
+            }
+            if image.frames.count > 1, format == .png || format == .jpeg {
+                throw OutputFileError(
+                    message: "cannot write an animation of \(image.frames.count) frames as \(format.rawValue): "
+                        + "use --format gif, webp or avif, or --options decode-first-frame-only"
+                )
+            }
+            bytes = try Self.encode(image, as: format, options: output.encoding)
+            written = image
         } else {
             throw OutputFileError(message: "nothing to write: the load returned neither bytes nor an image")
         }
-        let file = folder.appendingPathComponent("\(base).\(ext)")
+        let file = folder.appendingPathComponent("\(base).\(format.fileExtension)")
         try OutputFileError.writeAtomically(bytes, to: file)
-        return file.path
+        return (file.path, written, format)
     }
 
-    private static func encode(_ image: DecodedImage, as format: ImageFormat) throws(OutputFileError) -> Data {
+    private static func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    ) throws(OutputFileError) -> Data {
         do {
-            return try ImageCodersManager.shared.encode(image, as: format, options: ImageEncodingOptions())
+            return try ImageCodersManager.shared.encode(image, as: format, options: options)
         } catch {
             throw OutputFileError(message: "cannot encode the output: \(error)")
         }
