@@ -84,4 +84,34 @@ struct CLIRunner {
             stderr: String(decoding: stderrData, as: UTF8.self)
         )
     }
+
+    /// Runs the binary with a pseudo-terminal as its standard output and error (util-linux
+    /// `script`): `stdout` is everything the terminal received, both streams interleaved, with
+    /// the terminal's `\r\n` line ends.
+    static func runOnTerminal(_ arguments: [String]) async throws -> Result {
+        let quoted = ([executable.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["--quiet", "--return", "--flush", "--command", quoted.joined(separator: " "), "/dev/null"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Swift.Result<CLIRunner.Result, any Error> {
+                        try process.run()
+                        let data = out.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        return Result(
+                            status: process.terminationStatus,
+                            stdout: String(decoding: data, as: UTF8.self),
+                            stderr: ""
+                        )
+                    }
+                )
+            }
+        }
+    }
 }

@@ -160,6 +160,43 @@ struct FetchCommandTests {
         #expect(usage.status == 2 && usage.stderr.contains("--quality must be 1 to 100"))
     }
 
+    @Test(
+        "--progress on a terminal: bytes and rate, erased before each result line and at the end; off a terminal, nothing"
+    )
+    func progressBar() async throws {
+        let origin = try await OriginServer.start()
+        let large = try PNGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 256, height: 256), format: .png),
+            as: .png,
+            options: .init()
+        )
+        origin.setRoute(
+            "/slow.png",
+            .data(large, contentType: "image/png", behavior: .init(chunkSize: 16384, chunkInterval: .milliseconds(40)))
+        )
+        origin.setRoute("/fast.png", .data(Self.png, contentType: "image/png"))
+        let slow = origin.url("/slow.png").absoluteString
+        let fast = origin.url("/fast.png").absoluteString
+        let erase = "\r\u{1B}[2K"
+
+        let terminal = try await CLIRunner.runOnTerminal(["fetch", "--progress", "--no-disk-cache", fast, slow])
+        #expect(terminal.status == 0, "\(terminal.stdout)")
+        let screen = terminal.stdout
+        #expect(screen.contains("] 1/2") && screen.contains("] 2/2"), "\(screen.debugDescription)")
+        #expect(screen.contains("kB/s") || screen.contains("MB/s"), "the rate is shown: \(screen.debugDescription)")
+        // Each result line starts on an erased line (never glued to the bar), in input order.
+        #expect(screen.contains(erase + "\(fast): png 48×32"), "\(screen.debugDescription)")
+        #expect(screen.contains(erase + "\(slow): png 256×256"), "\(screen.debugDescription)")
+        // Nothing is left behind: the last thing written erases the bar.
+        #expect(screen.hasSuffix(erase), "\(screen.suffix(80).debugDescription)")
+
+        let piped = try await CLIRunner.runDetached(["fetch", "--progress", "--no-disk-cache", fast, slow])
+        #expect(piped.status == 0)
+        #expect(piped.stderr.isEmpty, "no bar when standard error is not a terminal: \(piped.stderr.debugDescription)")
+        #expect(piped.stdout.split(separator: "\n").count == 2)
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

@@ -5,11 +5,13 @@ import WebImageHTTP
 extension ImageManager {
     /// Loads `url` and returns the image. With `refreshCached` and a cached image, returns the
     /// revalidated image (the cached one when the server says "not modified"). Cancelling the
-    /// Swift task cancels the load.
+    /// Swift task cancels the load. `progress` receives `(receivedBytes, expectedBytes)` while
+    /// the image downloads (expected is 0 or less when unknown), on the loader's threads.
     public func loadImage(
         with url: URL?,
         options: ImageOptions = [],
-        context: ImageContext? = nil
+        context: ImageContext? = nil,
+        progress: (@Sendable (_ received: Int64, _ expected: Int64) -> Void)? = nil
     ) async throws(WebImageError) -> ImageLoadResult {
         // A plain memory hit needs no continuation.
         if let url, options.isDisjoint(with: [.refreshCached, .fromLoaderOnly, .queryMemoryData]),
@@ -22,7 +24,8 @@ extension ImageManager {
             let latest = Protected<ImageLoadResult?>(nil)
             return start(url: url, options: options, context: context ?? ImageContext()) { event in
                 switch event {
-                case .progress, .partial: break
+                case .progress(let received, let expected, _): progress?(received, expected)
+                case .partial: break
                 case .image(let result, let final):
                     if final {
                         continuation.resume(returning: .success(result))

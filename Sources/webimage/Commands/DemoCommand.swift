@@ -169,6 +169,7 @@ struct DemoCommand: AsyncParsableCommand {
             for await result in group { all.append(result) }
             return all
         }
+        bar.close()
         var pass = Pass(name: name)
         pass.milliseconds =
             Double((clock.now - start).components.attoseconds) / 1e15

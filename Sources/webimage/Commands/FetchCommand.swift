@@ -129,21 +129,24 @@ struct FetchCommand: AsyncParsableCommand {
                 guard next < inputs.count else { return }
                 let index = next
                 let input = inputs[index]
-                group.addTask { (index, await job.load(input, index: index)) }
+                group.addTask { (index, await job.load(input, index: index, bar: bar)) }
                 next += 1
             }
             for _ in 0..<min(concurrency, inputs.count) { launch() }
             while let (index, report) = try await group.next() {
-                bar.advance()
+                bar.finish(index, bytes: report.bytes.map(Int64.init))
                 ready[index] = report
-                while let report = ready.removeValue(forKey: printed) {
-                    failed = failed || !report.ok
-                    if loading.json { JSONLineWriter.write(report.json) } else { StandardStream.line(report.text) }
-                    printed += 1
+                bar.printing {
+                    while let report = ready.removeValue(forKey: printed) {
+                        failed = failed || !report.ok
+                        if loading.json { JSONLineWriter.write(report.json) } else { StandardStream.line(report.text) }
+                        printed += 1
+                    }
                 }
                 launch()
             }
         }
+        bar.close()
         // Queued disk writes would be lost at exit.
         await manager.flush()
         if failed { throw ItemsFailed() }
@@ -185,7 +188,7 @@ struct FetchJob: Sendable {
         var reencodes: Bool
     }
 
-    func load(_ input: String, index: Int) async -> FetchReport {
+    func load(_ input: String, index: Int, bar: ProgressBar) async -> FetchReport {
         var report = FetchReport(url: input)
         let clock = ContinuousClock()
         let start = clock.now
@@ -196,7 +199,9 @@ struct FetchJob: Sendable {
         }
         let result: ImageLoadResult
         do {
-            result = try await manager.loadImage(with: url, options: options, context: context)
+            result = try await manager.loadImage(with: url, options: options, context: context) { received, expected in
+                bar.update(index, received: received, expected: expected)
+            }
         } catch {
             report.error = error
             report.ms(clock.now - start)

@@ -35,7 +35,7 @@ struct LoadingOptions: ParsableArguments {
     @Option(name: .customLong("pin-cert"), help: "Pin this DER or PEM certificate (repeatable).")
     var pinnedCertificates: [String] = []
 
-    @Flag(help: "Show a progress bar on standard error.")
+    @Flag(help: "Show a progress bar (items, bytes, rate, time left) on standard error when it is a terminal.")
     var progress = false
 
     @Flag(help: "Print one JSON object per line on standard output.")
@@ -171,30 +171,5 @@ struct LoadingOptions: ParsableArguments {
         let manager = ImageManager(cache: cache, loader: downloader)
         manager.logger = Verbosity.logger("manager")
         return manager
-    }
-}
-
-/// A one-line progress bar on standard error, drawn only when it is a terminal (or forced).
-final class ProgressBar: Sendable {
-    private let total: Int
-    private let enabled: Bool
-    private let done = Protected(0)
-
-    init(total: Int, requested: Bool) {
-        self.total = total
-        enabled = requested && isatty(STDERR_FILENO) != 0
-    }
-
-    func advance() {
-        guard enabled else { return }
-        let count = done.withLock { value -> Int in
-            value += 1
-            return value
-        }
-        let width = 30
-        let filled = total == 0 ? width : width * count / total
-        let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-        StandardStream.error.write("\r[\(bar)] \(count)/\(total)")
-        if count == total { StandardStream.error.write("\n") }
     }
 }

@@ -58,6 +58,7 @@ struct PrefetchCommand: AsyncParsableCommand {
             )
             token.onEnd { continuation.resume(returning: ($0, token.failures)) }
         }
+        bar.close()
         // Every load waited for its disk write; this only covers writes still queued by others.
         await manager.flush()
         // Each failure, in input order, before the summary: which URL and why.
