@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import WebImage
+import WebImageCoders
 
 /// The `webimage` root command. `main` is ours so exit codes follow the contract:
 /// 0 every item succeeded, 1 some item failed, 2 usage error.
@@ -50,5 +51,10 @@ enum ExitStatus {
 struct ItemsFailed: Error {}
 
 enum WebImageVersion {
-    static let current = "0.1.0"
+    static let number = "0.1.0"
+
+    /// `webimage 0.1.0`, then one line per codec library and its version.
+    static var current: String {
+        (["webimage \(number)"] + CodecLibrary.all.map { "\($0.name) \($0.version)" }).joined(separator: "\n")
+    }
 }
