@@ -36,13 +36,19 @@ struct CLIRunner {
     static func runDetached(
         _ arguments: [String],
         environment: [String: String]? = nil,
-        addressSpaceLimitKiB: Int? = nil
+        addressSpaceLimitKiB: Int? = nil,
+        in directory: URL? = nil
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(
                     with: Swift.Result<CLIRunner.Result, any Error> {
-                        try run(arguments, environment: environment, addressSpaceLimitKiB: addressSpaceLimitKiB)
+                        try run(
+                            arguments,
+                            environment: environment,
+                            addressSpaceLimitKiB: addressSpaceLimitKiB,
+                            in: directory
+                        )
                     }
                 )
             }
@@ -54,9 +60,11 @@ struct CLIRunner {
     static func run(
         _ arguments: [String],
         environment: [String: String]? = nil,
-        addressSpaceLimitKiB: Int? = nil
+        addressSpaceLimitKiB: Int? = nil,
+        in directory: URL? = nil
     ) throws -> Result {
         let process = Process()
+        process.currentDirectoryURL = directory
         if let addressSpaceLimitKiB {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments =

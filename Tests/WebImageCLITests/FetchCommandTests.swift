@@ -197,6 +197,73 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Naming outputs as curl does: -o FILE, -o -, -O, --output DIR, --output-template, --no-clobber")
+    func outputNames() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a/photo.png", .data(Self.png, contentType: "image/png"))
+        origin.setRoute("/b/photo.png", .data(Self.png, contentType: "image/png"))
+        origin.setRoute("/c/other.png", .data(Self.png, contentType: "image/png"))
+        let a = origin.url("/a/photo.png").absoluteString
+        let b = origin.url("/b/photo.png").absoluteString
+        let c = origin.url("/c/other.png").absoluteString
+        func names(_ directory: URL) throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        }
+
+        // -o FILE: exactly that file; its extension picks the format.
+        let single = folder.file("picked.webp")
+        let toFile = try await CLIRunner.runDetached(["fetch", "--json", "--no-disk-cache", "-o", single.path, a])
+        #expect(toFile.status == 0, "\(toFile.stderr)")
+        #expect(try toFile.jsonLines().first?["output"] as? String == single.path)
+        #expect(ImageFormat(sniffing: try Data(contentsOf: single)) == .webp)
+        // -o -: the bytes on standard output, the result line on standard error.
+        let toStdout = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "-o", "-", a])
+        #expect(toStdout.status == 0)
+        #expect(toStdout.stdout.utf8.starts(with: [0xEF, 0xBF, 0xBD, 0x50, 0x4E, 0x47]), "PNG bytes, decoded as text")
+        #expect(toStdout.stderr.contains("\(a): png 48×32"))
+        // -o with two inputs is a usage error.
+        let two = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "-o", single.path, a, b])
+        #expect(two.status == 2 && two.stderr.contains("takes one input, got 2"))
+
+        // --output DIR: remote names; only the two that share a name get their position.
+        let out = folder.file("out")
+        let named = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output", out.path, a, b, c])
+        #expect(named.status == 0, "\(named.stderr)")
+        #expect(try names(out) == ["1-photo.png", "2-photo.png", "other.png"])
+        // --no-clobber: existing files stay, those items fail; without it they are replaced.
+        try Data("keep".utf8).write(to: out.appendingPathComponent("other.png"))
+        let kept = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--output", out.path, "--no-clobber", c,
+        ])
+        #expect(kept.status == 1)
+        let keptError = try #require(try kept.jsonLines().first?["error"] as? [String: Any])
+        #expect((keptError["message"] as? String)?.contains("exists; --no-clobber leaves it alone") == true)
+        #expect(try Data(contentsOf: out.appendingPathComponent("other.png")) == Data("keep".utf8))
+        _ = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output", out.path, c])
+        #expect(try Data(contentsOf: out.appendingPathComponent("other.png")) == Self.png)
+
+        // -O: remote names in the current folder.
+        let here = folder.file("here")
+        try FileManager.default.createDirectory(at: here, withIntermediateDirectories: true)
+        let remote = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "-O", c], in: here)
+        #expect(remote.status == 0, "\(remote.stderr)")
+        #expect(try names(here) == ["other.png"])
+
+        // --output-template inside --output DIR, converting.
+        let templated = folder.file("templated")
+        let template = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "--output", templated.path, "--output-template", "%i_%s_100%%.%x",
+            "--format", "jpeg", a, c,
+        ])
+        #expect(template.status == 0, "\(template.stderr)")
+        #expect(try names(templated) == ["1_photo_100%.jpg", "2_other_100%.jpg"])
+        let clash = try await CLIRunner.runDetached(["fetch", "--output-template", "same.png", a, b])
+        #expect(clash.status == 2 && clash.stderr.contains("would give every input the same name"))
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
@@ -235,7 +302,7 @@ struct FetchCommandTests {
         let out = folder.file("out")
         // A folder where the output file goes: the rename into place fails (root ignores modes).
         try FileManager.default.createDirectory(
-            at: out.appendingPathComponent("1-b.png"),
+            at: out.appendingPathComponent("b.png"),
             withIntermediateDirectories: true
         )
         let url = origin.url("/b.png").absoluteString
@@ -248,7 +315,7 @@ struct FetchCommandTests {
         let message = try #require(error["message"] as? String)
         #expect(message.hasPrefix(url) && message.contains("Is a directory"))
         #expect(!message.contains("NSCocoaErrorDomain") && !message.contains("could not be completed"))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["1-b.png"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["b.png"])
         await origin.stop()
     }
 

@@ -29,8 +29,25 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Decode to fit in this box, WxH (e.g. 256x256).")
     var thumbnail: String?
 
-    @Option(help: "Write each image into this folder.")
+    @Option(
+        help: "Write each image into this folder, under its remote name (index-prefixed only where two would collide)."
+    )
     var output: String?
+
+    @Option(name: .customShort("o"), help: "Write the image to FILE, '-' for standard output (one input only).")
+    var outputFile: String?
+
+    @Flag(name: .customShort("O"), help: "Write each image into the current folder under its remote name (as curl -O).")
+    var remoteName = false
+
+    @Option(
+        name: .customLong("output-template"),
+        help: "File name of each image: %s remote name, %i position (1, 2, …), %x format extension, %% a percent sign."
+    )
+    var outputTemplate: String?
+
+    @Flag(name: .customLong("no-clobber"), help: "Never overwrite an existing file: that item fails instead.")
+    var noClobber = false
 
     @Option(
         help: """
@@ -61,12 +78,26 @@ struct FetchCommand: AsyncParsableCommand {
         if let format, Self.outputFormat(format) == nil {
             throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, gif")
         }
-        if format != nil && output == nil { throw ValidationError("--format needs --output DIR") }
+        let writes = output != nil || outputFile != nil || remoteName || outputTemplate != nil
+        if format != nil && !writes { throw ValidationError("--format needs --output DIR, -o FILE or -O") }
         if let quality {
             guard (1...100).contains(quality) else {
                 throw ValidationError("--quality must be 1 to 100, got \(quality)")
             }
-            guard output != nil else { throw ValidationError("--quality needs --output DIR") }
+            guard writes else { throw ValidationError("--quality needs --output DIR, -o FILE or -O") }
+        }
+        if outputFile != nil, output != nil || remoteName || outputTemplate != nil {
+            throw ValidationError("-o FILE names one file: it cannot go with --output, -O or --output-template")
+        }
+        if let outputTemplate, !outputTemplate.contains("%i"), !outputTemplate.contains("%s"), urls.count > 1 {
+            throw ValidationError(
+                "--output-template '\(outputTemplate)' would give every input the same name: use %s or %i"
+            )
+        }
+        if let outputFile, outputFile != "-", Self.outputFormat(URL(fileURLWithPath: outputFile).pathExtension) == nil,
+            format == nil, thumbnail != nil
+        {
+            throw ValidationError("-o \(outputFile): with --thumbnail, give --format or a file extension such as .png")
         }
         if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
             throw ValidationError("--input \(inputFile): cannot read the file")
@@ -93,6 +124,26 @@ struct FetchCommand: AsyncParsableCommand {
         }
     }
 
+    /// Where written images go: `-o FILE` or `-o -` (one input), or a folder (`--output DIR`,
+    /// `-O` for the current one, `--output-template` inside either).
+    func destination(for inputs: [String]) throws -> FetchJob.Destination {
+        if let outputFile {
+            guard inputs.count == 1 else {
+                throw ValidationError(
+                    "-o \(outputFile) takes one input, got \(inputs.count): use --output DIR or --output-template"
+                )
+            }
+            return outputFile == "-" ? .standardOutput : .file(URL(fileURLWithPath: outputFile))
+        }
+        guard output != nil || remoteName || outputTemplate != nil else { return .none }
+        let folder = URL(fileURLWithPath: output ?? ".", isDirectory: true)
+        // Default names are the remote ones; only names two inputs share get their position.
+        var counts: [String: Int] = [:]
+        for input in inputs { counts[FetchJob.remoteName(input), default: 0] += 1 }
+        let shared = Set(inputs.indices.filter { counts[FetchJob.remoteName(inputs[$0])]! > 1 })
+        return .folder(folder, template: outputTemplate, prefixed: outputTemplate == nil ? shared : [])
+    }
+
     func run() async throws {
         var inputs = urls
         if let inputFile {
@@ -103,20 +154,24 @@ struct FetchCommand: AsyncParsableCommand {
         let manager = try loading.makeManager(warnsOfLostDiskWrites: true)
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
-        let outputFolder = output.map { URL(fileURLWithPath: $0, isDirectory: true) }
-        if let outputFolder {
-            try FileManager.default.createDirectory(at: outputFolder, withIntermediateDirectories: true)
+        let destination = try destination(for: inputs)
+        if case .folder(let folder, _, _) = destination {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
+        // With the image on standard output, result lines go to standard error.
+        let results: StandardStream = destination == .standardOutput ? .error : .output
+        let fileFormat = outputFile.flatMap { Self.outputFormat(URL(fileURLWithPath: $0).pathExtension) }
         let job = FetchJob(
             manager: manager,
             options: loading.imageOptions,
             context: context,
-            outputFolder: outputFolder,
+            destination: destination,
             output: FetchJob.OutputSettings(
-                format: format.flatMap(Self.outputFormat),
+                format: format.flatMap(Self.outputFormat) ?? fileFormat,
                 encoding: ImageEncodingOptions(quality: Double(quality ?? 90) / 100),
                 autoOrient: autoOrient,
-                reencodes: thumbnail != nil
+                reencodes: thumbnail != nil,
+                noClobber: noClobber
             )
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.progress)
@@ -139,7 +194,11 @@ struct FetchCommand: AsyncParsableCommand {
                 bar.printing {
                     while let report = ready.removeValue(forKey: printed) {
                         failed = failed || !report.ok
-                        if loading.json { JSONLineWriter.write(report.json) } else { StandardStream.line(report.text) }
+                        if loading.json {
+                            JSONLineWriter.write(report.json, to: results)
+                        } else {
+                            results.write(report.text + "\n")
+                        }
                         printed += 1
                     }
                 }
@@ -158,7 +217,7 @@ struct FetchJob: Sendable {
     let manager: ImageManager
     let options: ImageOptions
     let context: ImageContext
-    let outputFolder: URL?
+    let destination: Destination
     let output: OutputSettings
     /// Bytes of images loaded earlier in this run, for memory hits (which carry no bytes).
     private let bytesByURL = Protected<[String: Int]>([:])
@@ -167,14 +226,27 @@ struct FetchJob: Sendable {
         manager: ImageManager,
         options: ImageOptions,
         context: ImageContext,
-        outputFolder: URL?,
+        destination: Destination,
         output: OutputSettings
     ) {
         self.manager = manager
         self.options = options
         self.context = context
-        self.outputFolder = outputFolder
+        self.destination = destination
         self.output = output
+    }
+
+    /// Where written images go.
+    enum Destination: Sendable, Equatable {
+        /// Nothing is written.
+        case none
+        /// Into a folder: `template` names the files (`%s.%x` by default), and the inputs at
+        /// `prefixed` positions get `%i-` before the name (their remote names collide).
+        case folder(URL, template: String?, prefixed: Set<Int>)
+        /// One file, named exactly.
+        case file(URL)
+        /// The image's bytes on standard output.
+        case standardOutput
     }
 
     /// How written images are made.
@@ -186,6 +258,8 @@ struct FetchJob: Sendable {
         var autoOrient: Bool
         /// The decoded image is not the downloaded one (a thumbnail): write it, not the bytes.
         var reencodes: Bool
+        /// An existing file is never replaced; the item fails instead.
+        var noClobber: Bool
     }
 
     func load(_ input: String, index: Int, bar: ProgressBar) async -> FetchReport {
@@ -223,9 +297,9 @@ struct FetchJob: Sendable {
             report.frames = image.frames.count
             report.format = report.format ?? image.format
         }
-        if let outputFolder {
+        if destination != .none {
             do {
-                let written = try write(result, input: input, index: index, to: outputFolder)
+                let written = try write(result, input: input, index: index)
                 report.output = written.path
                 if let image = written.image {
                     // The line describes the file: a re-encoded image's own size, format and frames.
@@ -249,14 +323,13 @@ struct FetchJob: Sendable {
     private func write(
         _ result: ImageLoadResult,
         input: String,
-        index: Int,
-        to folder: URL
+        index: Int
     ) throws(OutputFileError) -> (path: String, image: DecodedImage?, format: ImageFormat) {
-        let base = Self.safeName(input, index: index)
         let bytes: Data
         let format: ImageFormat
         var written: DecodedImage?
-        if let data = result.data, output.format == nil, !output.reencodes {
+        let source = result.data.map { ImageFormat(sniffing: $0) }
+        if let data = result.data, output.format == nil || output.format == source, !output.reencodes {
             bytes = data
             format = ImageFormat(sniffing: data)
         } else if var image = result.image {
@@ -279,9 +352,49 @@ struct FetchJob: Sendable {
         } else {
             throw OutputFileError(message: "nothing to write: the load returned neither bytes nor an image")
         }
-        let file = folder.appendingPathComponent("\(base).\(format.fileExtension)")
-        try OutputFileError.writeAtomically(bytes, to: file)
+        let file: URL
+        switch destination {
+        case .none: throw OutputFileError(message: "no output was asked for")
+        case .standardOutput:
+            StandardStream.output.write(bytes)
+            return ("-", written, format)
+        case .file(let url): file = url
+        case .folder(let folder, let template, let prefixed):
+            let name = Self.fileName(
+                template: template ?? (prefixed.contains(index) ? "%i-%s.%x" : "%s.%x"),
+                input: input,
+                index: index,
+                format: format
+            )
+            guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
+                throw OutputFileError(message: "--output-template gives the file name '\(name)', which is not one")
+            }
+            file = folder.appendingPathComponent(name)
+        }
+        try OutputFileError.writeAtomically(bytes, to: file, replacing: !output.noClobber)
         return (file.path, written, format)
+    }
+
+    /// `template` with `%s` (the remote name), `%i` (the input's position from 1), `%x` (the
+    /// format's extension) and `%%` replaced.
+    static func fileName(template: String, input: String, index: Int, format: ImageFormat) -> String {
+        var name = ""
+        var characters = template.makeIterator()
+        while let character = characters.next() {
+            guard character == "%" else {
+                name.append(character)
+                continue
+            }
+            switch characters.next() {
+            case "s": name += remoteName(input)
+            case "i": name += String(index + 1)
+            case "x": name += format.fileExtension
+            case "%": name += "%"
+            case let other?: name += "%" + String(other)
+            case nil: name += "%"
+            }
+        }
+        return name
     }
 
     private static func encode(
@@ -296,13 +409,14 @@ struct FetchJob: Sendable {
         }
     }
 
-    /// `index-name` from the URL's last path component, letters, digits, `-` and `_` only.
-    static func safeName(_ input: String, index: Int) -> String {
+    /// The URL's last path component without its extension, letters, digits, `-` and `_`
+    /// only (others become `_`); `image` when nothing is left.
+    static func remoteName(_ input: String) -> String {
         let last = URL(string: input)?.deletingPathExtension().lastPathComponent ?? "image"
         let cleaned = String(
             last.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" }
         )
-        return "\(index + 1)-\(cleaned.isEmpty || cleaned == "_" ? "image" : String(cleaned.prefix(80)))"
+        return cleaned.isEmpty || cleaned == "_" ? "image" : String(cleaned.prefix(80))
     }
 }
 

@@ -44,8 +44,8 @@ enum JSONValue: Sendable {
 
 /// Writes one JSON object per line to standard output, flushing each line.
 enum JSONLineWriter {
-    static func write(_ object: JSONValue) {
-        StandardStream.output.write(object.serialized + "\n")
+    static func write(_ object: JSONValue, to stream: StandardStream = .output) {
+        stream.write(object.serialized + "\n")
     }
 }
 
@@ -70,18 +70,26 @@ struct StandardStream: Sendable {
 
     func write(_ text: String) {
         var text = text
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
-                    // The reader is gone (EPIPE) or the stream is unusable: nobody can read what
-                    // follows, so stop now, quietly (status 1: not every line was delivered).
-                    Glibc._exit(ExitStatus.itemFailed)
-                }
-                offset += written
+        text.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes bytes (an image on standard output), the same way as text.
+    func write(_ data: Data) {
+        data.withUnsafeBytes { write($0) }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, base + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                // The reader is gone (EPIPE) or the stream is unusable: nobody can read what
+                // follows, so stop now, quietly (status 1: not every line was delivered).
+                Glibc._exit(ExitStatus.itemFailed)
             }
+            offset += written
         }
     }
 

@@ -13,8 +13,10 @@ struct OutputFileError: Error {
     var message: String
 
     /// Writes `data` to a temporary file beside `url`, then renames it into place: a reader never
-    /// sees half a file, and a failure leaves nothing behind.
-    static func writeAtomically(_ data: Data, to url: URL) throws(OutputFileError) {
+    /// sees half a file, and a failure leaves nothing behind. Without `replacing`, an existing
+    /// file at `url` is left alone and the write fails (the final step is `link`, which never
+    /// replaces, so a file made meanwhile is safe too).
+    static func writeAtomically(_ data: Data, to url: URL, replacing: Bool = true) throws(OutputFileError) {
         let path = url.path
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
@@ -34,10 +36,19 @@ struct OutputFileError: Error {
             unlink(temporary)
             throw error
         }
-        guard rename(temporary, path) == 0 else {
-            let error = failure("replace")
+        if replacing {
+            guard rename(temporary, path) == 0 else {
+                let error = failure("replace")
+                unlink(temporary)
+                throw error
+            }
+        } else {
+            let linked = link(temporary, path)
+            let error =
+                errno == EEXIST
+                ? OutputFileError(message: "\(path) exists; --no-clobber leaves it alone") : failure("create")
             unlink(temporary)
-            throw error
+            guard linked == 0 else { throw error }
         }
     }
 }
