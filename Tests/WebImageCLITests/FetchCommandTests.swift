@@ -264,6 +264,23 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Text mode: results on standard output, each failure once on standard error, naming the input once")
+    func textModeErrors() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/ok.png", .data(Self.png, contentType: "image/png"))
+        let ok = origin.url("/ok.png").absoluteString
+        let missing = origin.url("/missing.png").absoluteString
+        let result = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", ok, missing])
+        #expect(result.status == 1)
+        #expect(result.stdout.hasPrefix("\(ok): png 48×32") && !result.stdout.contains("error"))
+        let errors = result.stderr.split(separator: "\n").map(String.init)
+        #expect(errors.count == 1, "\(result.stderr)")
+        #expect(errors.first?.hasPrefix("\(missing): error: ") == true)
+        #expect(errors.first?.contains("404") == true, "\(result.stderr)")
+        #expect(errors.first.map { $0.components(separatedBy: missing).count - 1 } == 1, "the URL once")
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

@@ -113,7 +113,12 @@ struct InfoCommandTests {
         #expect(lines[1]["decoded"] as? Bool == true)
         #expect(lines[2]["format"] as? String == "jxl" && lines[2]["height"] as? Int == 10)
         let text = try CLIRunner.run(["info", bmp])
-        #expect(text.stdout.contains("bmp 6×8 (from the header; not decoded)"))
+        #expect(
+            text.stdout.isEmpty
+                && text.stderr.contains(
+                    "icon.bmp: bmp 6×8 (from the header; not decoded): error: no decoder for bmp data\n"
+                )
+        )
     }
 
     /// A sparse file of `size` bytes that starts with `prefix` (no disk space, no write time).

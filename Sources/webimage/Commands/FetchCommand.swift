@@ -197,7 +197,8 @@ struct FetchCommand: AsyncParsableCommand {
                         if loading.json {
                             JSONLineWriter.write(report.json, to: results)
                         } else {
-                            results.write(report.text + "\n")
+                            // Failures go to standard error, as every error does in text mode.
+                            (report.ok ? results : .error).write(report.text + "\n")
                         }
                         printed += 1
                     }
@@ -469,7 +470,10 @@ struct FetchReport: Sendable {
     }
 
     var text: String {
-        guard ok else { return "\(url): error: \(outputError ?? error?.message ?? "unknown")" }
+        guard ok else {
+            return "\(url.isEmpty ? "(empty)" : url): error: "
+                + StandardStream.cause(outputError ?? error?.message ?? "unknown", of: url.isEmpty ? "(empty)" : url)
+        }
         var line = "\(url): \((format ?? .unknown).rawValue) \(width ?? 0)×\(height ?? 0)"
         if let frames, frames > 1 { line += ", \(frames) frames" }
         line += ", \(cacheType == .none ? "network" : cacheType.rawValue)"

@@ -12,6 +12,7 @@ struct InfoCommand: AsyncParsableCommand {
             Prints the format, size, frames, loop count, orientation and decode time of each input.
             When a decode fails (a format with no decoder, such as BMP or TIFF, or damage past the
             header), the size the header declares is still printed, with "decoded": false.
+            In text mode, failed inputs are reported on standard error.
             Exit status: 0 when every input decoded, 1 when any failed, 2 for usage errors.
 
             Example:
@@ -49,7 +50,8 @@ struct InfoCommand: AsyncParsableCommand {
             if json {
                 JSONLineWriter.write(report.json)
             } else {
-                StandardStream.line(report.text)
+                // Failures go to standard error, as every error does in text mode.
+                (report.ok ? StandardStream.output : .error).write(report.text + "\n")
             }
         }
         if failed { throw ItemsFailed() }
@@ -181,7 +183,7 @@ struct ImageInfo {
             if let decodeMilliseconds { line += String(format: " (%.1f ms)", decodeMilliseconds) }
             return line
         }
-        let message = error?.message ?? "unknown"
+        let message = StandardStream.cause(error?.message ?? "unknown", of: input)
         guard let header else { return "\(input): error: \(message)" }
         var line = "\(input): \(format.rawValue) \(header.size.width)×\(header.size.height)"
         if header.frameCount > 1 { line += ", \(header.frameCount) frames" }

@@ -65,6 +65,12 @@ struct StandardStream: Sendable {
     static let output = StandardStream(descriptor: STDOUT_FILENO)
     static let error = StandardStream(descriptor: STDERR_FILENO)
 
+    /// `message` without a leading "`input`: " (library messages name their input; a line
+    /// that starts with the input already should not say it twice).
+    static func cause(_ message: String, of input: String) -> String {
+        message.hasPrefix(input + ": ") ? String(message.dropFirst(input.count + 2)) : message
+    }
+
     /// A line of text output (what `print` would write), on standard output.
     static func line(_ text: String) { output.write(text + "\n") }
 
