@@ -281,6 +281,46 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("curl habits: -H, -A and --cacert reach the connection; -s prints only failures; bad values are usage errors")
+    func curlHabits() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let server = try TestCertificates.issued(by: authority)
+        let origin = try await OriginServer.start(
+            tls: .init(certificatePEM: server.certificatePEM, privateKeyPEM: server.privateKeyPEM)
+        )
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        let url = origin.url("/a.png").absoluteString
+        let missing = origin.url("/missing.png").absoluteString
+        let authorityFile = folder.file("ca.pem")
+        try authority.certificatePEM.write(to: authorityFile, atomically: true, encoding: .utf8)
+
+        // Without the CA, the server is untrusted; with --cacert it loads, with -H and -A sent.
+        let untrusted = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", url])
+        #expect(untrusted.status == 1 && untrusted.stdout.isEmpty)
+        let trusted = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "--cacert", authorityFile.path, "-H", "X-Trace: 42", "-A", "curl-habit/1.0",
+            "-s",
+            url, missing,
+        ])
+        #expect(trusted.status == 1)
+        #expect(trusted.stdout.isEmpty, "-s: no line for the image that loaded")
+        #expect(trusted.stderr.contains("\(missing): error:"), "\(trusted.stderr)")
+        let request = try #require(origin.requests.first { $0.path == "/a.png" })
+        #expect(request.header("x-trace") == "42" && request.header("user-agent") == "curl-habit/1.0")
+
+        // --cacert with a file that is not a certificate is refused at start, naming it.
+        let key = folder.file("key.pem")
+        try server.privateKeyPEM.write(to: key, atomically: true, encoding: .utf8)
+        for arguments in [["--cacert", key.path], ["--connect-timeout", "soon"], ["-A", "two\nlines"]] {
+            let usage = try await CLIRunner.runDetached(["fetch"] + arguments + [url])
+            #expect(usage.status == 2, "\(arguments)")
+            #expect(usage.stderr.contains(arguments[0]), "\(arguments): \(usage.stderr)")
+        }
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

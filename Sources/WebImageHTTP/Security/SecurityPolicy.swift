@@ -58,6 +58,10 @@ public struct SecurityPolicy: Sendable {
     /// The oldest TLS version accepted. Default TLS 1.2 (TLS 1.0 and 1.1 are broken and
     /// deprecated, RFC 8996); lower it only for a server that cannot be fixed.
     public var minimumTLSVersion: TLSVersion = .tls1_2
+    /// DER-encoded CA certificates that replace the system's trust store (curl's `--cacert`):
+    /// a server's chain must end in one of them. `nil` (default): the system's CAs. Ignored
+    /// with certificate pinning, whose pins are the anchors.
+    public var trustRoots: [Data]?
 
     public init(
         pinningMode: PinningMode = .none,
@@ -165,6 +169,18 @@ public struct SecurityPolicy: Sendable {
         )
     }
 
+    /// Reads every certificate of a PEM bundle or DER file (a CA bundle for ``trustRoots``).
+    /// - Throws: ``SecurityPolicyError`` naming the file when it cannot be read or holds no
+    ///   certificate.
+    public static func certificates(contentsOf url: URL) throws -> [Data] {
+        let first = try certificate(contentsOf: url)
+        guard let data = try? Data(contentsOf: url),
+            String(decoding: data.prefix(1 << 16), as: UTF8.self).contains("-----BEGIN CERTIFICATE-----"),
+            let all = try? NIOSSLCertificate.fromPEMBytes(Array(data)), all.count > 1
+        else { return [first] }
+        return try all.map { Data(try $0.toDERBytes()) }
+    }
+
     /// Reads a certificate to pin from a PEM or DER file and checks that it is one.
     /// - Throws: ``SecurityPolicyError`` naming the file when it cannot be read or holds no
     ///   certificate (random bytes, a private key, an empty file).
@@ -212,6 +228,10 @@ public struct SecurityPolicy: Sendable {
             }
             let certificates = pinnedCertificates.compactMap { try? NIOSSLCertificate(bytes: Array($0), format: .der) }
             tls.trustRoots = .certificates(certificates)
+        } else if let trustRoots {
+            tls.trustRoots = .certificates(
+                trustRoots.compactMap { try? NIOSSLCertificate(bytes: Array($0), format: .der) }
+            )
         }
         return tls
     }

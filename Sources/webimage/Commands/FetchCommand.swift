@@ -174,7 +174,7 @@ struct FetchCommand: AsyncParsableCommand {
                 noClobber: noClobber
             )
         )
-        let bar = ProgressBar(total: inputs.count, requested: loading.progress)
+        let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
         var failed = false
         try await withThrowingTaskGroup(of: (Int, FetchReport).self) { group in
             var next = 0
@@ -198,7 +198,11 @@ struct FetchCommand: AsyncParsableCommand {
                             JSONLineWriter.write(report.json, to: results)
                         } else {
                             // Failures go to standard error, as every error does in text mode.
-                            (report.ok ? results : .error).write(report.text + "\n")
+                            if !report.ok {
+                                StandardStream.error.write(report.text + "\n")
+                            } else if !loading.quiet {
+                                results.write(report.text + "\n")
+                            }
                         }
                         printed += 1
                     }

@@ -26,8 +26,23 @@ struct LoadingOptions: ParsableArguments {
     )
     var maxDownloadSize: String?
 
-    @Option(name: .customLong("header"), help: "A request header, 'Name: value' (repeatable).")
+    @Option(name: [.customShort("H"), .customLong("header")], help: "A request header, 'Name: value' (repeatable).")
     var headers: [String] = []
+
+    @Option(name: [.customShort("A"), .customLong("user-agent")], help: "The User-Agent header to send.")
+    var userAgent: String?
+
+    @Option(name: .customLong("connect-timeout"), help: "Seconds a connection may take to open (default 10).")
+    var connectTimeout: Double?
+
+    @Option(name: .customLong("cacert"), help: "Trust only the CA certificates in this PEM or DER file (as curl).")
+    var caCertificates: String?
+
+    @Flag(
+        name: [.customShort("s"), .customLong("silent"), .customShort("q"), .customLong("quiet")],
+        help: "No progress bar, and in text mode no line for items that succeed (failures are still reported)."
+    )
+    var quiet = false
 
     @Flag(name: .customLong("allow-invalid-certs"), help: "Accept untrusted TLS certificates (testing only).")
     var allowInvalidCerts = false
@@ -37,6 +52,9 @@ struct LoadingOptions: ParsableArguments {
 
     @Flag(help: "Show a progress bar (items, bytes, rate, time left) on standard error when it is a terminal.")
     var progress = false
+
+    /// The bar is drawn when asked for and not silenced.
+    var showsProgress: Bool { progress && !quiet }
 
     @Flag(help: "Print one JSON object per line on standard output.")
     var json = false
@@ -60,6 +78,19 @@ struct LoadingOptions: ParsableArguments {
             throw ValidationError(
                 "--header '\(header.debugDescription.dropFirst().dropLast())' is not 'Name: value' (one line, a token name)"
             )
+        }
+        if let connectTimeout, !(connectTimeout > 0 && connectTimeout.isFinite) {
+            throw ValidationError("--connect-timeout must be a positive number of seconds")
+        }
+        if let userAgent, userAgent.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+            throw ValidationError("-A/--user-agent must be one line")
+        }
+        if let caCertificates {
+            do {
+                _ = try SecurityPolicy.certificates(contentsOf: URL(fileURLWithPath: caCertificates))
+            } catch {
+                throw ValidationError("--cacert \(error)")
+            }
         }
         try Self.validateCacheDirectory(cacheDirectory)
         for path in pinnedCertificates {
@@ -146,13 +177,18 @@ struct LoadingOptions: ParsableArguments {
         sessionConfiguration.maximumConnectionsPerHost = maxDownloads
         // --timeout is the longest wait for a byte (connect, head, each body chunk).
         sessionConfiguration.readTimeout = timeout
-        sessionConfiguration.connectTimeout = min(sessionConfiguration.connectTimeout, timeout)
+        sessionConfiguration.connectTimeout = connectTimeout ?? min(sessionConfiguration.connectTimeout, timeout)
         sessionConfiguration.cookieStore = .shared
         if !pinnedCertificates.isEmpty {
             let certificates = try pinnedCertificates.map {
                 try SecurityPolicy.certificate(contentsOf: URL(fileURLWithPath: $0))
             }
             sessionConfiguration.securityPolicy = .pinning(certificates: certificates)
+        }
+        if let caCertificates {
+            sessionConfiguration.securityPolicy.trustRoots = try SecurityPolicy.certificates(
+                contentsOf: URL(fileURLWithPath: caCertificates)
+            )
         }
         var configuration = ImageDownloader.Configuration()
         configuration.logger = Verbosity.logger("downloader")
@@ -164,6 +200,7 @@ struct LoadingOptions: ParsableArguments {
         for header in headers {
             if let (name, value) = Self.parseHeader(header) { configuration.headers[name] = value }
         }
+        if let userAgent { configuration.headers["User-Agent"] = userAgent }
         let downloader = ImageDownloader(
             configuration: configuration,
             session: HTTPSession(configuration: sessionConfiguration, logger: Verbosity.logger("http"))

@@ -49,7 +49,7 @@ struct PrefetchCommand: AsyncParsableCommand {
         prefetcher.maxConcurrentPrefetchCount = concurrency
         var options = loading.imageOptions
         options.insert(.lowPriority)
-        let bar = ProgressBar(total: inputs.count, requested: loading.progress)
+        let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
         let (counts, failures) = await withCheckedContinuation { continuation in
             let token = prefetcher.prefetchURLs(
                 inputs.map { $0.isEmpty ? nil : URL(string: $0) },
