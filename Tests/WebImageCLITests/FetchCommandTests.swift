@@ -321,6 +321,31 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--retry: transient failures (503) are tried again after the delay; a 404 is not")
+    func retries() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/busy.png", OriginRoute(status: 503))
+        origin.setRoute("/gone.png", OriginRoute(status: 404))
+        let busy = origin.url("/busy.png").absoluteString
+        let gone = origin.url("/gone.png").absoluteString
+        async let run = CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--retry", "3", "--retry-delay", "0.5", busy, gone,
+        ])
+        // After two refusals the server recovers; the third attempt loads.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while origin.requestCount(for: "/busy.png") < 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        origin.setRoute("/busy.png", .data(Self.png, contentType: "image/png"))
+        let result = try await run
+        let lines = try result.jsonLines()
+        #expect(lines.map { $0["ok"] as? Bool } == [true, false], "\(result.stdout) \(result.stderr)")
+        #expect(origin.requestCount(for: "/busy.png") == 3)
+        #expect(origin.requestCount(for: "/gone.png") == 1, "a 404 is not retried")
+        #expect(result.stderr.contains("\(busy): warning: ") && result.stderr.contains("retry 2 of 3"))
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

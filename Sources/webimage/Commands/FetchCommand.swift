@@ -50,6 +50,18 @@ struct FetchCommand: AsyncParsableCommand {
     var noClobber = false
 
     @Option(
+        help:
+            "Retry an item this many times after a transient failure (network errors, HTTP 408, 429, 5xx), backing off."
+    )
+    var retry = 0
+
+    @Option(
+        name: .customLong("retry-delay"),
+        help: "Seconds between retries (default: 1, doubling each time, at most 30)."
+    )
+    var retryDelay: Double?
+
+    @Option(
         help: """
             Format of written images: png, jpeg, webp, avif or gif (default: the bytes as downloaded; \
             with --thumbnail, the thumbnail in the source's format, or PNG when that cannot be written).
@@ -72,6 +84,10 @@ struct FetchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1, got \(concurrency)") }
+        guard retry >= 0 else { throw ValidationError("--retry must be 0 or more, got \(retry)") }
+        if let retryDelay, !(retryDelay >= 0 && retryDelay.isFinite) {
+            throw ValidationError("--retry-delay must be a number of seconds, 0 or more")
+        }
         if let thumbnail, Self.parseSize(thumbnail) == nil {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }
@@ -172,7 +188,8 @@ struct FetchCommand: AsyncParsableCommand {
                 autoOrient: autoOrient,
                 reencodes: thumbnail != nil,
                 noClobber: noClobber
-            )
+            ),
+            retries: FetchJob.Retries(count: retry, fixedDelay: retryDelay)
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
         var failed = false
@@ -224,6 +241,7 @@ struct FetchJob: Sendable {
     let context: ImageContext
     let destination: Destination
     let output: OutputSettings
+    let retries: Retries
     /// Bytes of images loaded earlier in this run, for memory hits (which carry no bytes).
     private let bytesByURL = Protected<[String: Int]>([:])
 
@@ -232,13 +250,39 @@ struct FetchJob: Sendable {
         options: ImageOptions,
         context: ImageContext,
         destination: Destination,
-        output: OutputSettings
+        output: OutputSettings,
+        retries: Retries = Retries(count: 0, fixedDelay: nil)
     ) {
         self.manager = manager
         self.options = options
         self.context = context
         self.destination = destination
         self.output = output
+        self.retries = retries
+    }
+
+    /// `--retry` and `--retry-delay`.
+    struct Retries: Sendable {
+        var count: Int
+        /// Seconds between attempts; `nil`: 1 s, doubling, at most 30 s.
+        var fixedDelay: Double?
+
+        func delay(beforeAttempt attempt: Int) -> Duration {
+            if let fixedDelay { return .milliseconds(Int64(fixedDelay * 1000)) }
+            return .seconds(min(30, 1 << min(attempt - 1, 5)))
+        }
+
+        /// Failures a later attempt may not repeat: the network, timeouts, and the statuses a
+        /// server uses for "not now" (408, 429, 5xx).
+        static func isTransient(_ error: WebImageError) -> Bool {
+            switch error.code {
+            case .networkError: return true
+            case .invalidDownloadStatusCode:
+                guard let status = error.statusCode else { return false }
+                return status == 408 || status == 429 || (500...599).contains(status)
+            default: return false
+            }
+        }
     }
 
     /// Where written images go.
@@ -277,14 +321,30 @@ struct FetchJob: Sendable {
             return report
         }
         let result: ImageLoadResult
-        do {
-            result = try await manager.loadImage(with: url, options: options, context: context) { received, expected in
-                bar.update(index, received: received, expected: expected)
+        var attempt = 0
+        while true {
+            do {
+                // A retry must not be refused as a URL that failed before.
+                let options = attempt == 0 ? options : options.union(.retryFailed)
+                result = try await manager.loadImage(with: url, options: options, context: context) {
+                    received,
+                    expected in
+                    bar.update(index, received: received, expected: expected)
+                }
+                break
+            } catch {
+                if attempt < retries.count, Retries.isTransient(error), !Task.isCancelled {
+                    attempt += 1
+                    Diagnostics.write(
+                        "\(input): warning: \(StandardStream.cause(error.message, of: input)); retry \(attempt) of \(retries.count)"
+                    )
+                    try? await Task.sleep(for: retries.delay(beforeAttempt: attempt))
+                    continue
+                }
+                report.error = error
+                report.ms(clock.now - start)
+                return report
             }
-        } catch {
-            report.error = error
-            report.ms(clock.now - start)
-            return report
         }
         report.ok = true
         report.cacheType = result.cacheType
