@@ -346,6 +346,71 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Image operations: --crop with --gravity, --resize with --fit, --rotate, --blur, --strip, upright first")
+    func imageOperations() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        // 60×40 in 20×20 blocks; block (column, row) has colour (column + row) % 6.
+        let colors: [RGBA] = [
+            .init(r: 250, g: 0, b: 0), .init(r: 0, g: 250, b: 0), .init(r: 0, g: 0, b: 250),
+            .init(r: 250, g: 250, b: 0), .init(r: 0, g: 250, b: 250), .init(r: 250, g: 0, b: 250),
+        ]
+        let blocks = GeneratedImages.blocks(width: 60, height: 40, colors: colors, blockSize: 20)
+        let source = folder.file("blocks.png")
+        try PNGCoder().encode(DecodedImage(bitmap: blocks, format: .png), as: .png, options: .init()).write(to: source)
+        func run(_ arguments: [String], input: URL = source) async throws -> DecodedImage {
+            let out = folder.file("out-\(UUID().uuidString).png")
+            let result = try await CLIRunner.runDetached(
+                ["fetch", "--no-disk-cache", "-o", out.path] + arguments + [input.absoluteString]
+            )
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            return try ImageCodersManager.shared.decode(try Data(contentsOf: out))
+        }
+        let corner = try await run(["--crop", "20x20", "--gravity", "north-east"])
+        #expect(corner.width == 20 && corner.height == 20 && corner.bitmap[10, 10] == colors[2])
+        let shifted = try await run(["--crop", "20x20+20+0"])  // centre (20,10), moved right by 20
+        #expect(shifted.bitmap[10, 5] == colors[2] && shifted.bitmap[10, 15] == colors[3])
+        let fitted = try await run(["--resize", "30x30"])
+        #expect(fitted.width == 30 && fitted.height == 20)
+        let filled = try await run(["--resize", "30x30", "--fit", "fill", "--gravity", "west"])
+        #expect(filled.width == 30 && filled.height == 30 && filled.bitmap[3, 3] == colors[0])
+        let forced = try await run(["--resize", "30x30", "--fit", "force"])
+        #expect(forced.width == 30 && forced.height == 30)
+        let turned = try await run(["--rotate", "90"])
+        // clockwise: the bottom-left block (0, 1) comes to the top left
+        #expect(turned.width == 40 && turned.height == 60 && turned.bitmap[5, 5] == colors[1])
+        let blurred = try await run(["--blur", "4"])
+        #expect(blurred.width == 60 && blurred.bitmap[20, 10] != colors[0] && blurred.bitmap[20, 10] != colors[1])
+
+        // An orientation-6 JPEG stored 40×20 (left half red) shows 20×40 with red on top:
+        // the crop works on the image as shown.
+        let stored = GeneratedImages.blocks(width: 40, height: 20, colors: [colors[0], colors[2]], blockSize: 20)
+        let jpeg = folder.file("turned.jpg")
+        try JPEGCoder().encode(
+            DecodedImage(bitmap: stored, format: .jpeg, orientation: .right),
+            as: .jpeg,
+            options: .init()
+        )
+        .write(to: jpeg)
+        let top = try await run(["--crop", "20x20", "--gravity", "north"], input: jpeg)
+        #expect(top.width == 20 && top.height == 20 && top.bitmap[10, 10].r > 200 && top.bitmap[10, 10].b < 60)
+        // --strip with --no-auto-orient: the stored pixels, and no orientation left to apply.
+        let out = folder.file("stripped.jpg")
+        let stripped = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "-o", out.path, "--strip", "--no-auto-orient", jpeg.absoluteString,
+        ])
+        #expect(stripped.status == 0, "\(stripped.stderr)")
+        let strippedImage = try ImageCodersManager.shared.decode(try Data(contentsOf: out))
+        #expect(strippedImage.orientation == .up && strippedImage.width == 40)
+
+        for arguments in [
+            ["--fit", "cover"], ["--gravity", "up"], ["--rotate", "45"], ["--crop", "10"], ["--blur", "0"],
+        ] {
+            let usage = try await CLIRunner.runDetached(["fetch", "-o", out.path] + arguments + [jpeg.absoluteString])
+            #expect(usage.status == 2 && usage.stderr.contains(arguments[0]), "\(arguments): \(usage.stderr)")
+        }
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

@@ -77,14 +77,21 @@ public struct ResizeTransformer: BitmapTransformer {
     public var size: PixelSize
     /// Fit inside, fill and crop, or stretch.
     public var mode: Mode
+    /// Which part `.fill` keeps. Default `.center`.
+    public var gravity: ImageGravity
 
-    /// Resizes to `size` by `mode` (default `.fit`).
-    public init(size: PixelSize, mode: Mode = .fit) {
+    /// Resizes to `size` by `mode` (default `.fit`); `.fill` keeps the `gravity` side (default
+    /// the centre).
+    public init(size: PixelSize, mode: Mode = .fit, gravity: ImageGravity = .center) {
         self.size = size
         self.mode = mode
+        self.gravity = gravity
     }
 
-    public var transformerKey: String { "Resize(\(mode.rawValue),\(size.width)x\(size.height))" }
+    public var transformerKey: String {
+        let anchor = mode == .fill && gravity != .center ? ",\(gravity.rawValue)" : ""
+        return "Resize(\(mode.rawValue),\(size.width)x\(size.height)\(anchor))"
+    }
 
     public func transform(_ bitmap: Bitmap) -> Bitmap? {
         guard size.width > 0, size.height > 0 else { return nil }
@@ -99,9 +106,9 @@ public struct ResizeTransformer: BitmapTransformer {
         case .fill:
             let scale = max(scaleX, scaleY)
             let covering = bitmap.resized(to: scaled(bitmap, scale))
-            let x = (covering.width - size.width) / 2
-            let y = (covering.height - size.height) / 2
-            return covering.cropped(x: x, y: y, width: size.width, height: size.height)
+            let cut = PixelSize(width: min(size.width, covering.width), height: min(size.height, covering.height))
+            let origin = gravity.origin(of: cut, in: PixelSize(width: covering.width, height: covering.height))
+            return covering.cropped(x: origin.x, y: origin.y, width: cut.width, height: cut.height)
         }
     }
 
@@ -115,14 +122,16 @@ public struct ResizeTransformer: BitmapTransformer {
 
 /// Cuts out a rectangle (clipped to the image; `nil` when nothing is left).
 public struct CropTransformer: BitmapTransformer {
-    /// Left edge, in pixels.
+    /// Left edge, in pixels (with ``gravity``: the offset from the anchored position).
     public var x: Int
-    /// Top edge, in pixels.
+    /// Top edge, in pixels (with ``gravity``: the offset from the anchored position).
     public var y: Int
     /// Width of the rectangle.
     public var width: Int
     /// Height of the rectangle.
     public var height: Int
+    /// Where the rectangle is anchored in the image; `nil`: at (`x`, `y`) from the top left.
+    public var gravity: ImageGravity?
 
     /// Crops the rectangle at (`x`, `y`) of `width` × `height`.
     public init(x: Int, y: Int, width: Int, height: Int) {
@@ -132,9 +141,25 @@ public struct CropTransformer: BitmapTransformer {
         self.height = height
     }
 
-    public var transformerKey: String { "Crop(\(x),\(y),\(width)x\(height))" }
+    /// Crops `width` × `height` anchored at `gravity` (ImageMagick's `-gravity` with `-crop`),
+    /// moved by (`x`, `y`); a rectangle larger than the image is clipped to it.
+    public init(width: Int, height: Int, gravity: ImageGravity, x: Int = 0, y: Int = 0) {
+        self.init(x: x, y: y, width: width, height: height)
+        self.gravity = gravity
+    }
+
+    public var transformerKey: String {
+        guard let gravity else { return "Crop(\(x),\(y),\(width)x\(height))" }
+        return "Crop(\(gravity.rawValue),\(x),\(y),\(width)x\(height))"
+    }
 
     public func transform(_ bitmap: Bitmap) -> Bitmap? {
+        var (x, y) = (x, y)
+        if let gravity {
+            let cut = PixelSize(width: min(width, bitmap.width), height: min(height, bitmap.height))
+            let origin = gravity.origin(of: cut, in: PixelSize(width: bitmap.width, height: bitmap.height))
+            (x, y) = (origin.x + x, origin.y + y)
+        }
         let left = max(0, x)
         let top = max(0, y)
         let right = min(bitmap.width, x + width)
@@ -366,5 +391,51 @@ extension Bitmap {
                 buffer[index * 4 + 3] = pixel.a
             }
         }
+    }
+}
+
+/// Where a smaller rectangle sits in a larger one: a side, a corner or the centre.
+public enum ImageGravity: String, Sendable, Hashable, CaseIterable {
+    case center, north, south, east, west
+    case northEast = "north-east"
+    case northWest = "north-west"
+    case southEast = "south-east"
+    case southWest = "south-west"
+
+    /// The top-left corner of `size` placed in `container` by this gravity (`size` no larger).
+    public func origin(of size: PixelSize, in container: PixelSize) -> (x: Int, y: Int) {
+        let spareX = max(0, container.width - size.width)
+        let spareY = max(0, container.height - size.height)
+        let x: Int =
+            switch self {
+            case .west, .northWest, .southWest: 0
+            case .east, .northEast, .southEast: spareX
+            case .center, .north, .south: spareX / 2
+            }
+        let y: Int =
+            switch self {
+            case .north, .northEast, .northWest: 0
+            case .south, .southEast, .southWest: spareY
+            case .center, .east, .west: spareY / 2
+            }
+        return (x, y)
+    }
+}
+
+/// Turns the pixels upright by the image's EXIF orientation (the result's orientation is
+/// `.up`), so that later transformers (crops, resizes) work on the image as it is shown.
+public struct OrientTransformer: ImageTransformer {
+    public init() {}
+
+    public var transformerKey: String { "Orient" }
+
+    public func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
+        guard image.orientation != .up else { return image }
+        var oriented = image
+        for index in oriented.frames.indices {
+            oriented.frames[index].bitmap = oriented.frames[index].bitmap.applyingOrientation(image.orientation)
+        }
+        oriented.orientation = .up
+        return oriented
     }
 }

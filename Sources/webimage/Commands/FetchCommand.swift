@@ -72,6 +72,35 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Lossy quality of written JPEG, WebP and AVIF images, 1 to 100 (default 90).")
     var quality: Int?
 
+    @Option(help: "Resize to WxH (after any --crop), as --fit says.")
+    var resize: String?
+
+    @Option(
+        help:
+            "How --resize meets WxH: fit (inside, keeping the aspect ratio), fill (cover, then crop), force (stretch)."
+    )
+    var fit: String = "fit"
+
+    @Option(help: "Crop to WxH, or WxH+X+Y (offsets from the --gravity anchor, as ImageMagick's -crop).")
+    var crop: String?
+
+    @Option(
+        help: """
+            Anchor of --crop and of --resize with --fit fill: center, north, south, east, west, \
+            north-east, north-west, south-east or south-west.
+            """
+    )
+    var gravity: String = "center"
+
+    @Option(help: "Rotate clockwise by 90, 180 or 270 degrees (after resizing).")
+    var rotate: Int?
+
+    @Option(help: "Blur with this radius in pixels (last).")
+    var blur: Int?
+
+    @Flag(help: "Write no metadata: the image is re-encoded without its EXIF orientation.")
+    var strip = false
+
     @Flag(
         name: .customLong("auto-orient"),
         inversion: .prefixedNo,
@@ -115,6 +144,27 @@ struct FetchCommand: AsyncParsableCommand {
         {
             throw ValidationError("-o \(outputFile): with --thumbnail, give --format or a file extension such as .png")
         }
+        if let resize, Self.parseSize(resize) == nil {
+            throw ValidationError("--resize '\(resize)' is not WxH with positive numbers")
+        }
+        guard Self.resizeMode(fit) != nil else {
+            throw ValidationError("--fit '\(fit)' is not one of fit, fill, force")
+        }
+        if let crop, Self.parseCrop(crop) == nil {
+            throw ValidationError("--crop '\(crop)' is not WxH or WxH+X+Y with positive sizes")
+        }
+        guard ImageGravity(rawValue: gravity.lowercased()) != nil else {
+            throw ValidationError(
+                "--gravity '\(gravity)' is not one of \(ImageGravity.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
+        }
+        if let rotate, ![0, 90, 180, 270].contains(rotate) {
+            throw ValidationError("--rotate must be 90, 180 or 270, got \(rotate)")
+        }
+        if let blur, !(1...200).contains(blur) { throw ValidationError("--blur must be 1 to 200 pixels, got \(blur)") }
+        if transformer != nil || strip, !writes {
+            throw ValidationError("--resize, --crop, --rotate, --blur and --strip need --output DIR, -o FILE or -O")
+        }
         if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
             throw ValidationError("--input \(inputFile): cannot read the file")
         }
@@ -127,6 +177,52 @@ struct FetchCommand: AsyncParsableCommand {
             return nil
         }
         return PixelSize(width: width, height: height)
+    }
+
+    static func resizeMode(_ name: String) -> ResizeTransformer.Mode? {
+        switch name.lowercased() {
+        case "fit": .fit
+        case "fill": .fill
+        case "force": .exact
+        default: nil
+        }
+    }
+
+    /// `WxH` or `WxH+X+Y` (X and Y may be negative: `WxH-10+5`).
+    static func parseCrop(_ text: String) -> (size: PixelSize, x: Int, y: Int)? {
+        guard let offsetStart = text.firstIndex(where: { $0 == "+" || $0 == "-" }) else {
+            return parseSize(text).map { ($0, 0, 0) }
+        }
+        guard let size = parseSize(String(text[..<offsetStart])) else { return nil }
+        var offsets: [Int] = []
+        var rest = text[offsetStart...]
+        while let sign = rest.first, sign == "+" || sign == "-" {
+            let digits = rest.dropFirst().prefix { $0.isNumber }
+            guard let value = Int(digits) else { return nil }
+            offsets.append(sign == "-" ? -value : value)
+            rest = rest.dropFirst(1 + digits.count)
+        }
+        guard rest.isEmpty, offsets.count == 2 else { return nil }
+        return (size, offsets[0], offsets[1])
+    }
+
+    /// The image operations, in their fixed order: orient, crop, resize, rotate, blur; `nil`
+    /// when none is asked for.
+    var transformer: (any ImageTransformer)? {
+        let anchor = ImageGravity(rawValue: gravity.lowercased()) ?? .center
+        var steps: [any ImageTransformer] = []
+        if let (size, x, y) = crop.flatMap(Self.parseCrop) {
+            steps.append(CropTransformer(width: size.width, height: size.height, gravity: anchor, x: x, y: y))
+        }
+        if let size = resize.flatMap(Self.parseSize), let mode = Self.resizeMode(fit) {
+            steps.append(ResizeTransformer(size: size, mode: mode, gravity: anchor))
+        }
+        if let rotate, rotate != 0 { steps.append(RotateTransformer(quarterTurns: rotate / 90)) }
+        if let blur { steps.append(BlurTransformer(radius: blur)) }
+        guard !steps.isEmpty else { return nil }
+        // Crops and sizes are meant as the image is shown: upright first.
+        if autoOrient { steps.insert(OrientTransformer(), at: 0) }
+        return PipelineTransformer(steps)
     }
 
     static func outputFormat(_ name: String) -> ImageFormat? {
@@ -170,6 +266,7 @@ struct FetchCommand: AsyncParsableCommand {
         let manager = try loading.makeManager(warnsOfLostDiskWrites: true)
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
+        context.transformer = transformer
         let destination = try destination(for: inputs)
         if case .folder(let folder, _, _) = destination {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -186,7 +283,8 @@ struct FetchCommand: AsyncParsableCommand {
                 format: format.flatMap(Self.outputFormat) ?? fileFormat,
                 encoding: ImageEncodingOptions(quality: Double(quality ?? 90) / 100),
                 autoOrient: autoOrient,
-                reencodes: thumbnail != nil,
+                reencodes: thumbnail != nil || transformer != nil || strip,
+                strip: strip,
                 noClobber: noClobber
             ),
             retries: FetchJob.Retries(count: retry, fixedDelay: retryDelay)
@@ -309,6 +407,24 @@ struct FetchJob: Sendable {
         var reencodes: Bool
         /// An existing file is never replaced; the item fails instead.
         var noClobber: Bool
+        /// Re-encode without metadata (no EXIF orientation).
+        var strip = false
+
+        init(
+            format: ImageFormat?,
+            encoding: ImageEncodingOptions,
+            autoOrient: Bool,
+            reencodes: Bool,
+            strip: Bool = false,
+            noClobber: Bool
+        ) {
+            self.format = format
+            self.encoding = encoding
+            self.autoOrient = autoOrient
+            self.reencodes = reencodes
+            self.strip = strip
+            self.noClobber = noClobber
+        }
     }
 
     func load(_ input: String, index: Int, bar: ProgressBar) async -> FetchReport {
@@ -406,6 +522,7 @@ struct FetchJob: Sendable {
                 }
                 image.orientation = .up
             }
+            if output.strip { image.orientation = .up }
             if image.frames.count > 1, format == .png || format == .jpeg {
                 throw OutputFileError(
                     message: "cannot write an animation of \(image.frames.count) frames as \(format.rawValue): "

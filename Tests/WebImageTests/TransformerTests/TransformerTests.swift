@@ -55,6 +55,54 @@ struct TransformerTests {
         #expect(back == Self.sample.bitmap)
     }
 
+    @Test("Gravity places a rectangle at each side, corner and the centre; crops and fills follow it")
+    func gravity() throws {
+        let container = PixelSize(width: 10, height: 6)
+        let size = PixelSize(width: 4, height: 2)
+        let expected: [ImageGravity: (Int, Int)] = [
+            .northWest: (0, 0), .north: (3, 0), .northEast: (6, 0), .west: (0, 2), .center: (3, 2),
+            .east: (6, 2), .southWest: (0, 4), .south: (3, 4), .southEast: (6, 4),
+        ]
+        for gravity in ImageGravity.allCases {
+            let origin = gravity.origin(of: size, in: container)
+            #expect(origin.x == expected[gravity]?.0 && origin.y == expected[gravity]?.1, "\(gravity)")
+        }
+        // The sample's bottom-right 2×1 (two greys) and top-right 1×1 (white), the last moved left by one.
+        let corner = try #require(
+            CropTransformer(width: 2, height: 1, gravity: .southEast).transform(Self.sample, forKey: "")
+        )
+        #expect(corner.width == 2 && corner.bitmap[0, 0] == RGBA(r: 128, g: 128, b: 128))
+        let moved = try #require(
+            CropTransformer(width: 1, height: 1, gravity: .northEast, x: -1).transform(Self.sample, forKey: "")
+        )
+        #expect(moved.bitmap[0, 0] == RGBA(r: 0, g: 0, b: 255))
+        // A rectangle larger than the image is clipped to it.
+        #expect(CropTransformer(width: 9, height: 9, gravity: .center).transform(Self.sample, forKey: "")?.width == 4)
+        let east = try #require(
+            ResizeTransformer(size: PixelSize(width: 1, height: 1), mode: .fill, gravity: .east).transform(
+                Self.sample,
+                forKey: ""
+            )
+        )
+        #expect(east.width == 1 && east.height == 1)
+        #expect(
+            ResizeTransformer(size: PixelSize(width: 1, height: 1), mode: .fill).transformerKey == "Resize(fill,1x1)"
+        )
+        #expect(
+            ResizeTransformer(size: PixelSize(width: 1, height: 1), mode: .fill, gravity: .east).transformerKey
+                == "Resize(fill,1x1,east)"
+        )
+    }
+
+    @Test("OrientTransformer turns the pixels upright and reports .up")
+    func orient() throws {
+        let turned = DecodedImage(bitmap: Self.sample.bitmap, format: .png, orientation: .right)
+        let upright = try #require(OrientTransformer().transform(turned, forKey: ""))
+        #expect(upright.orientation == .up && upright.width == 2 && upright.height == 4)
+        #expect(upright.bitmap.pixels == Self.sample.bitmap.applyingOrientation(.right).pixels)
+        #expect(OrientTransformer().transform(Self.sample, forKey: "")?.bitmap == Self.sample.bitmap)
+    }
+
     @Test("Grayscale, tint, round corners and blur")
     func pixels() throws {
         let gray = try apply(GrayscaleTransformer())
