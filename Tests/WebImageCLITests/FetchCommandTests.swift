@@ -569,7 +569,8 @@ struct FetchCommandTests {
 
         let warm = try await CLIRunner.runDetached(["prefetch", "--json", "--cache-dir", cache] + urls)
         #expect(warm.status == 0)
-        #expect(try warm.jsonLines().last?["skipped"] as? Int == 4)
+        let warmSummary = try #require(try warm.jsonLines().last)
+        #expect(warmSummary["skipped"] as? Int == 4 && warmSummary["finished"] as? Int == 0, "disjoint counts")
         #expect(origin.requestCount(for: "/p0.png") == 1)
 
         let stats = try await CLIRunner.runDetached(["cache", "stats", "--json", "--cache-dir", cache])

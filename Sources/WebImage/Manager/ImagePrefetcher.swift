@@ -9,8 +9,15 @@ public final class ImagePrefetcher: Sendable {
     public struct Progress: Sendable, Hashable {
         /// URLs done, however they ended.
         public var finished = 0
-        /// URLs that failed (SDWebImagePrefetcher's "skipped").
-        public var skipped = 0
+        /// URLs that failed (SDWebImagePrefetcher calls them "skipped").
+        public var failed = 0
+        /// SDWebImagePrefetcher's name for ``failed``; `webimage prefetch` says "skipped" for
+        /// URLs already cached, so the library says "failed".
+        @available(*, deprecated, renamed: "failed")
+        public var skipped: Int {
+            get { failed }
+            set { failed = newValue }
+        }
         /// URLs that were already cached (a subset of `finished`).
         public var cached = 0
         /// URLs asked for.
@@ -66,7 +73,7 @@ public final class ImagePrefetcher: Sendable {
 
     /// Prefetches `urls` (SDWebImagePrefetcher `prefetchURLs:progress:completed:`).
     /// `progress(finished, total)` runs after each URL; `completed(finished,
-    /// skipped)` runs once at the end, or when the token is cancelled (with the counts so far).
+    /// failed)` runs once at the end, or when the token is cancelled (with the counts so far).
     @discardableResult
     public func prefetchURLs(
         _ urls: [URL?],
@@ -85,7 +92,7 @@ public final class ImagePrefetcher: Sendable {
             progress: progress
         ) { [weak self] token, counts in
             _ = self?.tokens.withLock { $0.remove(token) }
-            completed?(counts.finished, counts.skipped)
+            completed?(counts.finished, counts.failed)
         }
         tokens.withLock { _ = $0.insert(token) }
         token.begin()
@@ -192,7 +199,7 @@ public final class ImagePrefetchToken: Sendable, Hashable {
                 state.running[index] = nil
                 state.counts.finished += 1
                 if let error {
-                    state.counts.skipped += 1
+                    state.counts.failed += 1
                     state.failures.append(ImagePrefetcher.Failure(index: index, url: urls[index], error: error))
                 }
                 if error == nil && cacheType != .none { state.counts.cached += 1 }

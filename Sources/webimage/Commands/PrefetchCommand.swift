@@ -8,10 +8,11 @@ struct PrefetchCommand: AsyncParsableCommand {
         commandName: "prefetch",
         abstract: "Warm the caches with a list of URLs.",
         discussion: """
-            Loads every URL into the memory and disk caches through ImagePrefetcher and prints \
-            one summary: finished (URLs now cached, from the network or not), skipped (of those, \
-            the ones already cached: no network), failed. Exit status: 0 when none failed, \
-            1 otherwise, 2 for usage errors.
+            Loads every URL into the memory and disk caches through ImagePrefetcher, names each \
+            URL that failed (a JSON line with --json, a line on standard error otherwise), and \
+            prints one summary: finished (loaded and cached now), skipped (already cached: \
+            nothing loaded), failed; the three add up to the URLs given. Exit status: 0 when \
+            none failed, 1 otherwise, 2 for usage errors.
 
             Example:
               webimage prefetch --json --progress --input urls.txt
@@ -75,15 +76,17 @@ struct PrefetchCommand: AsyncParsableCommand {
                 Diagnostics.write("\(input.isEmpty ? "(empty)" : input): error: \(failure.error.message)")
             }
         }
-        let failed = counts.skipped
+        let failed = counts.failed
+        // Disjoint: finished (loaded now) + skipped (already cached) + failed = the URLs given.
+        let loaded = counts.finished - failed - counts.cached
         let summary = JSONValue.object([
-            ("finished", .int(counts.finished - failed)), ("skipped", .int(counts.cached)), ("failed", .int(failed)),
+            ("finished", .int(loaded)), ("skipped", .int(counts.cached)), ("failed", .int(failed)),
         ])
         if loading.json {
             JSONLineWriter.write(summary)
         } else {
             StandardStream.line(
-                "finished \(counts.finished - failed), skipped \(counts.cached) (already cached), failed \(failed)"
+                "finished \(loaded), skipped \(counts.cached) (already cached), failed \(failed)"
             )
         }
         if failed > 0 { throw ItemsFailed() }

@@ -153,7 +153,7 @@ struct DownloadReliabilityTests {
         let token = prefetcher.prefetchURLs([origin.url("/a.png")])
         let counts = await withCheckedContinuation { continuation in token.onEnd { continuation.resume(returning: $0) }
         }
-        #expect(counts.skipped == 1)
+        #expect(counts.failed == 1)
         let failure = try #require(token.failures.first)
         #expect(failure.error.code == .cacheStoreFailed)
         #expect(failure.error.message.contains(folder.file("cache").path))

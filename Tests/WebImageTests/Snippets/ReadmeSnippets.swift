@@ -35,7 +35,7 @@ func readmeTransformer(url: URL) async throws {
 /// README: Quick start — prefetch.
 func readmePrefetch(urls: [URL]) async {
     let counts = await ImagePrefetcher.shared.prefetch(urls)
-    print(counts.finished, counts.skipped)  // skipped: failed
+    print(counts.finished, counts.failed)
 }
 
 /// README: Quick start — bind to a target.
