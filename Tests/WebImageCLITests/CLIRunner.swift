@@ -37,7 +37,8 @@ struct CLIRunner {
         _ arguments: [String],
         environment: [String: String]? = nil,
         addressSpaceLimitKiB: Int? = nil,
-        in directory: URL? = nil
+        in directory: URL? = nil,
+        input: Data? = nil
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -47,7 +48,8 @@ struct CLIRunner {
                             arguments,
                             environment: environment,
                             addressSpaceLimitKiB: addressSpaceLimitKiB,
-                            in: directory
+                            in: directory,
+                            input: input
                         )
                     }
                 )
@@ -61,7 +63,8 @@ struct CLIRunner {
         _ arguments: [String],
         environment: [String: String]? = nil,
         addressSpaceLimitKiB: Int? = nil,
-        in directory: URL? = nil
+        in directory: URL? = nil,
+        input: Data? = nil
     ) throws -> Result {
         let process = Process()
         process.currentDirectoryURL = directory
@@ -80,8 +83,19 @@ struct CLIRunner {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         try process.run()
+        if let input {
+            // Written from another thread, so a child that reads slowly cannot block the reads below;
+            // a child that stops reading early must not kill this process with SIGPIPE.
+            signal(SIGPIPE, SIG_IGN)
+            let writer = stdin.fileHandleForWriting
+            DispatchQueue.global().async {
+                try? writer.write(contentsOf: input)
+                try? writer.close()
+            }
+        }
         // Read both pipes before waiting so a full pipe cannot block the child.
         let stdoutData = out.fileHandleForReading.readDataToEndOfFile()
         let stderrData = err.fileHandleForReading.readDataToEndOfFile()

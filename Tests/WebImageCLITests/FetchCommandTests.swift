@@ -411,6 +411,31 @@ struct FetchCommandTests {
         }
     }
 
+    @Test("Standard input: fetch --input - reads URLs, info - reads an image")
+    func standardInput() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        origin.setRoute("/b.png", .data(Self.png, contentType: "image/png"))
+        let list = "# images\n\(origin.url("/a.png").absoluteString)\n\n\(origin.url("/b.png").absoluteString)\n"
+        let fetched = try await CLIRunner.runDetached(
+            ["fetch", "--json", "--no-disk-cache", "--input", "-"],
+            input: Data(list.utf8)
+        )
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+        #expect(try fetched.jsonLines().map { $0["ok"] as? Bool } == [true, true])
+        let info = try await CLIRunner.runDetached(["info", "--json", "-"], input: Self.png)
+        let line = try #require(try info.jsonLines().first)
+        #expect(info.status == 0 && line["input"] as? String == "-" && line["width"] as? Int == 48)
+        #expect(line["bytes"] as? Int == Self.png.count)
+        let tooLarge = try await CLIRunner.runDetached(
+            ["info", "--json", "--max-file-size", "100", "-"],
+            input: Self.png
+        )
+        #expect(tooLarge.status == 1)
+        #expect((try tooLarge.jsonLines().first?["error"] as? [String: Any])?["code"] as? String == "fileTooLarge")
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

@@ -20,7 +20,10 @@ struct FetchCommand: AsyncParsableCommand {
 
     @OptionGroup var loading: LoadingOptions
 
-    @Option(name: .customLong("input"), help: "A file with one URL a line (blank lines and # comments skipped).")
+    @Option(
+        name: .customLong("input"),
+        help: "A file with one URL a line, '-' for standard input (blank lines and # comments are ignored)."
+    )
     var inputFile: String?
 
     @Option(help: "Loads started at once.")
@@ -165,9 +168,7 @@ struct FetchCommand: AsyncParsableCommand {
         if transformer != nil || strip, !writes {
             throw ValidationError("--resize, --crop, --rotate, --blur and --strip need --output DIR, -o FILE or -O")
         }
-        if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
-            throw ValidationError("--input \(inputFile): cannot read the file")
-        }
+        try LoadingOptions.validateInputFile(inputFile)
         if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL or --input FILE") }
     }
 
@@ -257,12 +258,7 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var inputs = urls
-        if let inputFile {
-            let text = try String(contentsOfFile: inputFile, encoding: .utf8)
-            inputs += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        }
+        let inputs = try LoadingOptions.inputs(urls, listedIn: inputFile)
         let manager = try loading.makeManager(warnsOfLostDiskWrites: true)
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)

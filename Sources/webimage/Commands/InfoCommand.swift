@@ -10,6 +10,7 @@ struct InfoCommand: AsyncParsableCommand {
         abstract: "Sniff and decode image files.",
         discussion: """
             Prints the format, size, frames, loop count, orientation and decode time of each input.
+            "-" reads the image from standard input.
             When a decode fails (a format with no decoder, such as BMP or TIFF, or damage past the
             header), the size the header declares is still printed, with "decoded": false.
             In text mode, failed inputs are reported on standard error.
@@ -45,7 +46,11 @@ struct InfoCommand: AsyncParsableCommand {
         var failed = false
         let limit = maxFileSize.flatMap(LoadingOptions.parseByteCount) ?? ImageInfo.defaultFileSizeLimit
         for input in inputs {
-            let report = ImageInfo.inspect(path: input, sizeLimit: limit == 0 ? nil : limit)
+            let sizeLimit = limit == 0 ? nil : limit
+            let report =
+                input == "-"
+                ? ImageInfo.inspectStandardInput(sizeLimit: sizeLimit)
+                : ImageInfo.inspect(path: input, sizeLimit: sizeLimit)
             failed = failed || !report.ok
             if json {
                 JSONLineWriter.write(report.json)
@@ -125,6 +130,40 @@ struct ImageInfo {
             info.error = ("fileNotReadable", "\(input): cannot read the file: \(error)")
             return info
         }
+        return inspect(data, info: info)
+    }
+
+    /// Inspects `-`: the bytes on standard input, up to `sizeLimit` (more is `fileTooLarge`,
+    /// found without reading past the limit).
+    static func inspectStandardInput(sizeLimit: Int64?) -> ImageInfo {
+        var info = ImageInfo(input: "-", ok: false)
+        var data = Data()
+        let chunk = 1 << 16
+        while true {
+            let piece = FileHandle.standardInput.readData(ofLength: chunk)
+            if piece.isEmpty { break }
+            data.append(piece)
+            if let sizeLimit, Int64(data.count) > sizeLimit {
+                info.error = (
+                    "fileTooLarge",
+                    "-: standard input holds more than the \(sizeLimit)-byte limit (--max-file-size; 0 lifts it)"
+                )
+                return info
+            }
+        }
+        info.bytes = data.count
+        info.format = ImageFormat(sniffing: data)
+        guard !data.isEmpty else {
+            info.error = (CoderError.emptyData.code, "-: standard input is empty")
+            return info
+        }
+        return inspect(data, info: info)
+    }
+
+    /// Decodes `data` (already read) and fills in what it is.
+    private static func inspect(_ data: Data, info: ImageInfo) -> ImageInfo {
+        var info = info
+        let input = info.input
         let clock = ContinuousClock()
         let start = clock.now
         do {

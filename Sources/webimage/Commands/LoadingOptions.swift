@@ -102,6 +102,26 @@ struct LoadingOptions: ParsableArguments {
         }
     }
 
+    /// `urls`, then the lines of `--input FILE` (`-`: standard input), blank lines and `#`
+    /// comments left out.
+    static func inputs(_ urls: [String], listedIn inputFile: String?) throws -> [String] {
+        guard let inputFile else { return urls }
+        let text =
+            inputFile == "-"
+            ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            : try String(contentsOfFile: inputFile, encoding: .utf8)
+        return urls
+            + text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+
+    /// `--input FILE` must be readable (`-` always is).
+    static func validateInputFile(_ inputFile: String?) throws {
+        if let inputFile, inputFile != "-", !FileManager.default.isReadableFile(atPath: inputFile) {
+            throw ValidationError("--input \(inputFile): cannot read the file")
+        }
+    }
+
     /// The same usage error for every subcommand when `--cache-dir` names something that is not
     /// a folder (a missing folder is created on the first write).
     static func validateCacheDirectory(_ path: String?) throws {

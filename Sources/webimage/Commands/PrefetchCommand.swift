@@ -21,7 +21,10 @@ struct PrefetchCommand: AsyncParsableCommand {
 
     @OptionGroup var loading: LoadingOptions
 
-    @Option(name: .customLong("input"), help: "A file with one URL a line.")
+    @Option(
+        name: .customLong("input"),
+        help: "A file with one URL a line, '-' for standard input (blank lines and # comments are ignored)."
+    )
     var inputFile: String?
 
     @Option(help: "Loads at once.")
@@ -32,19 +35,12 @@ struct PrefetchCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1, got \(concurrency)") }
-        if let inputFile, !FileManager.default.isReadableFile(atPath: inputFile) {
-            throw ValidationError("--input \(inputFile): cannot read the file")
-        }
+        try LoadingOptions.validateInputFile(inputFile)
         if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL or --input FILE") }
     }
 
     func run() async throws {
-        var inputs = urls
-        if let inputFile {
-            let text = try String(contentsOfFile: inputFile, encoding: .utf8)
-            inputs += text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        }
+        let inputs = try LoadingOptions.inputs(urls, listedIn: inputFile)
         let manager = try loading.makeManager()
         let prefetcher = ImagePrefetcher(manager: manager)
         prefetcher.maxConcurrentPrefetchCount = concurrency
