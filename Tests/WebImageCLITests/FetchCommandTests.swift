@@ -563,7 +563,9 @@ struct FetchCommandTests {
             ["fetch", "--options", "bogus", "http://x/a.png"], ["fetch", "--thumbnail", "0x5", "http://x/a.png"],
             ["fetch", "--header", "no colon", "http://x/a.png"], ["fetch"],
             ["fetch", "--format", "tiff", "--output", "o", "x"], ["fetch", "--quality", "50", "http://x/a.png"],
-            ["prefetch"], ["cache", "trim", "--expire-type", "someday"],
+            ["prefetch"], ["cache", "trim", "--expire-type", "someday"], ["cache", "trim", "--max-age", "7x"],
+            ["cache", "trim", "--expire-type", "access_date"], ["fetch", "--timeout", "0", "http://x/a.png"],
+            ["fetch", "--retry-delay", "soon", "http://x/a.png"], ["info", "--max-file-size", "12Q", "x"],
             ["fetch", "--max-download-size", "12X", "http://x/a.png"],
             ["fetch", "--max-download-size", "-1", "http://x/a.png"],
         ] {
@@ -602,6 +604,13 @@ struct FetchCommandTests {
         #expect(try stats.jsonLines().first?["count"] as? Int == 4)
         let listing = try await CLIRunner.runDetached(["cache", "ls", "--json", "--cache-dir", cache])
         #expect(Set(try listing.jsonLines().compactMap { $0["key"] as? String }) == Set(urls))
+        // Sizes and durations in one style, kebab-case values.
+        let kept = try await CLIRunner.runDetached([
+            "cache", "trim", "--json", "--max-age", "7d", "--max-size", "1G", "--expire-type", "access-date",
+            "--cache-dir", cache,
+        ])
+        let keptCount = try kept.jsonLines().first?["count"] as? Int
+        #expect(kept.status == 0 && keptCount == 4, "\(kept.stderr)")
         let trim = try await CLIRunner.runDetached(["cache", "trim", "--json", "--max-size", "0", "--cache-dir", cache])
         #expect(try trim.jsonLines().first?["count"] as? Int == 0)
         let clear = try await CLIRunner.runDetached(["cache", "clear", "--json", "--cache-dir", cache])

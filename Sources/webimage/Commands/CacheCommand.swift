@@ -85,25 +85,44 @@ struct CacheCommand: AsyncParsableCommand {
     struct Trim: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove expired entries, then trim to half the size limit when over it.",
-            discussion: "Example:\n  webimage cache trim --max-age 86400 --max-size 104857600 --cache-dir /tmp/cache"
+            discussion: "Example:\n  webimage cache trim --max-age 7d --max-size 100M --cache-dir /tmp/cache"
         )
         @OptionGroup var folder: Folder
 
-        @Option(name: .customLong("max-age"), help: "Seconds an entry lives.")
+        @Option(
+            name: .customLong("max-age"),
+            help: "How long an entry lives, e.g. 7d or 12h (default 7d).",
+            transform: Units.seconds
+        )
         var maxAge: Double = 7 * 24 * 3600
 
-        @Option(name: .customLong("max-size"), help: "Bytes the folder may hold.")
-        var maxSize: Int = 1 << 30
+        @Option(
+            name: .customLong("max-size"),
+            help: "What the folder may hold, e.g. 500M or 1G (default 1G).",
+            transform: Units.bytes
+        )
+        var maxSize: Int64 = 1 << 30
 
-        @Option(name: .customLong("expire-type"), help: "accessDate, modificationDate or creationDate.")
-        var expireType = "modificationDate"
+        @Option(
+            name: .customLong("expire-type"),
+            help: "Which date --max-age counts from: access-date, modification-date (default) or creation-date."
+        )
+        var expireType = "modification-date"
+
+        /// The kebab-case names (and the library's camelCase ones).
+        static func expireType(_ name: String) -> DiskCache.ExpireType? {
+            switch name {
+            case "access-date", "accessDate": .accessDate
+            case "modification-date", "modificationDate": .modificationDate
+            case "creation-date", "creationDate": .creationDate
+            default: nil
+            }
+        }
 
         func validate() throws {
-            guard maxAge >= 0 else { throw ValidationError("--max-age must not be negative") }
-            guard maxSize >= 0 else { throw ValidationError("--max-size must not be negative") }
-            guard DiskCache.ExpireType(rawValue: expireType) != nil else {
+            guard Self.expireType(expireType) != nil else {
                 throw ValidationError(
-                    "--expire-type '\(expireType)' is not accessDate, modificationDate or creationDate"
+                    "--expire-type '\(expireType)' is not access-date, modification-date or creation-date"
                 )
             }
         }
@@ -111,8 +130,8 @@ struct CacheCommand: AsyncParsableCommand {
         func run() throws {
             var configuration = DiskCache.Configuration()
             configuration.maxAge = maxAge
-            configuration.maxSize = maxSize
-            configuration.expireType = DiskCache.ExpireType(rawValue: expireType) ?? .modificationDate
+            configuration.maxSize = Int(clamping: maxSize)
+            configuration.expireType = Self.expireType(expireType) ?? .modificationDate
             let cache = DiskCache(directory: folder.url, configuration: configuration)
             let result = cache.removeExpiredEntries()
             folder.emit(

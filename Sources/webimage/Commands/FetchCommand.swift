@@ -60,7 +60,8 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("retry-delay"),
-        help: "Seconds between retries (default: 1, doubling each time, at most 30)."
+        help: "Time between retries, e.g. 2s or 500ms (default: 1 second, doubling each time, at most 30).",
+        transform: Units.seconds
     )
     var retryDelay: Double?
 
@@ -117,9 +118,6 @@ struct FetchCommand: AsyncParsableCommand {
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1, got \(concurrency)") }
         guard retry >= 0 else { throw ValidationError("--retry must be 0 or more, got \(retry)") }
-        if let retryDelay, !(retryDelay >= 0 && retryDelay.isFinite) {
-            throw ValidationError("--retry-delay must be a number of seconds, 0 or more")
-        }
         if let thumbnail, Self.parseSize(thumbnail) == nil {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }

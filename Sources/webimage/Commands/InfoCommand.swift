@@ -28,23 +28,21 @@ struct InfoCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("max-file-size"),
-        help: "Largest file decoded, in bytes or with a K, M or G suffix (default 128M; 0: no limit)."
+        help: "Largest file decoded, e.g. 20M or 1G (default 128M; 0: no limit).",
+        transform: Units.bytes
     )
-    var maxFileSize: String?
+    var maxFileSize: Int64?
 
     @Argument(help: "Image files to inspect.")
     var inputs: [String]
 
     func validate() throws {
         guard !inputs.isEmpty else { throw ValidationError("give at least one FILE") }
-        if let maxFileSize, LoadingOptions.parseByteCount(maxFileSize) == nil {
-            throw ValidationError("--max-file-size '\(maxFileSize)' is not a byte count like 5000000, 512K, 20M or 1G")
-        }
     }
 
     func run() async throws {
         var failed = false
-        let limit = maxFileSize.flatMap(LoadingOptions.parseByteCount) ?? ImageInfo.defaultFileSizeLimit
+        let limit = maxFileSize ?? ImageInfo.defaultFileSizeLimit
         for input in inputs {
             let sizeLimit = limit == 0 ? nil : limit
             let report =

@@ -17,14 +17,19 @@ struct LoadingOptions: ParsableArguments {
     @Option(name: .customLong("max-downloads"), help: "Network loads at once.")
     var maxDownloads = 6
 
-    @Option(help: "Seconds a request may wait for data (an idle timeout: a slow but steady download goes on).")
+    @Option(
+        help:
+            "How long a request may wait for data, e.g. 15 or 15s (an idle timeout: a slow but steady download goes on).",
+        transform: Units.positiveSeconds
+    )
     var timeout: Double = 15
 
     @Option(
         name: .customLong("max-download-size"),
-        help: "Largest download accepted, in bytes or with a K, M or G suffix (default 128M; 0: no limit)."
+        help: "Largest download accepted, e.g. 20M or 1G (default 128M; 0: no limit).",
+        transform: Units.bytes
     )
-    var maxDownloadSize: String?
+    var maxDownloadSize: Int64?
 
     @Option(name: [.customShort("H"), .customLong("header")], help: "A request header, 'Name: value' (repeatable).")
     var headers: [String] = []
@@ -32,7 +37,11 @@ struct LoadingOptions: ParsableArguments {
     @Option(name: [.customShort("A"), .customLong("user-agent")], help: "The User-Agent header to send.")
     var userAgent: String?
 
-    @Option(name: .customLong("connect-timeout"), help: "Seconds a connection may take to open (default 10).")
+    @Option(
+        name: .customLong("connect-timeout"),
+        help: "How long a connection may take to open, e.g. 10s (default 10 seconds).",
+        transform: Units.positiveSeconds
+    )
     var connectTimeout: Double?
 
     @Option(name: .customLong("cacert"), help: "Trust only the CA certificates in this PEM or DER file (as curl).")
@@ -66,21 +75,10 @@ struct LoadingOptions: ParsableArguments {
             do { _ = try ImageOptions(parsing: options) } catch { throw ValidationError(error.message) }
         }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1, got \(maxDownloads)") }
-        guard timeout > 0, timeout.isFinite else {
-            throw ValidationError("--timeout must be a positive number of seconds")
-        }
-        if let maxDownloadSize, Self.parseByteCount(maxDownloadSize) == nil {
-            throw ValidationError(
-                "--max-download-size '\(maxDownloadSize)' is not a byte count like 5000000, 512K, 20M or 1G"
-            )
-        }
         for header in headers where Self.parseHeader(header) == nil {
             throw ValidationError(
                 "--header '\(header.debugDescription.dropFirst().dropLast())' is not 'Name: value' (one line, a token name)"
             )
-        }
-        if let connectTimeout, !(connectTimeout > 0 && connectTimeout.isFinite) {
-            throw ValidationError("--connect-timeout must be a positive number of seconds")
         }
         if let userAgent, userAgent.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
             throw ValidationError("-A/--user-agent must be one line")
@@ -149,20 +147,6 @@ struct LoadingOptions: ParsableArguments {
         return (name, value)
     }
 
-    /// `12345`, `512K`, `20M`, `1G` (binary multiples) as bytes; `nil` when malformed or negative.
-    static func parseByteCount(_ text: String) -> Int64? {
-        let multipliers: [Character: Int64] = ["k": 1 << 10, "m": 1 << 20, "g": 1 << 30]
-        var digits = Substring(text.trimmingCharacters(in: .whitespaces))
-        var multiplier: Int64 = 1
-        if let last = digits.last, let factor = multipliers[Character(last.lowercased())] {
-            multiplier = factor
-            digits = digits.dropLast()
-        }
-        guard let count = Int64(digits), count >= 0 else { return nil }
-        let bytes = count.multipliedReportingOverflow(by: multiplier)
-        return bytes.overflow ? nil : bytes.partialValue
-    }
-
     var imageOptions: ImageOptions {
         var parsed = (try? ImageOptions(parsing: options ?? "")) ?? []
         if allowInvalidCerts { parsed.insert(.allowInvalidSSLCertificates) }
@@ -214,7 +198,7 @@ struct LoadingOptions: ParsableArguments {
         configuration.logger = Verbosity.logger("downloader")
         configuration.maxConcurrentDownloads = maxDownloads
         configuration.downloadTimeout = timeout
-        if let limit = maxDownloadSize.flatMap(Self.parseByteCount) {
+        if let limit = maxDownloadSize {
             configuration.maximumDownloadSize = limit == 0 ? nil : limit
         }
         for header in headers {
