@@ -27,8 +27,7 @@ struct WebImageCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch let failure as ItemsFailed {
-            _ = failure
-            Foundation.exit(ExitStatus.itemFailed)
+            Foundation.exit(failure.status)
         } catch {
             let code = exitCode(for: error)
             if code == ExitCode.success {
@@ -41,14 +40,53 @@ struct WebImageCommand: AsyncParsableCommand {
     }
 }
 
+/// The exit statuses (wget's numbers where the meanings meet).
 enum ExitStatus {
     static let success: Int32 = 0
+    /// Some item failed, for different reasons or one without a status of its own.
     static let itemFailed: Int32 = 1
     static let usage: Int32 = 2
+
+    /// What `--help` and the man page say about them.
+    static let summary = """
+        Exit status: 0 every item succeeded; 1 some failed (mixed or other causes); 2 usage error; \
+        when every failure had one cause: 3 writing the output, 4 network, 5 TLS certificate, \
+        8 HTTP status, 9 not a decodable image.
+        """
 }
 
-/// Thrown by a subcommand after it has reported its items, when at least one failed.
-struct ItemsFailed: Error {}
+/// Why an item failed, for the exit status when every failure shares one.
+enum FailureKind: Int32, Sendable {
+    case output = 3
+    case network = 4
+    case tls = 5
+    case httpStatus = 8
+    case decode = 9
+
+    init?(_ error: WebImageError) {
+        switch error.code {
+        case .networkError:
+            self = error.underlying?.code == .serverCertificateUntrusted ? .tls : .network
+        case .invalidDownloadStatusCode: self = .httpStatus
+        case .badImageData: self = .decode
+        default: return nil
+        }
+    }
+}
+
+/// Thrown by a subcommand after it has reported its items, when at least one failed: the
+/// cause of each failure (`nil`: one without a status of its own).
+struct ItemsFailed: Error {
+    var kinds: [FailureKind?] = [nil]
+
+    /// The kind's status when every failure had that kind, else 1.
+    var status: Int32 {
+        guard let first = kinds.first, let kind = first, kinds.allSatisfy({ $0 == kind }) else {
+            return ExitStatus.itemFailed
+        }
+        return kind.rawValue
+    }
+}
 
 enum WebImageVersion {
     static let number = "0.1.0"

@@ -134,7 +134,7 @@ struct FetchCommandTests {
         )
         let gif = try file(try GIFCoder().encode(animation, as: .gif, options: .init()), "anim.gif")
         let refused = try await run(["--output", out, "--format", "png", gif])
-        #expect(refused.status == 1 && refused.line["ok"] as? Bool == false)
+        #expect(refused.status == 3 && refused.line["ok"] as? Bool == false)
         let message = try #require((refused.line["error"] as? [String: Any])?["message"] as? String)
         #expect(message.contains("cannot write an animation of 2 frames as png"), "\(message)")
         for format in ["gif", "webp"] {
@@ -237,7 +237,7 @@ struct FetchCommandTests {
         let kept = try await CLIRunner.runDetached([
             "fetch", "--json", "--no-disk-cache", "--output", out.path, "--no-clobber", c,
         ])
-        #expect(kept.status == 1)
+        #expect(kept.status == 3)
         let keptError = try #require(try kept.jsonLines().first?["error"] as? [String: Any])
         #expect((keptError["message"] as? String)?.contains("exists; --no-clobber leaves it alone") == true)
         #expect(try Data(contentsOf: out.appendingPathComponent("other.png")) == Data("keep".utf8))
@@ -271,7 +271,7 @@ struct FetchCommandTests {
         let ok = origin.url("/ok.png").absoluteString
         let missing = origin.url("/missing.png").absoluteString
         let result = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", ok, missing])
-        #expect(result.status == 1)
+        #expect(result.status == 8)
         #expect(result.stdout.hasPrefix("\(ok): png 48×32") && !result.stdout.contains("error"))
         let errors = result.stderr.split(separator: "\n").map(String.init)
         #expect(errors.count == 1, "\(result.stderr)")
@@ -298,13 +298,13 @@ struct FetchCommandTests {
 
         // Without the CA, the server is untrusted; with --cacert it loads, with -H and -A sent.
         let untrusted = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", url])
-        #expect(untrusted.status == 1 && untrusted.stdout.isEmpty)
+        #expect(untrusted.status == 5 && untrusted.stdout.isEmpty)
         let trusted = try await CLIRunner.runDetached([
             "fetch", "--no-disk-cache", "--cacert", authorityFile.path, "-H", "X-Trace: 42", "-A", "curl-habit/1.0",
             "-s",
             url, missing,
         ])
-        #expect(trusted.status == 1)
+        #expect(trusted.status == 8)
         #expect(trusted.stdout.isEmpty, "-s: no line for the image that loaded")
         #expect(trusted.stderr.contains("\(missing): error:"), "\(trusted.stderr)")
         let request = try #require(origin.requests.first { $0.path == "/a.png" })
@@ -436,6 +436,26 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Exit statuses tell failure kinds apart when every failure shares one; mixed failures exit 1")
+    func exitStatuses() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/missing.png", OriginRoute(status: 404))
+        origin.setRoute("/text.png", .data(Data("not an image".utf8), contentType: "image/png"))
+        let missing = origin.url("/missing.png").absoluteString
+        let text = origin.url("/text.png").absoluteString
+        let cases: [([String], Int32)] = [
+            ([missing], 8), ([text], 9), (["http://127.0.0.1:9/refused.png"], 4), ([missing, text], 1),
+            (["not a url"], 1),
+        ]
+        for (urls, status) in cases {
+            let result = try await CLIRunner.runDetached(["fetch", "--no-disk-cache"] + urls)
+            #expect(result.status == status, "\(urls): \(result.stderr)")
+        }
+        let help = try await CLIRunner.runDetached(["fetch", "--help"])
+        #expect(help.stdout.contains("4 network") && help.stdout.contains("8 HTTP status"))
+        await origin.stop()
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
@@ -479,7 +499,7 @@ struct FetchCommandTests {
         )
         let url = origin.url("/b.png").absoluteString
         let result = try await CLIRunner.runDetached(["fetch", "--json", "--no-disk-cache", "--output", out.path, url])
-        #expect(result.status == 1)
+        #expect(result.status == 3)
         let line = try #require(result.jsonLines().first)
         #expect(line["ok"] as? Bool == false)
         let error = try #require(line["error"] as? [String: Any])
@@ -551,7 +571,7 @@ struct FetchCommandTests {
         let refused = try await CLIRunner.runDetached([
             "fetch", "--json", "--no-disk-cache", "--pin-cert", other.path, url,
         ])
-        #expect(refused.status == 1)
+        #expect(refused.status == 5)
         let error = try #require(refused.jsonLines().first?["error"] as? [String: Any])
         #expect((error["message"] as? String)?.contains("does not match any pinned certificate") == true, "\(error)")
         await origin.stop()
@@ -588,7 +608,7 @@ struct FetchCommandTests {
         let cold = try await CLIRunner.runDetached(
             ["prefetch", "--json", "--cache-dir", cache] + urls + [origin.url("/gone.png").absoluteString]
         )
-        #expect(cold.status == 1)
+        #expect(cold.status == 8)
         let summary = try #require(cold.jsonLines().last)
         #expect(summary["finished"] as? Int == 4)
         #expect(summary["skipped"] as? Int == 0)

@@ -10,7 +10,9 @@ struct FetchCommand: AsyncParsableCommand {
         discussion: """
             Loads each URL (http, https or file) through ImageManager: memory cache, disk cache, \
             then the network, one network load per URL however often it is given. Lines come out \
-            in input order. Exit status: 0 when every URL loaded, 1 when any failed, 2 for usage errors.
+            in input order.
+
+            \(ExitStatus.summary)
 
             Example:
               webimage fetch --json --thumbnail 256x256 --output thumbs --format webp \\
@@ -284,7 +286,7 @@ struct FetchCommand: AsyncParsableCommand {
             retries: FetchJob.Retries(count: retry, fixedDelay: retryDelay)
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
-        var failed = false
+        var failures: [FailureKind?] = []
         try await withThrowingTaskGroup(of: (Int, FetchReport).self) { group in
             var next = 0
             var ready: [Int: FetchReport] = [:]
@@ -302,7 +304,7 @@ struct FetchCommand: AsyncParsableCommand {
                 ready[index] = report
                 bar.printing {
                     while let report = ready.removeValue(forKey: printed) {
-                        failed = failed || !report.ok
+                        if !report.ok { failures.append(report.failureKind) }
                         if loading.json {
                             JSONLineWriter.write(report.json, to: results)
                         } else {
@@ -322,7 +324,7 @@ struct FetchCommand: AsyncParsableCommand {
         bar.close()
         // Queued disk writes would be lost at exit.
         await manager.flush()
-        if failed { throw ItemsFailed() }
+        if !failures.isEmpty { throw ItemsFailed(kinds: failures) }
     }
 }
 
@@ -611,6 +613,9 @@ struct FetchReport: Sendable {
     var error: WebImageError?
     /// Why the loaded image could not be written to `--output` (code `outputFailed`).
     var outputError: String?
+
+    /// The exit status kind of a failure.
+    var failureKind: FailureKind? { outputError != nil ? .output : error.flatMap(FailureKind.init) }
 
     mutating func ms(_ duration: Duration) {
         milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15

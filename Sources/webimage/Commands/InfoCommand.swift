@@ -9,12 +9,13 @@ struct InfoCommand: AsyncParsableCommand {
         commandName: "info",
         abstract: "Sniff and decode image files.",
         discussion: """
-            Prints the format, size, frames, loop count, orientation and decode time of each input.
-            "-" reads the image from standard input.
-            When a decode fails (a format with no decoder, such as BMP or TIFF, or damage past the
-            header), the size the header declares is still printed, with "decoded": false.
-            In text mode, failed inputs are reported on standard error.
-            Exit status: 0 when every input decoded, 1 when any failed, 2 for usage errors.
+            Prints the format, size, frames, loop count, orientation and decode time of each \
+            input ("-" reads an image from standard input). When a decode fails (a format with \
+            no decoder, such as BMP or TIFF, or damage past the header), the size the header \
+            declares is still printed, with "decoded": false. In text mode, failed inputs are \
+            reported on standard error.
+
+            \(ExitStatus.summary)
 
             Example:
               webimage info --json photo.jpg animation.gif
@@ -41,7 +42,7 @@ struct InfoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var failed = false
+        var failures: [FailureKind?] = []
         let limit = maxFileSize ?? ImageInfo.defaultFileSizeLimit
         for input in inputs {
             let sizeLimit = limit == 0 ? nil : limit
@@ -49,7 +50,7 @@ struct InfoCommand: AsyncParsableCommand {
                 input == "-"
                 ? ImageInfo.inspectStandardInput(sizeLimit: sizeLimit)
                 : ImageInfo.inspect(path: input, sizeLimit: sizeLimit)
-            failed = failed || !report.ok
+            if !report.ok { failures.append(report.decodeFailed ? .decode : nil) }
             if json {
                 JSONLineWriter.write(report.json)
             } else {
@@ -57,7 +58,7 @@ struct InfoCommand: AsyncParsableCommand {
                 (report.ok ? StandardStream.output : .error).write(report.text + "\n")
             }
         }
-        if failed { throw ItemsFailed() }
+        if !failures.isEmpty { throw ItemsFailed(kinds: failures) }
     }
 }
 
@@ -73,6 +74,8 @@ struct ImageInfo {
     var bytes: Int?
     var decodeMilliseconds: Double?
     var error: (code: String, message: String)?
+    /// The bytes were read but are not an image we can decode.
+    var decodeFailed = false
 
     /// The default `--max-file-size`: the downloader's default `maximumDownloadSize`.
     static let defaultFileSizeLimit: Int64 = ImageDownloader.Configuration().maximumDownloadSize ?? 0
@@ -106,6 +109,7 @@ struct ImageInfo {
             if file.size == 0 || info.format == .unknown {
                 let error: CoderError = file.size == 0 ? .emptyData : .unsupportedFormat(.unknown)
                 info.error = (error.code, "\(input): \(error)")
+                info.decodeFailed = true
                 return info
             }
             if let sizeLimit, file.size > sizeLimit {
@@ -173,6 +177,7 @@ struct ImageInfo {
             info.decodeMilliseconds = Self.milliseconds(clock.now - start)
             info.error = (error.code, "\(input): \(error)")
             info.header = ImageHeader(data)
+            info.decodeFailed = true
         }
         return info
     }

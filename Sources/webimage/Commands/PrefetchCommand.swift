@@ -11,8 +11,9 @@ struct PrefetchCommand: AsyncParsableCommand {
             Loads every URL into the memory and disk caches through ImagePrefetcher, names each \
             URL that failed (a JSON line with --json, a line on standard error otherwise), and \
             prints one summary: finished (loaded and cached now), skipped (already cached: \
-            nothing loaded), failed; the three add up to the URLs given. Exit status: 0 when \
-            none failed, 1 otherwise, 2 for usage errors.
+            nothing loaded), failed; the three add up to the URLs given.
+
+            \(ExitStatus.summary)
 
             Example:
               webimage prefetch --json --progress --input urls.txt
@@ -85,6 +86,6 @@ struct PrefetchCommand: AsyncParsableCommand {
                 "finished \(loaded), skipped \(counts.cached) (already cached), failed \(failed)"
             )
         }
-        if failed > 0 { throw ItemsFailed() }
+        if failed > 0 { throw ItemsFailed(kinds: failures.map { FailureKind($0.error) }) }
     }
 }
