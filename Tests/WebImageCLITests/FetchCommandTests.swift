@@ -456,6 +456,22 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--memory-cache bounds the run's memory cache: 0 keeps nothing, so a repeated URL loads again")
+    func memoryCacheSize() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let file = folder.file("a.png")
+        try Self.png.write(to: file)
+        let url = file.absoluteString
+        let base = ["fetch", "--json", "--no-disk-cache", "--concurrency", "1"]
+        let kept = try await CLIRunner.runDetached(base + [url, url])
+        #expect(try kept.jsonLines().map { $0["cacheType"] as? String } == ["none", "memory"])
+        let none = try await CLIRunner.runDetached(base + ["--memory-cache", "0", url, url])
+        #expect(try none.jsonLines().map { $0["cacheType"] as? String } == ["none", "none"])
+        let tiny = try await CLIRunner.runDetached(base + ["--memory-cache", "1K", url, url])
+        #expect(try tiny.jsonLines().last?["cacheType"] as? String == "none", "a 6 KB image is over a 1 KB budget")
+    }
+
     @Test("--max-download-size: a larger response is an item failure (downloadTooLarge); 0 lifts the limit")
     func maxDownloadSize() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

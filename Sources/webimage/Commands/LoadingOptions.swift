@@ -11,6 +11,13 @@ struct LoadingOptions: ParsableArguments {
     @Flag(name: .customLong("no-disk-cache"), help: "Keep images in memory only.")
     var noDiskCache = false
 
+    @Option(
+        name: .customLong("memory-cache"),
+        help: "Decoded images kept in memory during the run, e.g. 64M (default; 0: none).",
+        transform: Units.bytes
+    )
+    var memoryCacheSize: Int64 = 64 << 20
+
     @Option(help: "Comma-separated ImageOptions, e.g. retry-failed,refresh-cached.")
     var options: String?
 
@@ -164,6 +171,10 @@ struct LoadingOptions: ParsableArguments {
     func makeManager(warnsOfLostDiskWrites: Bool = false) throws -> ImageManager {
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.usesDiskCache = !noDiskCache
+        // One process per run: memory only serves URLs given twice, so a library-sized budget
+        // (a quarter of RAM) would only hold every image of the run at once.
+        cacheConfiguration.memoryLimits = MemoryCache.Limits(costLimit: Int(clamping: memoryCacheSize))
+        cacheConfiguration.cachesImagesInMemory = memoryCacheSize > 0
         cacheConfiguration.cleanupInterval = nil
         cacheConfiguration.logger = Verbosity.logger("cache")
         if warnsOfLostDiskWrites {
