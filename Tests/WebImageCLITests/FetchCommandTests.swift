@@ -602,6 +602,7 @@ struct FetchCommandTests {
             ["prefetch"], ["cache", "trim", "--expire-type", "someday"], ["cache", "trim", "--max-age", "7x"],
             ["cache", "trim", "--expire-type", "access_date"], ["fetch", "--timeout", "0", "http://x/a.png"],
             ["fetch", "--retry-delay", "soon", "http://x/a.png"], ["info", "--max-file-size", "12Q", "x"],
+            ["fetch", "--input", NSTemporaryDirectory()], ["prefetch", "--input", "/no/such/list.txt"],
             ["fetch", "--max-download-size", "12X", "http://x/a.png"],
             ["fetch", "--max-download-size", "-1", "http://x/a.png"],
         ] {
@@ -609,6 +610,7 @@ struct FetchCommandTests {
             #expect(result.status == 2, "\(arguments)")
             #expect(result.stdout.isEmpty)
             #expect(!result.stderr.isEmpty)
+            #expect(!result.stderr.contains("Domain="), "in words, not a Foundation error dump: \(result.stderr)")
         }
     }
 

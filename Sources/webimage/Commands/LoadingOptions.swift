@@ -111,10 +111,15 @@ struct LoadingOptions: ParsableArguments {
     /// comments left out.
     static func inputs(_ urls: [String], listedIn inputFile: String?) throws -> [String] {
         guard let inputFile else { return urls }
-        let text =
-            inputFile == "-"
-            ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            : try String(contentsOfFile: inputFile, encoding: .utf8)
+        let text: String
+        if inputFile == "-" {
+            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else {
+            guard let data = FileManager.default.contents(atPath: inputFile) else {
+                throw ValidationError("--input \(inputFile): cannot read the file")
+            }
+            text = String(decoding: data, as: UTF8.self)
+        }
         return urls
             + text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
@@ -122,7 +127,13 @@ struct LoadingOptions: ParsableArguments {
 
     /// `--input FILE` must be readable (`-` always is).
     static func validateInputFile(_ inputFile: String?) throws {
-        if let inputFile, inputFile != "-", !FileManager.default.isReadableFile(atPath: inputFile) {
+        guard let inputFile, inputFile != "-" else { return }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: inputFile, isDirectory: &isFolder) else {
+            throw ValidationError("--input \(inputFile): no such file")
+        }
+        guard !isFolder.boolValue else { throw ValidationError("--input \(inputFile): a folder, not a list of URLs") }
+        guard FileManager.default.isReadableFile(atPath: inputFile) else {
             throw ValidationError("--input \(inputFile): cannot read the file")
         }
     }
