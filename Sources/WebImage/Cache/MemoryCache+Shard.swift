@@ -14,9 +14,10 @@ import Darwin
 // allocated and initialized in `init` and freed in `deinit`, when that owner (MemoryCache's
 // `let`) goes away and no borrow can still be running. Each slot's `store` is read and written
 // only inside `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock` of that slot's
-// own mutex (addressed in place, never moved or copied); `body` gets the store `inout`, so no
-// reference to it escapes the lock, and what `body` returns (images, keys, numbers) is Sendable.
-// `count` and `stride` never change after `init`.
+// own mutex (addressed in place, never moved or copied); `body` is non-escaping and gets the store
+// `inout`, so no reference to it escapes the lock, and what it returns must be `Sendable` (the
+// signature says so). The only bodies are MemoryCache's own store operations: no user hook or
+// completion runs under a slot's lock. `count` and `stride` never change after `init`.
 struct MemoryCacheShards: ~Copyable, @unchecked Sendable {
     private struct Slot {
         var mutex: pthread_mutex_t
@@ -50,7 +51,7 @@ struct MemoryCacheShards: ~Copyable, @unchecked Sendable {
     }
 
     /// Runs `body` with shard `index`'s store, under its lock.
-    func withLock<Result>(_ index: Int, _ body: (inout MemoryCacheShard.Store) -> Result) -> Result {
+    func withLock<Result: Sendable>(_ index: Int, _ body: (inout MemoryCacheShard.Store) -> Result) -> Result {
         let slot = slot(index)
         pthread_mutex_lock(&slot.pointee.mutex)
         defer { pthread_mutex_unlock(&slot.pointee.mutex) }

@@ -1,0 +1,152 @@
+import Foundation
+import WebImage
+
+/// Where `fetch` writes images and how it names and encodes them.
+extension FetchJob {
+    /// Where written images go.
+    enum Destination: Sendable, Equatable {
+        /// Nothing is written.
+        case none
+        /// Into a folder: `template` names the files (`%s.%x` by default), and the inputs at
+        /// `prefixed` positions get `%i-` before the name (their remote names collide).
+        case folder(URL, template: String?, prefixed: Set<Int>)
+        /// One file, named exactly.
+        case file(URL)
+        /// The image's bytes on standard output.
+        case standardOutput
+    }
+
+    /// How written images are made.
+    struct OutputSettings: Sendable {
+        /// The format to encode to; `nil`: the downloaded bytes, unless `reencodes`.
+        var format: ImageFormat?
+        var encoding: ImageEncodingOptions
+        /// Apply the EXIF orientation to the pixels of every re-encoded image.
+        var autoOrient: Bool
+        /// The decoded image is not the downloaded one (a thumbnail): write it, not the bytes.
+        var reencodes: Bool
+        /// An existing file is never replaced; the item fails instead.
+        var noClobber: Bool
+        /// Re-encode without metadata (no EXIF orientation).
+        var strip = false
+
+        init(
+            format: ImageFormat?,
+            encoding: ImageEncodingOptions,
+            autoOrient: Bool,
+            reencodes: Bool,
+            strip: Bool = false,
+            noClobber: Bool
+        ) {
+            self.format = format
+            self.encoding = encoding
+            self.autoOrient = autoOrient
+            self.reencodes = reencodes
+            self.strip = strip
+            self.noClobber = noClobber
+        }
+    }
+
+    /// Writes the downloaded bytes, or the decoded image re-encoded (a requested format, a
+    /// thumbnail, or a memory hit without bytes); returns the file and the image written when
+    /// it was re-encoded.
+    func write(
+        _ result: ImageLoadResult,
+        input: String,
+        index: Int
+    ) throws(OutputFileError) -> (path: String, image: DecodedImage?, format: ImageFormat) {
+        let bytes: Data
+        let format: ImageFormat
+        var written: DecodedImage?
+        let source = result.data.map { ImageFormat(sniffing: $0) }
+        if let data = result.data, output.format == nil || output.format == source, !output.reencodes {
+            bytes = data
+            format = ImageFormat(sniffing: data)
+        } else if var image = result.image {
+            let coders = ImageCodersManager.shared
+            format = output.format ?? (coders.encoder(for: image.format) != nil ? image.format : .png)
+            if output.autoOrient, image.orientation != .up {
+                for index in image.frames.indices {
+                    image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(image.orientation)
+                }
+                image.orientation = .up
+            }
+            if output.strip { image.orientation = .up }
+            if image.frames.count > 1, format == .png || format == .jpeg {
+                throw OutputFileError(
+                    message: "cannot write an animation of \(image.frames.count) frames as \(format.rawValue): "
+                        + "use --format gif, webp or avif, or --options decode-first-frame-only"
+                )
+            }
+            bytes = try Self.encode(image, as: format, options: output.encoding)
+            written = image
+        } else {
+            throw OutputFileError(message: "nothing to write: the load returned neither bytes nor an image")
+        }
+        let file: URL
+        switch destination {
+        case .none: throw OutputFileError(message: "no output was asked for")
+        case .standardOutput:
+            StandardStream.output.write(bytes)
+            return ("-", written, format)
+        case .file(let url): file = url
+        case .folder(let folder, let template, let prefixed):
+            let name = Self.fileName(
+                template: template ?? (prefixed.contains(index) ? "%i-%s.%x" : "%s.%x"),
+                input: input,
+                index: index,
+                format: format
+            )
+            guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
+                throw OutputFileError(message: "--output-template gives the file name '\(name)', which is not one")
+            }
+            file = folder.appendingPathComponent(name)
+        }
+        try OutputFileError.writeAtomically(bytes, to: file, replacing: !output.noClobber)
+        return (file.path, written, format)
+    }
+
+    /// `template` with `%s` (the remote name), `%i` (the input's position from 1), `%x` (the
+    /// format's extension) and `%%` replaced.
+    static func fileName(template: String, input: String, index: Int, format: ImageFormat) -> String {
+        var name = ""
+        var characters = template.makeIterator()
+        while let character = characters.next() {
+            guard character == "%" else {
+                name.append(character)
+                continue
+            }
+            switch characters.next() {
+            case "s": name += remoteName(input)
+            case "i": name += String(index + 1)
+            case "x": name += format.fileExtension
+            case "%": name += "%"
+            case let other?: name += "%" + String(other)
+            case nil: name += "%"
+            }
+        }
+        return name
+    }
+
+    private static func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions
+    ) throws(OutputFileError) -> Data {
+        do {
+            return try ImageCodersManager.shared.encode(image, as: format, options: options)
+        } catch {
+            throw OutputFileError(message: "cannot encode the output: \(error)")
+        }
+    }
+
+    /// The URL's last path component without its extension, letters, digits, `-` and `_`
+    /// only (others become `_`); `image` when nothing is left.
+    static func remoteName(_ input: String) -> String {
+        let last = URL(string: input)?.deletingPathExtension().lastPathComponent ?? "image"
+        let cleaned = String(
+            last.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" }
+        )
+        return cleaned.isEmpty || cleaned == "_" ? "image" : String(cleaned.prefix(80))
+    }
+}
