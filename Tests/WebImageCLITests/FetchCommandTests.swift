@@ -13,6 +13,17 @@ struct FetchCommandTests {
         options: .init()
     )
 
+    /// An HTTPS origin serving `/a.png` with a certificate issued by a fresh test CA.
+    static func caIssuedOrigin() async throws -> (authority: TestIdentity, server: TestIdentity, origin: OriginServer) {
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let server = try TestCertificates.issued(by: authority)
+        let origin = try await OriginServer.start(
+            tls: .init(certificatePEM: server.certificatePEM, privateKeyPEM: server.privateKeyPEM)
+        )
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        return (authority, server, origin)
+    }
+
     @Test("fetch: lines in input order; network, then disk in a second run; item failures exit 1")
     func fetch() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
@@ -285,12 +296,7 @@ struct FetchCommandTests {
     func curlHabits() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
         defer { folder.remove() }
-        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
-        let server = try TestCertificates.issued(by: authority)
-        let origin = try await OriginServer.start(
-            tls: .init(certificatePEM: server.certificatePEM, privateKeyPEM: server.privateKeyPEM)
-        )
-        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        let (authority, server, origin) = try await Self.caIssuedOrigin()
         let url = origin.url("/a.png").absoluteString
         let missing = origin.url("/missing.png").absoluteString
         let authorityFile = folder.file("ca.pem")
@@ -567,12 +573,7 @@ struct FetchCommandTests {
     func pinnedServerCertificate() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
         defer { folder.remove() }
-        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
-        let server = try TestCertificates.issued(by: authority)
-        let origin = try await OriginServer.start(
-            tls: .init(certificatePEM: server.certificatePEM, privateKeyPEM: server.privateKeyPEM)
-        )
-        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        let (authority, server, origin) = try await Self.caIssuedOrigin()
         let url = origin.url("/a.png").absoluteString
         let pinned = folder.file("server.pem")
         // The file a user saves from the server holds its chain: the server's certificate comes first.
