@@ -302,22 +302,20 @@ struct FetchCommand: AsyncParsableCommand {
             while let (index, report) = try await group.next() {
                 bar.finish(index, bytes: report.bytes.map(Int64.init))
                 ready[index] = report
-                bar.printing {
-                    while let report = ready.removeValue(forKey: printed) {
-                        if !report.ok { failures.append(report.failureKind) }
-                        if loading.json {
-                            JSONLineWriter.write(report.json, to: results)
-                        } else {
-                            // Failures go to standard error, as every error does in text mode.
-                            if !report.ok {
-                                StandardStream.error.write(report.text + "\n")
-                            } else if !loading.quiet {
-                                results.write(report.text + "\n")
-                            }
-                        }
-                        printed += 1
+                var lines: [(text: String, stream: StandardStream)] = []
+                while let report = ready.removeValue(forKey: printed) {
+                    if !report.ok { failures.append(report.failureKind) }
+                    if loading.json {
+                        lines.append((report.json.serialized + "\n", results))
+                    } else if !report.ok {
+                        // Failures go to standard error, as every error does in text mode.
+                        lines.append((report.text + "\n", .error))
+                    } else if !loading.quiet {
+                        lines.append((report.text + "\n", results))
                     }
+                    printed += 1
                 }
+                bar.print(lines)
                 launch()
             }
         }

@@ -6,7 +6,7 @@ import WebImageCoders
 /// and the time left for the downloads under way (those whose size is known).
 ///
 /// Drawn only when `--progress` asks and standard error is a terminal; otherwise every method
-/// does nothing. Result lines go through ``printing(_:)``, which erases the bar, prints, and
+/// does nothing. Result lines go through ``print(_:)``, which erases the bar, prints, and
 /// draws it again below, so no line is glued to it. ``close()`` erases it for good, and Ctrl-C
 /// erases it before the process ends (status 130). Thread-safe; redraws at most every 100 ms.
 final class ProgressBar: Sendable {
@@ -62,13 +62,17 @@ final class ProgressBar: Sendable {
         }
     }
 
-    /// Runs `output` (which writes result lines) with the bar erased, then draws it again.
-    func printing(_ output: () -> Void) {
-        guard enabled else { return output() }
+    /// Writes result lines, each to its stream, with the bar erased first and drawn again after
+    /// (under the bar's lock, so no redraw lands between them; no caller code runs under it).
+    func print(_ lines: [(text: String, stream: StandardStream)]) {
+        guard enabled else {
+            for line in lines { line.stream.write(line.text) }
+            return
+        }
         state.withLock { state in
             if state.drawn { StandardStream.error.write(Self.erase) }
             state.drawn = false
-            output()
+            for line in lines { line.stream.write(line.text) }
             draw(&state, force: true)
         }
     }
