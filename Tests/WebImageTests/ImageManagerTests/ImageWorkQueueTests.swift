@@ -53,6 +53,43 @@ struct ImageWorkQueueTests {
         #expect(queue.runningCount == 0 && queue.waitingCount == 0)
     }
 
+    @Test("Work blocking every place never stalls Swift tasks: the queue runs on threads of its own")
+    func ownThreads() {
+        // On Linux the cooperative pool and DispatchQueue.global() share as many threads as
+        // cores: work blocking that many places there would leave no thread for any task.
+        let width = ProcessInfo.processInfo.activeProcessorCount + 1
+        let queue = ImageWorkQueue(width: width)
+        let release = DispatchSemaphore(value: 0)
+        let blocked = DispatchSemaphore(value: 0)
+        for _ in 0..<width {
+            queue.enqueue {
+                blocked.signal()
+                release.wait()
+            }
+        }
+        defer { for _ in 0..<width { release.signal() } }
+        for _ in 0..<width { #expect(blocked.wait(timeout: .now() + 10) == .success) }
+        let taskRan = DispatchSemaphore(value: 0)
+        Task.detached { taskRan.signal() }
+        #expect(taskRan.wait(timeout: .now() + 10) == .success, "a task ran while every place was blocked")
+        #expect(queue.threadCount == width)
+    }
+
+    @Test("Threads end after idleTimeout without work and come back with the next work")
+    func idleThreadsEnd() async {
+        let queue = ImageWorkQueue(width: 2, idleTimeout: .milliseconds(50))
+        #expect(queue.threadCount == 0, "an unused queue holds no thread")
+        let done = Locked(0)
+        for _ in 0..<4 { queue.enqueue { done.withLock { $0 += 1 } } }
+        await DownloaderFixtures.wait { done.value == 4 }
+        #expect(queue.threadCount <= 2)
+        await DownloaderFixtures.wait { queue.threadCount == 0 }
+        #expect(queue.threadCount == 0)
+        queue.enqueue { done.withLock { $0 += 1 } }
+        await DownloaderFixtures.wait { done.value == 5 }
+        #expect(done.value == 5)
+    }
+
     @Test("Downloads decode on the context's queue: twelve loads, one decode at a time")
     func downloadsHonourTheWidth() async throws {
         let fixture = try ManagerFixture()
