@@ -31,8 +31,9 @@ struct CLIRunner {
             .deletingLastPathComponent().appendingPathComponent(".build/debug/webimage")
     }
 
-    /// Runs the binary on a dispatch thread, so waiting for it never occupies the cooperative
-    /// pool that an in-process origin server needs to answer it.
+    /// Runs the binary on a thread of its own, so waiting for it never occupies the cooperative
+    /// pool that an in-process origin server needs to answer it (on Linux, `DispatchQueue.global()`
+    /// shares that pool's threads).
     static func runDetached(
         _ arguments: [String],
         environment: [String: String]? = nil,
@@ -41,7 +42,7 @@ struct CLIRunner {
         input: Data? = nil
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 continuation.resume(
                     with: Swift.Result<CLIRunner.Result, any Error> {
                         try run(
@@ -53,7 +54,35 @@ struct CLIRunner {
                         )
                     }
                 )
-            }
+            }.start()
+        }
+    }
+
+    /// Runs the binary with its output discarded and returns its exit status and peak resident
+    /// memory (`wait4`'s `ru_maxrss`, in KiB: this child's alone, not the test process's others).
+    static func peakResidentMemory(_ arguments: [String]) async throws -> (status: Int32, peakKiB: Int) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+                posix_spawn_file_actions_init(&actions)
+                defer { posix_spawn_file_actions_destroy(&actions) }
+                for descriptor: Int32 in [0, 1, 2] {
+                    posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", O_RDWR, 0)
+                }
+                let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+                defer { for argument in argv { free(argument) } }
+                var pid: pid_t = 0
+                let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+                guard spawned == 0 else {
+                    continuation.resume(throwing: POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO))
+                    return
+                }
+                var status: Int32 = 0
+                var usage = rusage()
+                while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+                let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                continuation.resume(returning: (exitStatus, Int(usage.ru_maxrss)))
+            }.start()
         }
     }
 
@@ -91,10 +120,10 @@ struct CLIRunner {
             // a child that stops reading early must not kill this process with SIGPIPE.
             signal(SIGPIPE, SIG_IGN)
             let writer = stdin.fileHandleForWriting
-            DispatchQueue.global().async {
+            Thread {
                 try? writer.write(contentsOf: input)
                 try? writer.close()
-            }
+            }.start()
         }
         // Read both pipes before waiting so a full pipe cannot block the child.
         let stdoutData = out.fileHandleForReading.readDataToEndOfFile()
@@ -120,7 +149,7 @@ struct CLIRunner {
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 continuation.resume(
                     with: Swift.Result<CLIRunner.Result, any Error> {
                         try process.run()
@@ -133,7 +162,7 @@ struct CLIRunner {
                         )
                     }
                 )
-            }
+            }.start()
         }
     }
 }

@@ -13,10 +13,10 @@ struct LoadingOptions: ParsableArguments {
 
     @Option(
         name: .customLong("memory-cache"),
-        help: "Decoded images kept in memory during the run, e.g. 64M (default; 0: none).",
+        help: "Decoded images kept in memory during the run, e.g. 32M (default; 0: none).",
         transform: Units.bytes
     )
-    var memoryCacheSize: Int64 = 64 << 20
+    var memoryCacheSize: Int64 = 32 << 20
 
     @Option(help: "Comma-separated ImageOptions, e.g. retry-failed,refresh-cached.")
     var options: String?
