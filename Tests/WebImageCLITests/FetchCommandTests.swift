@@ -270,6 +270,25 @@ struct FetchCommandTests {
         ])
         #expect(template.status == 0, "\(template.stderr)")
         #expect(try names(templated) == ["1_photo_100%.jpg", "2_other_100%.jpg"])
+        // A template with folders (as vipsthumbnail -o and curl --create-dirs): relative to
+        // --output or the current folder, or absolute; the folders are made.
+        let nested = try await CLIRunner.runDetached(
+            ["fetch", "--no-disk-cache", "--output-template", "deep/er/%s.%x", c],
+            in: here
+        )
+        #expect(nested.status == 0, "\(nested.stderr)")
+        #expect(try Data(contentsOf: here.appendingPathComponent("deep/er/other.png")) == Self.png)
+        let absolute = folder.file("absolute").path
+        let rooted = try await CLIRunner.runDetached(
+            ["fetch", "--no-disk-cache", "--output-template", absolute + "/%i.%x", a, c]
+        )
+        #expect(rooted.status == 0, "\(rooted.stderr)")
+        #expect(try names(folder.file("absolute")) == ["1.png", "2.png"])
+        let folderOnly = try await CLIRunner.runDetached(["fetch", "--output-template", absolute + "/%s/", c])
+        #expect(
+            folderOnly.status == 3 && folderOnly.stderr.contains("names a folder, not a file"),
+            "\(folderOnly.stderr)"
+        )
         let clash = try await CLIRunner.runDetached(["fetch", "--output-template", "same.png", a, b])
         #expect(clash.status == 2 && clash.stderr.contains("would give every input the same name"))
         await origin.stop()

@@ -47,7 +47,10 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("output-template"),
-        help: "File name of each image: %s remote name, %i position (1, 2, …), %x format extension, %% a percent sign."
+        help: """
+            File name of each image, inside --output DIR unless it starts with /; its folders are made \
+            as needed: %s remote name, %i position (1, 2, …), %x format extension, %% a percent sign.
+            """
     )
     var outputTemplate: String?
 

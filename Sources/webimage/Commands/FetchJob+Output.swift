@@ -97,10 +97,15 @@ extension FetchJob {
                 index: index,
                 format: format
             )
-            guard !name.isEmpty, name != ".", name != "..", !name.contains("/") else {
-                throw OutputFileError(message: "--output-template gives the file name '\(name)', which is not one")
+            // Substituted names never hold a "/" (remoteName), so folders come from the template.
+            let last = name.split(separator: "/").last
+            guard let last, !name.hasSuffix("/"), last != ".", last != ".." else {
+                throw OutputFileError(message: "--output-template gives '\(name)', which names a folder, not a file")
             }
-            file = folder.appendingPathComponent(name)
+            file = name.hasPrefix("/") ? URL(fileURLWithPath: name) : folder.appendingPathComponent(name)
+            if name.contains("/") {
+                try OutputFileError.createFolder(file.deletingLastPathComponent())
+            }
         }
         try OutputFileError.writeAtomically(bytes, to: file, replacing: !output.noClobber)
         return (file.path, written, format)

@@ -51,4 +51,16 @@ struct OutputFileError: Error {
             guard linked == 0 else { throw error }
         }
     }
+
+    /// Makes `folder` and any missing parents (as `mkdir -p`); an existing folder is fine.
+    static func createFolder(_ folder: URL) throws(OutputFileError) {
+        let path = folder.standardizedFileURL.path
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue { return }
+        let parent = folder.standardizedFileURL.deletingLastPathComponent()
+        if parent.path != path { try createFolder(parent) }
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
+            throw OutputFileError(message: "cannot create the folder \(path): \(String(cString: strerror(errno)))")
+        }
+    }
 }
