@@ -112,6 +112,25 @@ struct HEIFCoderTests {
         #expect(ContinuousClock.now - start < .seconds(2))
     }
 
+    // libheif 1.15's dav1d plugin leaks its input when a decode fails (found by fuzzing this
+    // coder with AVIF seeds): AV1-coded HEIF never reaches it; AVIFCoder decodes it.
+    @Test("AV1-coded HEIF (AVIF) is refused with unsupportedFormat: HEIFCoder decodes HEVC only")
+    func refusesAV1() throws {
+        let avif = try AVIFCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 32, height: 32), format: .avif),
+            as: .avif,
+            options: .init()
+        )
+        #expect(throws: CoderError.unsupportedFormat(.heic)) { try HEIFCoder().decode(avif, options: .init()) }
+        #expect(try ImageCodersManager.shared.decode(avif).format == .avif, "the manager sends it to AVIFCoder")
+        let heic = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 32, height: 32))
+        func types(_ data: Data) -> Set<String> { data.withUnsafeBytes { HEIFItemTypes.read($0) } }
+        #expect(types(avif).contains("av01") && !types(avif).contains("hvc1"))
+        #expect(types(heic).contains("hvc1") && !types(heic).contains("av01"))
+        for cut in stride(from: 0, to: heic.count, by: 13) { _ = types(heic.prefix(cut)) }  // never reads past the end
+        #expect(types(Data("not a heif file at all".utf8)).isEmpty)
+    }
+
     @Test("Truncated, damaged and foreign data fail with a CoderError, never a crash")
     func badInput() throws {
         let data = try HEIFTestEncoder.encode(GeneratedImages.noise(width: 64, height: 64), lossless: false)

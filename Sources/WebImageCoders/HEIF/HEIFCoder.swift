@@ -1,10 +1,11 @@
 import CHEIF
 import Foundation
 
-/// HEIC and HEIF through libheif (libde265 decodes HEVC; AVIF-coded HEIF decodes too): the
-/// primary image of the file (an image collection shows its primary image; sequences are not
-/// read), alpha, HDR to 8-bit, and the file's `irot`/`imir`/`clap` transforms, which libheif
-/// applies while decoding (so the result's orientation is always `.up`, whatever
+/// HEIC and HEIF through libheif with its HEVC decoder (libde265; AV1-coded HEIF is AVIF, for
+/// ``AVIFCoder``, and fails here with `unsupportedFormat`): the primary image of the file (an
+/// image collection shows its primary image; sequences are not read), alpha, HDR to 8-bit, and
+/// the file's `irot`/`imir`/`clap` transforms, which libheif applies while decoding (so the
+/// result's orientation is always `.up`, whatever
 /// ``ImageDecodingOptions/applyOrientation`` says; an EXIF orientation in the file is ignored,
 /// as HEIF requires). A thumbnail request that an embedded thumbnail covers decodes that
 /// thumbnail instead of the full image. Decoding only: ``canEncode(_:)`` is `false`.
@@ -25,6 +26,10 @@ public struct HEIFCoder: ImageCoding {
         let deadline = CodingDeadline(options)
         let decoded = data.withUnsafeBytes { bytes in
             Result { () throws(CoderError) -> DecodedImage in
+                // AV1-coded HEIF is AVIF, for AVIFCoder (libavif). libheif would decode it with
+                // dav1d, whose plugin in libheif 1.15 leaks its input when a decode fails (found
+                // by fuzzing); its decoder_id option does not keep that plugin out.
+                guard !HEIFItemTypes.read(bytes).contains("av01") else { throw .unsupportedFormat(format) }
                 let file = try HEIFFile(bytes, format: format)
                 return try file.decodePrimaryImage(options: options, deadline: deadline)
             }
@@ -141,6 +146,8 @@ private final class HEIFFile {
             throw .limitExceeded(format, "\(context): \(reason)")
         case (heif_error_Memory_allocation_error, _):
             throw .outOfMemory(format, "\(context): \(reason)")
+        case (heif_error_Unsupported_feature, _), (heif_error_Plugin_loading_error, _):
+            throw .unsupportedFormat(format)  // e.g. AV1-coded HEIF: not through libheif
         default:
             throw .corruptData(format, "\(context): \(reason)")
         }
