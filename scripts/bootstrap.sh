@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the system codec libraries swift-web-image links against.
+# Installs the system codec libraries swift-web-image links against, plus any Debian packages
+# named as arguments (benchmarks pass their reference tools: scripts/bootstrap.sh libvips-tools).
 # Does nothing when they are already present; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev libjxl-dev pkg-config libxml2 python3)
+packages=(libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev libjxl-dev pkg-config libxml2 python3 "$@")
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -36,6 +36,41 @@ if let index = CommandLine.arguments.firstIndex(of: "--peak-child"), CommandLine
     exit(0)
 }
 
+/// Photo mode: `--write-photos DIR [COUNT]` writes COUNT (default 12) distinct 4000×3000 JPEGs
+/// (quality 85, 4:2:0) into DIR for the whole-process thumbnail benchmark (Benchmarks/thumbnails.sh).
+if let index = CommandLine.arguments.firstIndex(of: "--write-photos"), CommandLine.arguments.count > index + 1 {
+    let folder = URL(fileURLWithPath: CommandLine.arguments[index + 1], isDirectory: true)
+    let count = CommandLine.arguments.count > index + 2 ? Int(CommandLine.arguments[index + 2]) ?? 12 : 12
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    for number in 1...count {
+        let bitmap = photo(width: 4000, height: 3000, phase: Double(number) * 211)
+        let data = try JPEGCoder().encode(
+            .init(bitmap: bitmap, format: .jpeg),
+            as: .jpeg,
+            options: .init(quality: 0.85)
+        )
+        try data.write(to: folder.appendingPathComponent("photo\(number).jpg"))
+    }
+    exit(0)
+}
+
+/// Reference mode: `--eighth-decode FILE...` decodes each JPEG at DCT scale 1/8 straight through
+/// libjpeg-turbo, one after another, and prints the total wall time in milliseconds (the floor
+/// for a 256 px thumbnail of a 4000×3000 JPEG).
+if let index = CommandLine.arguments.firstIndex(of: "--eighth-decode") {
+    let clock = ContinuousClock()
+    let elapsed = try clock.measure {
+        for path in CommandLine.arguments[(index + 1)...] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            var width: UInt32 = 0
+            var height: UInt32 = 0
+            direct(data) { direct_jpeg_decode($0, $1, 8, &width, &height) }
+        }
+    }
+    print(format(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
+    exit(0)
+}
+
 func log(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
 
 /// A photo-like picture: smooth shapes with fine texture, so codecs work as on real photos.
