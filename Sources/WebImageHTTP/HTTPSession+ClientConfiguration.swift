@@ -5,8 +5,9 @@ import NIOHTTPCompression
 
 extension HTTPSession.Configuration {
     /// The AsyncHTTPClient configuration for these settings; `host` is the one host the client
-    /// connects to, when the security policy checks connections per host.
-    func clientConfiguration(forHost host: String? = nil) -> HTTPClient.Configuration {
+    /// connects to, when the security policy checks connections per host; `proxy` the proxy its
+    /// connections go through.
+    func clientConfiguration(forHost host: String? = nil, proxy: Proxy? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = securityPolicy.tlsConfiguration
         if let check = securityPolicy.connectionCheck(forHost: host) {

@@ -71,7 +71,11 @@ extension HTTPSession {
         /// The most body bytes a response may have, for requests that set no
         /// ``HTTPSession/Request/maximumBodySize``. `nil` (default): no limit.
         public var maximumResponseBodySize: Int64?
+        /// An HTTP proxy for every request; when set, ``proxyRules`` is not consulted. Default `nil`.
         public var proxy: Proxy?
+        /// The proxy per URL (scheme and host), e.g. from the environment with
+        /// ``ProxyRules/environment(_:)``; used when ``proxy`` is `nil`. Default `nil`: direct.
+        public var proxyRules: ProxyRules?
         /// TLS trust and pinning. Default: the system's trust store, host names checked.
         public var securityPolicy: SecurityPolicy = .default
         /// Where cookies are kept and read from; `nil` (default) sends and stores none. A request

@@ -34,7 +34,14 @@ public final class HTTPSession: Sendable {
     /// get a client per host, made on first use (AsyncHTTPClient does not tell a connection's
     /// check which host it was made for).
     private let sharedClient: HTTPClient
-    private let hostClients = Protected<[String: HTTPClient]>([:])
+    /// Clients other than the shared one: one per host the security policy checks, and one per
+    /// proxy ``Configuration/proxyRules`` chooses.
+    private let hostClients = Protected<[ClientKey: HTTPClient]>([:])
+
+    private struct ClientKey: Hashable {
+        var host: String?
+        var proxy: Configuration.Proxy?
+    }
     let logger: Logger
 
     /// A session; `baseURL` gains a trailing slash when its path has none. `logger` receives
@@ -52,7 +59,7 @@ public final class HTTPSession: Sendable {
         self.logger = logger ?? Logger(label: "webimage.http", factory: { _ in SwiftLogNoOpLogHandler() })
         sharedClient = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: configuration.clientConfiguration()
+            configuration: configuration.clientConfiguration(proxy: configuration.proxy)
         )
     }
 
@@ -70,18 +77,20 @@ public final class HTTPSession: Sendable {
         for client in hostClients.withLock({ $0.values }) { try await client.shutdown() }
     }
 
-    /// The client that sends a request for `url`.
+    /// The client that sends a request for `url`: the shared one, or one for its host (the
+    /// security policy checks connections per host) or its proxy (``Configuration/proxyRules``).
     func client(for url: URL) -> HTTPClient {
-        guard configuration.securityPolicy.checksConnectionsPerHost, url.scheme?.lowercased() == "https",
-            let host = url.host?.lowercased()
-        else { return sharedClient }
+        let proxy = configuration.proxy ?? configuration.proxyRules?.proxy(for: url)
+        let perHost = configuration.securityPolicy.checksConnectionsPerHost && url.scheme?.lowercased() == "https"
+        let key = ClientKey(host: perHost ? url.host?.lowercased() : nil, proxy: proxy)
+        guard key != ClientKey(host: nil, proxy: configuration.proxy) else { return sharedClient }
         return hostClients.withLock { clients in
-            if let client = clients[host] { return client }
+            if let client = clients[key] { return client }
             let client = HTTPClient(
                 eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-                configuration: configuration.clientConfiguration(forHost: host)
+                configuration: configuration.clientConfiguration(forHost: key.host, proxy: key.proxy)
             )
-            clients[host] = client
+            clients[key] = client
             return client
         }
     }

@@ -347,27 +347,3 @@ struct OtherSerializerTests {
         await context.finish()
     }
 }
-
-@Suite("Proxy", .timeLimit(.minutes(1)))
-struct ProxyTests {
-    @Test("Requests go to the configured proxy as a CONNECT tunnel for the target")
-    func proxy() async throws {
-        // AsyncHTTPClient tunnels every proxied request with CONNECT. The origin cannot open a
-        // tunnel, so the load fails, but the proxy must have been asked for the right target.
-        let proxy = try await OriginServer.start()
-        var configuration = HTTPSession.Configuration()
-        configuration.proxy = .init(host: "127.0.0.1", port: proxy.port)
-        let session = HTTPSession(configuration: configuration)
-        do {
-            _ = try await session.get("http://images.invalid/via-proxy", serializer: .string)
-            Issue.record("the origin cannot tunnel, yet the load succeeded")
-        } catch {
-            #expect(error.message.contains("images.invalid"))
-        }
-        let connect = try #require(proxy.requests.last)
-        #expect(connect.method == "CONNECT")
-        #expect(connect.target == "images.invalid")  // HTTPTypes keeps the port apart
-        try await session.shutdown()
-        await proxy.stop()
-    }
-}
