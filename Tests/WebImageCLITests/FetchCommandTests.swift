@@ -294,6 +294,38 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Proxies as curl takes them: http_proxy/HTTPS_PROXY, no_proxy, -x and --noproxy; a bad one is a usage error")
+    func proxies() async throws {
+        let proxy = try await ConnectProxyServer.start()
+        let origin = try await OriginServer.start()
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        let url = origin.url("/a.png").absoluteString
+        let base = ["fetch", "--no-disk-cache", "--json", url]
+        let environment = ["http_proxy": proxy.url, "HTTPS_PROXY": proxy.url, "no_proxy": ""]
+        let viaEnvironment = try await CLIRunner.runDetached(base, environment: environment)
+        #expect(viaEnvironment.status == 0, "\(viaEnvironment.stderr)")
+        #expect(proxy.tunnels.map(\.target) == ["127.0.0.1:\(origin.port)"])
+
+        var bypassed = environment
+        bypassed["no_proxy"] = "localhost,127.0.0.1"
+        #expect(try await CLIRunner.runDetached(base, environment: bypassed).status == 0)
+        #expect(
+            try await CLIRunner.runDetached(base + ["--noproxy", "127.0.0.1"], environment: environment).status == 0
+        )
+        #expect(proxy.tunnels.count == 1, "bypassed hosts connect directly")
+
+        let viaOption = try await CLIRunner.runDetached(base + ["-x", "127.0.0.1:\(proxy.port)"])
+        #expect(viaOption.status == 0, "\(viaOption.stderr)")
+        #expect(proxy.tunnels.count == 2)
+
+        let bad = try await CLIRunner.runDetached(base, environment: ["HTTPS_PROXY": "socks5://127.0.0.1:1"])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("HTTPS_PROXY 'socks5://127.0.0.1:1': only http:// proxies"), "\(bad.stderr)")
+        #expect(origin.requests.count == 4)
+        await proxy.stop()
+        await origin.stop()
+    }
+
     @Test("Text mode: results on standard output, each failure once on standard error, naming the input once")
     func textModeErrors() async throws {
         let origin = try await OriginServer.start()

@@ -54,6 +54,21 @@ struct LoadingOptions: ParsableArguments {
     @Option(name: .customLong("cacert"), help: "Trust only the CA certificates in this PEM or DER file (as curl).")
     var caCertificates: String?
 
+    @Option(
+        name: [.customShort("x"), .customLong("proxy")],
+        help: """
+            Send every request through this HTTP proxy, [http://][user:password@]host[:port] (as curl; \
+            otherwise http_proxy, https_proxy, all_proxy and no_proxy are read from the environment).
+            """
+    )
+    var proxy: String?
+
+    @Option(
+        name: .customLong("noproxy"),
+        help: "Hosts that connect directly, comma-separated (as curl; overrides no_proxy; '*' for all)."
+    )
+    var noProxy: String?
+
     @Flag(
         name: [.customShort("s"), .customLong("silent"), .customShort("q"), .customLong("quiet")],
         help: "No progress bar, and in text mode no line for items that succeed (failures are still reported)."
@@ -96,6 +111,11 @@ struct LoadingOptions: ParsableArguments {
             } catch {
                 throw ValidationError("--cacert \(error)")
             }
+        }
+        do {
+            _ = try proxyRules()
+        } catch {
+            throw ValidationError(error.message)
         }
         try Self.validateCacheDirectory(cacheDirectory)
         for path in pinnedCertificates {
@@ -177,6 +197,25 @@ struct LoadingOptions: ParsableArguments {
     }
 
     /// A manager over a cache in the chosen folder and a downloader with these settings.
+    /// The proxy per request, as curl chooses it: `--proxy` for every URL, else the environment's
+    /// `http_proxy`/`https_proxy`/`all_proxy` (either case); `--noproxy`, else `no_proxy`, lists
+    /// the hosts that connect directly.
+    func proxyRules(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(HTTPSessionError) -> HTTPSession.Configuration.ProxyRules? {
+        var rules: HTTPSession.Configuration.ProxyRules?
+        if let proxy {
+            let server = try HTTPSession.Configuration.Proxy(parsing: proxy, source: "--proxy")
+            rules = .init(http: server, https: server)
+            let noProxy = environment["no_proxy"] ?? environment["NO_PROXY"]
+            rules?.bypass = noProxy.map(HTTPSession.Configuration.ProxyRules.parseBypass) ?? []
+        } else {
+            rules = try .environment(environment)
+        }
+        if let noProxy { rules?.bypass = HTTPSession.Configuration.ProxyRules.parseBypass(noProxy) }
+        return rules
+    }
+
     /// `warnsOfLostDiskWrites`: a failed disk-cache write prints a warning naming the image and
     /// the cause (for commands whose loads do not wait for their writes).
     func makeManager(warnsOfLostDiskWrites: Bool = false) throws -> ImageManager {
@@ -216,6 +255,7 @@ struct LoadingOptions: ParsableArguments {
                 contentsOf: URL(fileURLWithPath: caCertificates)
             )
         }
+        sessionConfiguration.proxyRules = try proxyRules()
         var configuration = ImageDownloader.Configuration()
         configuration.logger = Verbosity.logger("downloader")
         configuration.maxConcurrentDownloads = maxDownloads
