@@ -124,11 +124,50 @@ struct HEIFCoderTests {
         #expect(throws: CoderError.unsupportedFormat(.heic)) { try HEIFCoder().decode(avif, options: .init()) }
         #expect(try ImageCodersManager.shared.decode(avif).format == .avif, "the manager sends it to AVIFCoder")
         let heic = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 32, height: 32))
-        func types(_ data: Data) -> Set<String> { data.withUnsafeBytes { HEIFItemTypes.read($0) } }
+        func types(_ data: Data) -> Set<String> { data.withUnsafeBytes { HEIFContainer($0).types } }
         #expect(types(avif).contains("av01") && !types(avif).contains("hvc1"))
         #expect(types(heic).contains("hvc1") && !types(heic).contains("av01"))
         for cut in stride(from: 0, to: heic.count, by: 13) { _ = types(heic.prefix(cut)) }  // never reads past the end
         #expect(types(Data("not a heif file at all".utf8)).isEmpty)
+    }
+
+    // Found by the heic fuzz target: a 684-byte HEIC whose grid declares a 28009×26161 canvas
+    // (ispe says less); libheif 1.15 allocated 2.9 GB for it, then crashed.
+    @Test("A grid declaring a canvas over the pixel limit is refused before libheif allocates it")
+    func oversizedGrid() throws {
+        let data = try #require(
+            Data(
+                base64Encoded: [
+                    "AAAAHGZ0eXBoZWljAAAAAG1pZjFoZWljbWlhZgAAAbdtZXRhAAAAAAAAACFoZGxyAAAAAAAAAABwaWN0AAAAAAAAAAAAAAAA",
+                    "AAAAAA5waXRtAAAAAAACAAAAEGlkYXQAAAAAAEAAMAAAADhpbG9jAQAAAERAAAIAAQAAAAAAAAHbAAEAAAAAAAAAtwACAAAA",
+                    "AAAAAAwAAQAAAAAAAAAIAAAAOGlpbmYAAAAAAAIAAAAVaW5mZQIAAAEAAQAAaHZjMQAAAAAVaW5mZQIAAAAAAgAAZ3JpZAAA",
+                    "AADiaXBycAAAAL9pcGNvAAAAdmh2Y0MBA3AAAAAAAAAAAAAe8AD8/fj4AAAPAyAAAQAYQAEMAf//A3AAAAMAkAAAAwAAAwAe",
+                    "ugJAIQABACpCAQEDcAAAAwCQAAADAAADAB6gIIEFlurkprm4EBAwIAAAAwAgAAADACEiAAEABkQBwXPAiQAAABRpc3BlAAAA",
+                    "AAAAAEAAAABBAAAACWlybwN0AAAAFGlzcGUAAAAAAAAAMQAAAEIAAAAQcGl4aQAAAAADCAgIAAAAG2lwbWEAAAAAAAAAAgAB",
+                    "AoECAAIDAwSFAAAAGmlyZWYAAAAAAAAADmRpbWcAAgABAAEAAAC/bWRhdAAAALMoAa8GOFr3tt/Dh/5Bjeh/Qn5ONGhlaWY4",
+                    "Qm94X3BpeGlF2SSF/iyUJ0tbdodlUklGRtwAAABXRUJQVlA2WAoAAAASU949wiPaaIoswucRxBAHi3Wp5TZrn2t7koH0VvqQ",
+                    "ayTGN8QAVNvEgdV88qYKi0h4he+LyfuD1/cSE6Uk7FvwDrfVZY2KANjUm3LQYaSEP3NxrhNAOVXoECg3UuZr/PIamOuOXHDQ",
+                    "aHJeMRrJGNXmpzIBJpri67RcSsmDHdZDtCNS8IW2xXBmvyFX",
+                ].joined()
+            )
+        )
+        let sizes = data.withUnsafeBytes { HEIFContainer($0).derivedImageSizes }
+        #expect(sizes.contains { $0.width * $0.height > 100_000_000 }, "\(sizes)")
+        #expect {
+            try HEIFCoder().decode(data, options: .init())
+        } throws: { error in
+            guard case .limitExceeded(.heic, _)? = error as? CoderError else { return false }
+            return true
+        }
+        // A real grid (the corpus's phone photo, when present) reads its true canvas.
+        if let corpus = ProcessInfo.processInfo.environment["WEBIMAGE_CORPUS"],
+            let photo = try? Data(contentsOf: URL(fileURLWithPath: corpus + "/heic-1440x960.heic")),
+            photo.withUnsafeBytes({ HEIFContainer($0).types.contains("grid") })
+        {
+            #expect(
+                photo.withUnsafeBytes { HEIFContainer($0).derivedImageSizes } == [PixelSize(width: 1440, height: 960)]
+            )
+        }
     }
 
     @Test("Truncated, damaged and foreign data fail with a CoderError, never a crash")

@@ -29,7 +29,11 @@ public struct HEIFCoder: ImageCoding {
                 // AV1-coded HEIF is AVIF, for AVIFCoder (libavif). libheif would decode it with
                 // dav1d, whose plugin in libheif 1.15 leaks its input when a decode fails (found
                 // by fuzzing); its decoder_id option does not keep that plugin out.
-                guard !HEIFItemTypes.read(bytes).contains("av01") else { throw .unsupportedFormat(format) }
+                let container = HEIFContainer(bytes)
+                guard !container.types.contains("av01") else { throw .unsupportedFormat(format) }
+                // A grid or overlay declares its canvas in its data; libheif allocates it before
+                // comparing it with the image's ispe (a 684-byte file asked for 2.9 GB).
+                for size in container.derivedImageSizes { try options.checkPixelLimit(size, format: format) }
                 let file = try HEIFFile(bytes, format: format)
                 return try file.decodePrimaryImage(options: options, deadline: deadline)
             }
