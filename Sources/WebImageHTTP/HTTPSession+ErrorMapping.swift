@@ -102,7 +102,14 @@ extension HTTPSession {
         if error is ChannelError, case .connectTimeout = error as! ChannelError {
             return HTTPSessionError(.timedOut, url: url, message: "\(subject): connect timed out")
         }
-        return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error)")
+        if let error = error as? IOError {  // its description is a dump of the failed call
+            return HTTPSessionError(
+                .networkError,
+                url: url,
+                message: "\(subject): \(String(cString: strerror(error.errnoCode)))"
+            )
+        }
+        return HTTPSessionError(.networkError, url: url, message: "\(subject): \(reasonInWords(error))")
     }
 }
 

@@ -326,6 +326,33 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("Failures from Foundation read in words: the system's reason, never an NSError dump")
+    func foundationErrorsInWords() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let image = folder.file("a.png")
+        try Self.png.write(to: image)
+        let blocker = folder.file("blocker")
+        try Data("a file where the cache folder would go".utf8).write(to: blocker)
+        let cache = try await CLIRunner.runDetached([
+            "fetch", "--cache-dir", blocker.path + "/cache", image.absoluteString,
+        ])
+        #expect(cache.status == 0, "the load still succeeds: \(cache.stderr)")
+        #expect(cache.stderr.contains("not stored in the disk cache"), "\(cache.stderr)")
+        #expect(cache.stdout.hasPrefix("\(image.absoluteString): png 48×32, file ("), "a file is read, not downloaded")
+        let pin = try await CLIRunner.runDetached([
+            "fetch", "--pin-cert", folder.file("missing.der").path, "http://127.0.0.1:1/",
+        ])
+        #expect(pin.status == 2)
+        #expect(pin.stderr.contains("missing.der: cannot read the file: No such file or directory"), "\(pin.stderr)")
+        for output in [cache.stderr, pin.stderr] {
+            #expect(
+                !output.contains("NSCocoaErrorDomain") && !output.contains("UserInfo")
+                    && !output.contains("Error Domain")
+            )
+        }
+    }
+
     @Test("Text mode: results on standard output, each failure once on standard error, naming the input once")
     func textModeErrors() async throws {
         let origin = try await OriginServer.start()

@@ -1,6 +1,7 @@
 import CWebImageSystem
 import Crypto
 import Foundation
+import WebImageHTTP
 
 #if canImport(Glibc)
 import Glibc
@@ -196,7 +197,7 @@ public final class DiskCache: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)
         } catch {
-            throw DiskCacheError("create directory", path: directoryPath, message: "\(error)")
+            throw DiskCacheError("create directory", path: directoryPath, message: reasonInWords(error))
         }
     }
 }

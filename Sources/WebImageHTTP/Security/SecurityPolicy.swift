@@ -189,7 +189,7 @@ public struct SecurityPolicy: Sendable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw SecurityPolicyError(path: url.path, reason: "cannot read the file")
+            throw SecurityPolicyError(path: url.path, reason: "cannot read the file: \(reasonInWords(error))")
         }
         let text = String(decoding: data.prefix(1 << 16), as: UTF8.self)
         if text.contains("-----BEGIN") {

@@ -59,7 +59,9 @@ struct FetchReport: Sendable {
         }
         var line = "\(url): \((format ?? .unknown).rawValue) \(width ?? 0)×\(height ?? 0)"
         if let frames, frames > 1 { line += ", \(frames) frames" }
-        line += ", \(cacheType == .none ? "network" : cacheType.rawValue)"
+        // Where it came from: the cache, else the loader (a file:// URL is read, not downloaded).
+        let loaded = url.lowercased().hasPrefix("file:") ? "file" : "network"
+        line += ", \(cacheType == .none ? loaded : cacheType.rawValue)"
         line += String(format: " (%.1f ms)", milliseconds)
         if let output { line += " -> \(output)" }
         return line
