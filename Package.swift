@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "WebImageHTTP", targets: ["WebImageHTTP"]),
         .library(name: "WebImageOrigin", targets: ["WebImageOrigin"]),
         .library(name: "WebImage", targets: ["WebImage"]),
+        .library(name: "WebImageServer", targets: ["WebImageServer"]),
         .executable(name: "webimage", targets: ["webimage"]),
         // HEIC and JPEG XL writers for tests and fuzz seeds (the library only decodes those).
         .library(name: "WebImageTestEncoders", targets: ["WebImageTestEncoders"]),
@@ -152,6 +153,13 @@ let package = Package(
             path: "Sources/SoakTool",
             swiftSettings: swiftSettings
         ),
+        // The image proxy behind `webimage serve`: imgproxy-compatible URLs and signatures,
+        // processing options and their geometry, the source rules.
+        .target(
+            name: "WebImageServer",
+            dependencies: ["WebImage", "WebImageCoders", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // HEIC (libheif + x265) and JPEG XL (libjxl) writers: test files and fuzz seeds.
         .target(
             name: "WebImageTestEncoders",
@@ -172,6 +180,11 @@ let package = Package(
         .testTarget(
             name: "WebImageCodersTests",
             dependencies: ["WebImageCoders", "WebImageTestEncoders", "WebImageTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "WebImageServerTests",
+            dependencies: ["WebImageServer", "WebImageCoders"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 swift package generate-documentation --warnings-as-errors \
-    --target WebImage --target WebImageHTTP --target WebImageCoders "$@"
+    --target WebImage --target WebImageHTTP --target WebImageCoders --target WebImageServer "$@"

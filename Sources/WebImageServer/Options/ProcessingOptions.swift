@@ -1,0 +1,345 @@
+import Foundation
+import WebImageCoders
+
+/// How imgproxy's resizing types meet the requested size.
+public enum ResizingType: String, Sendable, Hashable, CaseIterable {
+    /// Inside the box, keeping the aspect ratio (the default).
+    case fit
+    /// Covering the box, keeping the aspect ratio, then cropped to it.
+    case fill
+    /// As `fill`, but when the image is smaller than the box the crop keeps the box's aspect
+    /// ratio at the image's scale instead of the box's size.
+    case fillDown = "fill-down"
+    /// Exactly the box, ignoring the aspect ratio.
+    case force
+    /// `fill` when the image and the box have the same orientation, else `fit`.
+    case auto
+}
+
+/// Where a crop keeps its window, as imgproxy names it.
+public enum ProxyGravity: Sendable, Hashable {
+    case north, south, east, west, northEast, northWest, southEast, southWest, center
+    /// A focus point, each coordinate 0…1 of the image's size.
+    case focusPoint(x: Double, y: Double)
+    /// Content-aware.
+    case smart
+
+    static let names: [String: ProxyGravity] = [
+        "no": .north, "so": .south, "ea": .east, "we": .west, "noea": .northEast, "nowe": .northWest,
+        "soea": .southEast, "sowe": .southWest, "ce": .center, "sm": .smart,
+    ]
+}
+
+/// The processing a proxy URL asks for, after presets, with imgproxy's defaults.
+public struct ProcessingOptions: Sendable, Hashable {
+    public var resizingType: ResizingType = .fit
+    /// 0: from the other side and the aspect ratio (both 0: the source's size).
+    public var width = 0
+    public var height = 0
+    /// Device pixel ratio, 1…4: the result is `dpr` times the size.
+    public var dpr: Double = 1
+    /// Upscale images smaller than the box. Default off.
+    public var enlarge = false
+    /// Pad the result to the box when it is smaller. Default off.
+    public var extend = false
+    public var gravity: ProxyGravity = .center
+    /// A crop of the source before resizing: sizes in pixels (≥ 1) or fractions (< 1) of the
+    /// source; 0 keeps that side.
+    public var crop: (width: Double, height: Double, gravity: ProxyGravity?)? {
+        get { cropWidth == 0 && cropHeight == 0 ? nil : (cropWidth, cropHeight, cropGravity) }
+        set {
+            cropWidth = newValue?.width ?? 0
+            cropHeight = newValue?.height ?? 0
+            cropGravity = newValue?.gravity
+        }
+    }
+    private var cropWidth: Double = 0
+    private var cropHeight: Double = 0
+    private var cropGravity: ProxyGravity?
+    /// 1…100; `nil`: the server's default.
+    public var quality: Int?
+    /// The output format; `nil`: the URL's extension, negotiation or the source's format.
+    public var format: ImageFormat?
+    /// Fills transparency (and extended areas) when set.
+    public var background: RGBA?
+    /// Gaussian blur sigma; 0: none.
+    public var blur: Double = 0
+    /// Sharpen sigma; 0: none.
+    public var sharpen: Double = 0
+    /// Extra clockwise rotation: 0, 90, 180 or 270.
+    public var rotate = 0
+    /// Apply the EXIF orientation. Default on.
+    public var autoRotate = true
+    /// Write no metadata. Default on.
+    public var stripMetadata = true
+    /// Changes the URL (and so caches) without changing the image.
+    public var cacheBuster = ""
+
+    public init() {}
+
+    /// The options `options` set over the defaults, presets expanded (`default` first when it
+    /// exists), later options overriding earlier ones. With `onlyPresets`, every option must be
+    /// a preset (`pr:NAME` or a bare preset name, as imgproxy's only-presets mode).
+    /// - Throws: ``ProxyError`` 400 naming the option and what is wrong with its arguments.
+    public init(
+        _ options: [ProxyOption],
+        presets: [String: [ProxyOption]] = [:],
+        onlyPresets: Bool = false
+    ) throws(ProxyError) {
+        self.init()
+        if let defaults = presets["default"] { try apply(defaults, presets: presets, depth: 1) }
+        if onlyPresets {
+            for option in options where !["pr", "preset"].contains(option.name) {
+                throw .badOption("only presets are allowed here (pr:NAME), not '\(option.name)'")
+            }
+        }
+        try apply(options, presets: presets, depth: 0)
+        if let format, !ProcessingOptions.outputFormats.contains(format) {
+            throw .badOption("format '\(format.rawValue)' cannot be written (png, jpeg, webp, avif, gif)")
+        }
+    }
+
+    /// The formats a result can be written in.
+    public static let outputFormats: Set<ImageFormat> = [.png, .jpeg, .webp, .avif, .gif]
+
+    /// The output format an extension or `f:` value names; `nil` for anything else.
+    public static func format(named name: String) -> ImageFormat? {
+        switch name.lowercased() {
+        case "jpg", "jpeg": .jpeg
+        case "png": .png
+        case "webp": .webp
+        case "avif": .avif
+        case "gif": .gif
+        case "svg": .svg
+        case "heic": .heic
+        case "tiff", "tif": .tiff
+        case "bmp": .bmp
+        case "ico": .ico
+        case "jxl": .jxl
+        default: nil
+        }
+    }
+
+    private mutating func apply(
+        _ options: [ProxyOption],
+        presets: [String: [ProxyOption]],
+        depth: Int
+    )
+        throws(ProxyError)
+    {
+        for option in options { try apply(option, presets: presets, depth: depth) }
+    }
+
+    private mutating func apply(
+        _ option: ProxyOption,
+        presets: [String: [ProxyOption]],
+        depth: Int
+    )
+        throws(ProxyError)
+    {
+        let arguments = ArgumentReader(option: option)
+        switch option.name {
+        case "resize", "rs":
+            try arguments.expect(1...5)
+            if let type = try arguments.resizingType(0) { resizingType = type }
+            if let value = try arguments.size(1) { width = value }
+            if let value = try arguments.size(2) { height = value }
+            if let value = try arguments.bool(3) { enlarge = value }
+            if let value = try arguments.bool(4) { extend = value }
+        case "size", "s":
+            try arguments.expect(1...4)
+            if let value = try arguments.size(0) { width = value }
+            if let value = try arguments.size(1) { height = value }
+            if let value = try arguments.bool(2) { enlarge = value }
+            if let value = try arguments.bool(3) { extend = value }
+        case "resizing_type", "rt":
+            try arguments.expect(1...1)
+            if let type = try arguments.resizingType(0) { resizingType = type }
+        case "width", "w":
+            try arguments.expect(1...1)
+            width = try arguments.size(0) ?? width
+        case "height", "h":
+            try arguments.expect(1...1)
+            height = try arguments.size(0) ?? height
+        case "dpr":
+            try arguments.expect(1...1)
+            guard let value = try arguments.number(0), (1...4).contains(value) else {
+                throw .badOption("dpr:\(option.arguments[0]): must be a number from 1 to 4")
+            }
+            dpr = value
+        case "enlarge", "el":
+            try arguments.expect(1...1)
+            enlarge = try arguments.bool(0) ?? enlarge
+        case "extend", "ex":
+            try arguments.expect(1...4)
+            extend = try arguments.bool(0) ?? extend
+        case "gravity", "g":
+            try arguments.expect(1...3)
+            gravity = try arguments.gravity(from: 0)
+        case "crop", "c":
+            try arguments.expect(2...5)
+            let cropWidth = try arguments.number(0) ?? 0
+            let cropHeight = try arguments.number(1) ?? 0
+            guard cropWidth >= 0, cropHeight >= 0 else { throw .badOption("crop sizes must not be negative") }
+            crop = (cropWidth, cropHeight, option.arguments.count > 2 ? try arguments.gravity(from: 2) : nil)
+        case "quality", "q":
+            try arguments.expect(1...1)
+            guard let value = try arguments.integer(0), (0...100).contains(value) else {
+                throw .badOption("quality:\(option.arguments[0]): must be 0 to 100 (0: the default)")
+            }
+            quality = value == 0 ? nil : value
+        case "format", "f", "ext":
+            try arguments.expect(1...1)
+            guard let named = ProcessingOptions.format(named: option.arguments[0]) else {
+                throw .badOption("format '\(option.arguments[0])' is not one of png, jpeg, webp, avif, gif")
+            }
+            format = named
+        case "background", "bg":
+            try arguments.expect(1...3)
+            background = try arguments.color()
+        case "blur", "bl":
+            try arguments.expect(1...1)
+            guard let value = try arguments.number(0), value >= 0, value <= 100 else {
+                throw .badOption("blur:\(option.arguments[0]): must be a sigma from 0 to 100")
+            }
+            blur = value
+        case "sharpen", "sh":
+            try arguments.expect(1...1)
+            guard let value = try arguments.number(0), value >= 0, value <= 100 else {
+                throw .badOption("sharpen:\(option.arguments[0]): must be a sigma from 0 to 100")
+            }
+            sharpen = value
+        case "rotate", "rot":
+            try arguments.expect(1...1)
+            guard let value = try arguments.integer(0), [0, 90, 180, 270].contains(value) else {
+                throw .badOption("rotate:\(option.arguments[0]): must be 0, 90, 180 or 270")
+            }
+            rotate = value
+        case "auto_rotate", "ar":
+            try arguments.expect(1...1)
+            autoRotate = try arguments.bool(0) ?? autoRotate
+        case "strip_metadata", "sm":
+            try arguments.expect(1...1)
+            stripMetadata = try arguments.bool(0) ?? stripMetadata
+        case "cachebuster", "cb":
+            try arguments.expect(1...1)
+            cacheBuster = option.arguments[0]
+        case "preset", "pr":
+            guard depth < 4 else { throw .badOption("presets nest too deeply (a preset naming itself?)") }
+            for name in option.arguments {
+                guard let preset = presets[name] else { throw .badOption("there is no preset named '\(name)'") }
+                try apply(preset, presets: presets, depth: depth + 1)
+            }
+        default:
+            throw .badOption("unknown or unsupported option '\(option.name)'")
+        }
+    }
+
+    /// Every setting in one fixed order: equal strings mean equal processing (the ETag's input).
+    public var canonicalDescription: String {
+        var parts = [
+            "rt:\(resizingType.rawValue)", "s:\(width):\(height)", "dpr:\(dpr)", "el:\(enlarge)", "ex:\(extend)",
+            "g:\(gravity)", "q:\(quality.map(String.init) ?? "-")", "f:\(format?.rawValue ?? "-")",
+            "bl:\(blur)", "sh:\(sharpen)", "rot:\(rotate)", "ar:\(autoRotate)", "sm:\(stripMetadata)",
+            "cb:\(cacheBuster)",
+        ]
+        if let crop { parts.append("c:\(crop.width):\(crop.height):\(crop.gravity.map { "\($0)" } ?? "-")") }
+        if let background { parts.append("bg:\(background.r):\(background.g):\(background.b)") }
+        return parts.joined(separator: "/")
+    }
+}
+
+/// Reads one option's arguments; an empty argument means "unchanged" (`nil`).
+private struct ArgumentReader {
+    let option: ProxyOption
+
+    func expect(_ counts: ClosedRange<Int>) throws(ProxyError) {
+        guard counts.contains(option.arguments.count) else {
+            let expected =
+                counts.lowerBound == counts.upperBound
+                ? "\(counts.lowerBound)" : "\(counts.lowerBound) to \(counts.upperBound)"
+            throw .badOption("\(option.name): takes \(expected) arguments, got \(option.arguments.count)")
+        }
+    }
+
+    private func argument(_ index: Int) -> String? {
+        index < option.arguments.count && !option.arguments[index].isEmpty ? option.arguments[index] : nil
+    }
+
+    private func invalid(_ index: Int, _ expected: String) -> ProxyError {
+        .badOption("\(option.name): '\(option.arguments[index])' is not \(expected)")
+    }
+
+    func size(_ index: Int) throws(ProxyError) -> Int? {
+        guard let text = argument(index) else { return nil }
+        guard let value = Int(text), value >= 0, value <= 65_535 else {
+            throw invalid(index, "a size from 0 to 65535")
+        }
+        return value
+    }
+
+    func integer(_ index: Int) throws(ProxyError) -> Int? {
+        guard let text = argument(index) else { return nil }
+        guard let value = Int(text) else { throw invalid(index, "a whole number") }
+        return value
+    }
+
+    func number(_ index: Int) throws(ProxyError) -> Double? {
+        guard let text = argument(index) else { return nil }
+        guard let value = Double(text), value.isFinite else { throw invalid(index, "a number") }
+        return value
+    }
+
+    func bool(_ index: Int) throws(ProxyError) -> Bool? {
+        guard let text = argument(index) else { return nil }
+        switch text.lowercased() {
+        case "1", "t", "true": return true
+        case "0", "f", "false": return false
+        default: throw invalid(index, "a boolean (1, t, true, 0, f, false)")
+        }
+    }
+
+    func resizingType(_ index: Int) throws(ProxyError) -> ResizingType? {
+        guard let text = argument(index) else { return nil }
+        guard let type = ResizingType(rawValue: text) else {
+            throw invalid(index, "a resizing type (fit, fill, fill-down, force, auto)")
+        }
+        return type
+    }
+
+    /// `TYPE[:X:Y]`: a gravity name with optional offsets, or `fp:X:Y` (0…1 each).
+    func gravity(from index: Int) throws(ProxyError) -> ProxyGravity {
+        guard let name = argument(index) else { throw .badOption("\(option.name): the gravity is missing") }
+        if name == "fp" {
+            guard let x = try number(index + 1), let y = try number(index + 2), (0...1).contains(x), (0...1).contains(y)
+            else { throw .badOption("\(option.name): fp takes X and Y from 0 to 1") }
+            return .focusPoint(x: x, y: y)
+        }
+        guard let gravity = ProxyGravity.names[name] else {
+            throw invalid(index, "a gravity (no, so, ea, we, noea, nowe, soea, sowe, ce, fp:X:Y, sm)")
+        }
+        for offset in (index + 1)..<option.arguments.count where argument(offset) != nil {
+            _ = try number(offset)  // offsets are accepted and checked; the window is placed by type
+        }
+        return gravity
+    }
+
+    /// `R:G:B` (0–255 each) or a hex colour `RRGGBB`.
+    func color() throws(ProxyError) -> RGBA {
+        if option.arguments.count == 1 {
+            let hex = option.arguments[0]
+            guard hex.count == 6, let value = UInt32(hex, radix: 16) else {
+                throw invalid(0, "a colour (R:G:B or RRGGBB)")
+            }
+            return RGBA(r: UInt8(value >> 16 & 0xFF), g: UInt8(value >> 8 & 0xFF), b: UInt8(value & 0xFF))
+        }
+        var channels: [UInt8] = []
+        for index in 0..<3 {
+            guard let value = try integer(index), (0...255).contains(value) else {
+                throw .badOption("\(option.name): takes R:G:B from 0 to 255 or RRGGBB")
+            }
+            channels.append(UInt8(value))
+        }
+        return RGBA(r: channels[0], g: channels[1], b: channels[2])
+    }
+}

@@ -1,0 +1,28 @@
+/// Why the image proxy refused or failed a request: the HTTP status it answers with, a stable
+/// code and a message in words that names the part of the request at fault. Rendered as
+/// `{"error":{"code","message"}}`.
+public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The status the response carries: 400, 403, 404, 422, 502, 503 or 504.
+    public var status: Int
+    /// Stable, machine-readable: `badURL`, `badOption`, `badSignature`, `sourceNotAllowed`,
+    /// `sourceNotFound`, `notAnImage`, `limitExceeded`, `sourceFailed`, `timedOut`, `busy`.
+    public var code: String
+    public var message: String
+
+    public init(status: Int, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    static func badURL(_ message: String) -> ProxyError { .init(status: 400, code: "badURL", message: message) }
+    static func badOption(_ message: String) -> ProxyError { .init(status: 400, code: "badOption", message: message) }
+    static func badSignature(_ message: String) -> ProxyError {
+        .init(status: 403, code: "badSignature", message: message)
+    }
+    static func sourceNotAllowed(_ message: String) -> ProxyError {
+        .init(status: 403, code: "sourceNotAllowed", message: message)
+    }
+}

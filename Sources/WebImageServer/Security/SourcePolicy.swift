@@ -1,0 +1,124 @@
+import Foundation
+
+/// Which source URLs the proxy may fetch: http and https only, hosts on public networks unless
+/// allowed otherwise, and — when an allow-list is given — only sources under one of its
+/// prefixes. The same rules apply to every redirect hop and to the address actually connected
+/// to (``check(connectingTo:of:)``), so a name that resolves to 127.0.0.1 is refused too.
+public struct SourcePolicy: Sendable, Hashable {
+    /// Let sources on loopback addresses (127/8, ::1, `localhost`) through: for tests.
+    public var allowsLoopback = false
+    /// Let sources on private networks through (RFC 1918, CGNAT, link-local, unique-local).
+    public var allowsPrivateNetworks = false
+    /// When not empty, a source must be under one of these.
+    public var allowedPrefixes: [SourcePrefix] = []
+
+    public init(allowsLoopback: Bool = false, allowsPrivateNetworks: Bool = false, allowedPrefixes: [SourcePrefix] = [])
+    {
+        self.allowsLoopback = allowsLoopback
+        self.allowsPrivateNetworks = allowsPrivateNetworks
+        self.allowedPrefixes = allowedPrefixes
+    }
+
+    /// Checks a source (or redirect) URL before anything is sent: its scheme, its host when it
+    /// is an address literal or `localhost`, and the allow-list.
+    /// - Returns: the parsed URL.
+    /// - Throws: ``ProxyError`` 400 for a URL that does not parse, 403 (`sourceNotAllowed`)
+    ///   naming the rule it breaks.
+    @discardableResult
+    public func check(_ source: String) throws(ProxyError) -> URL {
+        guard let url = URL(string: source), let scheme = url.scheme?.lowercased() else {
+            throw .badURL("the source '\(source.prefix(200))' is not an absolute URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw .sourceNotAllowed("the source's scheme must be http or https, not \(scheme)")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw .badURL("the source '\(source.prefix(200))' has no host")
+        }
+        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]."))
+        if name == "localhost" || name.hasSuffix(".localhost") {
+            guard allowsLoopback else { throw .sourceNotAllowed("\(host) is a loopback host (--allow-loopback)") }
+        } else if let address = IPAddress(name) {
+            try check(address, host: host)
+        }
+        if !allowedPrefixes.isEmpty, !allowedPrefixes.contains(where: { $0.allows(url) }) {
+            throw .sourceNotAllowed("the source is not under any --allow-source prefix")
+        }
+        return url
+    }
+
+    /// Checks the address a connection for `url` actually reached (after DNS).
+    /// - Throws: ``ProxyError`` 403 naming the host and the address's network.
+    public func check(connectingTo address: IPAddress, of url: URL) throws(ProxyError) {
+        try check(address, host: url.host ?? address.description)
+    }
+
+    private func check(_ address: IPAddress, host: String) throws(ProxyError) {
+        let kind = address.kind
+        let allowed: Bool
+        switch kind {
+        case .publicAddress: allowed = true
+        case .loopback: allowed = allowsLoopback
+        case .privateNetwork, .sharedAddressSpace, .linkLocal, .uniqueLocal: allowed = allowsPrivateNetworks
+        case .multicast, .unspecified, .reserved, .embedsIPv4: allowed = false
+        }
+        guard allowed else {
+            let hint =
+                switch kind {
+                case .loopback: " (--allow-loopback)"
+                case .privateNetwork, .sharedAddressSpace, .linkLocal, .uniqueLocal: " (--allow-private-networks)"
+                default: ""
+                }
+            let resolved = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")) == address.description
+            let subject = resolved ? host : "\(host) (\(address))"
+            throw .sourceNotAllowed("\(subject) is a \(kind.rawValue) address\(hint)")
+        }
+    }
+}
+
+/// An `--allow-source` prefix: a URL whose scheme, host and port a source must equal and
+/// whose path the source's path must start with, segment by segment (`/images` allows
+/// `/images/a.png`, not `/images-private/a.png`). A prefix without a path allows its whole
+/// origin. Never a comparison of strings.
+public struct SourcePrefix: Sendable, Hashable, CustomStringConvertible {
+    public let scheme: String
+    public let host: String
+    public let port: Int
+    /// Path segments, percent-decoded, dot segments resolved.
+    public let segments: [String]
+    public let description: String
+
+    /// - Throws: ``ProxyError`` 400 when `prefix` is not an http(s) URL with a host.
+    public init(_ prefix: String) throws(ProxyError) {
+        guard let url = URL(string: prefix), let scheme = url.scheme?.lowercased(),
+            scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { throw .badURL("--allow-source '\(prefix)' is not an http(s) URL with a host") }
+        self.scheme = scheme
+        self.host = host.lowercased()
+        port = url.port ?? (scheme == "https" ? 443 : 80)
+        segments = Self.segments(url)
+        description = prefix
+    }
+
+    func allows(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == self.scheme, url.host?.lowercased() == host,
+            (url.port ?? (scheme == "https" ? 443 : 80)) == port
+        else { return false }
+        let path = Self.segments(url)
+        // "/images/" allows what is under it; "/images" allows itself and what is under it.
+        return path.count >= segments.count && Array(path.prefix(segments.count)) == segments
+    }
+
+    private static func segments(_ url: URL) -> [String] {
+        var segments: [String] = []
+        for segment in url.path.split(separator: "/", omittingEmptySubsequences: true) {
+            switch segment {
+            case ".": continue
+            case "..": _ = segments.popLast()
+            default: segments.append(String(segment))
+            }
+        }
+        return segments
+    }
+}
