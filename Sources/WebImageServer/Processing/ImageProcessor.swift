@@ -1,0 +1,203 @@
+import Foundation
+import WebImage
+import WebImageCoders
+
+/// Applies a request's ``ProcessingOptions`` to a decoded image, every frame alike, in
+/// imgproxy's order: orientation and `rotate`, the source crop, the resize, the crop to the
+/// result, `extend`, then blur and sharpen. Sizes come from ``ResizeGeometry``. Synchronous
+/// and CPU-bound: run it on a bounded work queue, never on an event loop.
+public enum ImageProcessor {
+    /// The processed image; its orientation is `.up` when `auto_rotate` applied it.
+    public static func process(_ image: DecodedImage, options: ProcessingOptions) -> DecodedImage {
+        let stored = image.frames.first.map { PixelSize(width: $0.bitmap.width, height: $0.bitmap.height) }
+        guard let stored else { return image }
+        let geometry = ResizeGeometry(source: stored, orientation: image.orientation, options: options)
+        var result = image
+        let orientation = options.autoRotate ? image.orientation : .up
+        result.frames = image.frames.map { frame in
+            DecodedImage.Frame(
+                bitmap: process(frame.bitmap, orientation: orientation, geometry: geometry, options: options),
+                duration: frame.duration
+            )
+        }
+        if options.autoRotate || options.stripMetadata { result.orientation = .up }
+        return result
+    }
+
+    private static func process(
+        _ bitmap: Bitmap,
+        orientation: ImageOrientation,
+        geometry: ResizeGeometry,
+        options: ProcessingOptions
+    ) -> Bitmap {
+        var current = orientation == .up ? bitmap : bitmap.applyingOrientation(orientation)
+        if options.rotate != 0, let turned = RotateTransformer(quarterTurns: options.rotate / 90).transform(current) {
+            current = turned
+        }
+        current = crop(current, to: geometry.cropped, gravity: options.crop?.gravity ?? options.gravity)
+        if current.width != geometry.scaled.width || current.height != geometry.scaled.height {
+            current = current.resized(to: geometry.scaled)
+        }
+        current = crop(current, to: geometry.resultCrop, gravity: options.gravity)
+        if geometry.output != geometry.resultCrop {
+            current = padded(current, to: geometry.output, background: options.background)
+        }
+        if options.blur > 0, let blurred = BlurTransformer(radius: boxRadius(options.blur)).transform(current) {
+            current = blurred
+        }
+        if options.sharpen > 0 { current = sharpened(current, sigma: options.sharpen) }
+        return current
+    }
+
+    /// Three box blurs of radius r approximate a Gaussian of sigma ≈ r.
+    private static func boxRadius(_ sigma: Double) -> Int { max(1, Int(sigma.rounded())) }
+
+    /// A `size` window of `bitmap` placed by `gravity` (the whole bitmap when it is no larger).
+    static func crop(_ bitmap: Bitmap, to size: PixelSize, gravity: ProxyGravity) -> Bitmap {
+        let full = PixelSize(width: bitmap.width, height: bitmap.height)
+        let cut = PixelSize(width: min(size.width, full.width), height: min(size.height, full.height))
+        guard cut != full, cut.width > 0, cut.height > 0 else { return bitmap }
+        let origin = cropOrigin(of: cut, in: bitmap, gravity: gravity)
+        return CropTransformer(x: origin.x, y: origin.y, width: cut.width, height: cut.height).transform(bitmap)
+            ?? bitmap
+    }
+
+    static func cropOrigin(of cut: PixelSize, in bitmap: Bitmap, gravity: ProxyGravity) -> (x: Int, y: Int) {
+        let full = PixelSize(width: bitmap.width, height: bitmap.height)
+        switch gravity {
+        case .focusPoint(let x, let y):
+            let left = Int((x * Double(full.width) - Double(cut.width) / 2).rounded())
+            let top = Int((y * Double(full.height) - Double(cut.height) / 2).rounded())
+            return (min(max(0, left), full.width - cut.width), min(max(0, top), full.height - cut.height))
+        case .smart:
+            return SmartCrop.origin(of: cut, in: bitmap)
+        default:
+            return imageGravity(gravity).origin(of: cut, in: full)
+        }
+    }
+
+    private static func imageGravity(_ gravity: ProxyGravity) -> ImageGravity {
+        switch gravity {
+        case .north: .north
+        case .south: .south
+        case .east: .east
+        case .west: .west
+        case .northEast: .northEast
+        case .northWest: .northWest
+        case .southEast: .southEast
+        case .southWest: .southWest
+        case .center, .focusPoint, .smart: .center
+        }
+    }
+
+    /// `bitmap` centred on a `size` canvas of `background` (transparent when `nil`).
+    static func padded(_ bitmap: Bitmap, to size: PixelSize, background: RGBA?) -> Bitmap {
+        let fill = background ?? RGBA(r: 0, g: 0, b: 0, a: 0)
+        var pixels = [UInt8](repeating: 0, count: size.width * size.height * 4)
+        for index in 0..<size.width * size.height {
+            pixels[index * 4] = fill.r
+            pixels[index * 4 + 1] = fill.g
+            pixels[index * 4 + 2] = fill.b
+            pixels[index * 4 + 3] = fill.a
+        }
+        let left = (size.width - bitmap.width) / 2
+        let top = (size.height - bitmap.height) / 2
+        let rowBytes = min(bitmap.width, size.width) * 4
+        for y in 0..<min(bitmap.height, size.height) {
+            let source = y * bitmap.bytesPerRow
+            let target = ((top + y) * size.width + left) * 4
+            pixels.replaceSubrange(target..<target + rowBytes, with: bitmap.pixels[source..<source + rowBytes])
+        }
+        return Bitmap(
+            width: size.width,
+            height: size.height,
+            hasAlpha: bitmap.hasAlpha || fill.a < 255,
+            pixels: pixels
+        )
+    }
+
+    /// Unsharp mask: each colour channel plus its difference from a blur of `sigma`.
+    static func sharpened(_ bitmap: Bitmap, sigma: Double) -> Bitmap {
+        guard let blurred = BlurTransformer(radius: boxRadius(sigma)).transform(bitmap) else { return bitmap }
+        var pixels = [UInt8](repeating: 0, count: bitmap.width * bitmap.height * 4)
+        for y in 0..<bitmap.height {
+            for x in 0..<bitmap.width {
+                let original = y * bitmap.bytesPerRow + x * 4
+                let soft = y * blurred.bytesPerRow + x * 4
+                let target = (y * bitmap.width + x) * 4
+                for channel in 0..<3 {
+                    let value = 2 * Int(bitmap.pixels[original + channel]) - Int(blurred.pixels[soft + channel])
+                    pixels[target + channel] = UInt8(clamping: value)
+                }
+                pixels[target + 3] = bitmap.pixels[original + 3]
+            }
+        }
+        return Bitmap(width: bitmap.width, height: bitmap.height, hasAlpha: bitmap.hasAlpha, pixels: pixels)
+    }
+}
+
+/// Content-aware crop placement: the window over the most detail (luma edges and colour),
+/// found on a grid of at most 96×96 cells; ties go to the window nearest the centre.
+enum SmartCrop {
+    static func origin(of cut: PixelSize, in bitmap: Bitmap) -> (x: Int, y: Int) {
+        let step = max(1, (max(bitmap.width, bitmap.height) + 95) / 96)
+        let columns = (bitmap.width + step - 1) / step
+        let rows = (bitmap.height + step - 1) / step
+        // Mean luma and saturation per cell.
+        var luma = [Double](repeating: 0, count: columns * rows)
+        var saturation = [Double](repeating: 0, count: columns * rows)
+        var counts = [Double](repeating: 0, count: columns * rows)
+        for y in 0..<bitmap.height {
+            for x in 0..<bitmap.width {
+                let offset = y * bitmap.bytesPerRow + x * 4
+                let (r, g, b) = (
+                    Double(bitmap.pixels[offset]), Double(bitmap.pixels[offset + 1]), Double(bitmap.pixels[offset + 2])
+                )
+                let cell = (y / step) * columns + x / step
+                luma[cell] += 0.299 * r + 0.587 * g + 0.114 * b
+                saturation[cell] += max(r, g, b) - min(r, g, b)
+                counts[cell] += 1
+            }
+        }
+        // Energy: luma differences to the right and below neighbours, plus some saturation.
+        var energy = [Double](repeating: 0, count: columns * rows)
+        for row in 0..<rows {
+            for column in 0..<columns {
+                let index = row * columns + column
+                let value = luma[index] / counts[index]
+                var edge = 0.0
+                if column + 1 < columns { edge += abs(value - luma[index + 1] / counts[index + 1]) }
+                if row + 1 < rows { edge += abs(value - luma[index + columns] / counts[index + columns]) }
+                energy[index] = edge + 0.25 * saturation[index] / counts[index]
+            }
+        }
+        // Summed-area table, then the best window position in cells.
+        var summed = [Double](repeating: 0, count: (columns + 1) * (rows + 1))
+        for row in 0..<rows {
+            for column in 0..<columns {
+                summed[(row + 1) * (columns + 1) + column + 1] =
+                    energy[row * columns + column] + summed[row * (columns + 1) + column + 1]
+                    + summed[(row + 1) * (columns + 1) + column] - summed[row * (columns + 1) + column]
+            }
+        }
+        let windowColumns = max(1, min(columns, cut.width / step))
+        let windowRows = max(1, min(rows, cut.height / step))
+        var best = (score: -1.0, distance: Double.infinity, column: 0, row: 0)
+        let centre = (Double(columns - windowColumns) / 2, Double(rows - windowRows) / 2)
+        for row in 0...(rows - windowRows) {
+            for column in 0...(columns - windowColumns) {
+                let (top, left, bottom, right) = (row, column, row + windowRows, column + windowColumns)
+                let score =
+                    summed[bottom * (columns + 1) + right] - summed[top * (columns + 1) + right]
+                    - summed[bottom * (columns + 1) + left] + summed[top * (columns + 1) + left]
+                let distance = abs(Double(column) - centre.0) + abs(Double(row) - centre.1)
+                if score > best.score + 1e-9 || (abs(score - best.score) <= 1e-9 && distance < best.distance) {
+                    best = (score, distance, column, row)
+                }
+            }
+        }
+        let x = min(max(0, best.column * step), bitmap.width - cut.width)
+        let y = min(max(0, best.row * step), bitmap.height - cut.height)
+        return (x, y)
+    }
+}
