@@ -1,0 +1,90 @@
+import Crypto
+import Foundation
+import WebImageCoders
+
+/// The format a response is written in, and whether that choice depended on `Accept`.
+public struct OutputFormatChoice: Sendable, Hashable {
+    public var format: ImageFormat
+    /// The response must carry `Vary: Accept` (the format came from negotiation).
+    public var variesWithAccept: Bool
+
+    /// Chooses as imgproxy does, with our defaults: the URL's format (`f:` or the extension)
+    /// when given; otherwise, with `negotiation`, AVIF (when `encodesAVIF`) then WebP if
+    /// `accept` lists them with a non-zero q; otherwise the source's own format when it can be
+    /// written (an animation stays animated), else PNG for images with alpha and JPEG for the
+    /// rest. `Vary: Accept` is set exactly when `Accept` was consulted.
+    public init(
+        requested: ImageFormat?,
+        source: ImageFormat,
+        hasAlpha: Bool,
+        accept: String?,
+        negotiation: Bool,
+        encodesAVIF: Bool = true
+    ) {
+        if let requested {
+            self.init(format: requested, variesWithAccept: false)
+            return
+        }
+        if negotiation {
+            let accepted = Self.acceptedTypes(accept ?? "")
+            if encodesAVIF, accepted.contains("image/avif") {
+                self.init(format: .avif, variesWithAccept: true)
+                return
+            }
+            if accepted.contains("image/webp") {
+                self.init(format: .webp, variesWithAccept: true)
+                return
+            }
+        }
+        let fallback: ImageFormat =
+            ProcessingOptions.outputFormats.contains(source) ? source : (hasAlpha ? .png : .jpeg)
+        self.init(format: fallback, variesWithAccept: negotiation)
+    }
+
+    public init(format: ImageFormat, variesWithAccept: Bool) {
+        self.format = format
+        self.variesWithAccept = variesWithAccept
+    }
+
+    /// The media types an `Accept` header lists with q above 0, lower-cased (`*/*` and
+    /// `image/*` are not taken as a promise of AVIF or WebP).
+    static func acceptedTypes(_ header: String) -> Set<String> {
+        var types: Set<String> = []
+        for item in header.split(separator: ",") {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let type = parts.first, !type.isEmpty else { continue }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            if quality > 0 { types.insert(type) }
+        }
+        return types
+    }
+}
+
+/// A strong entity tag for a result: the same canonical options, output format, source and
+/// encoder always give the same tag, and any change to one of them a different tag.
+public enum ResultETag {
+    /// `"` + 32 hex digits of SHA-256(options, format, quality, source fingerprint, encoder) + `"`.
+    /// - Parameter sourceFingerprint: the source's validator (ETag or Last-Modified) or a hash
+    ///   of its bytes.
+    public static func make(
+        options: ProcessingOptions,
+        format: ImageFormat,
+        quality: Int,
+        sourceFingerprint: String,
+        encoderVersion: String
+    ) -> String {
+        let input = [
+            options.canonicalDescription, format.rawValue, String(quality), sourceFingerprint, encoderVersion,
+        ].joined(separator: "\u{1F}")
+        let digest = SHA256.hash(data: Data(input.utf8))
+        return "\"" + digest.prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+    }
+
+    /// Whether an `If-None-Match` header names `etag` (or is `*`); weak tags compare weakly.
+    public static func matches(ifNoneMatch header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || (tag.hasPrefix("W/") && String(tag.dropFirst(2)) == etag)
+        }
+    }
+}
