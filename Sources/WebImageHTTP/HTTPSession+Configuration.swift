@@ -66,6 +66,10 @@ extension HTTPSession {
         public var maximumConnectionsPerHost = 6
         public var httpVersion: HTTPVersion = .automatic
         public var redirectPolicy: RedirectPolicy = .default
+        /// Asked about every redirect target before it is followed: a reason refuses the
+        /// redirect (`redirectRefused` with that reason), `nil` lets it through. Default `nil`.
+        /// Called on the session's tasks; must not block.
+        public var redirectValidator: (@Sendable (URL) -> String?)?
         /// Decompress gzip/deflate bodies. Default `true`.
         public var decompressesResponses = true
         /// The most body bytes a response may have, for requests that set no

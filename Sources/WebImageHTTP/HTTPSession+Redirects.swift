@@ -26,6 +26,7 @@ extension HTTPSession {
             throw refuse("not a URL")
         }
         if let failure = target.httpValidationFailure { throw refuse(failure) }
+        if let reason = configuration.redirectValidator?(target) { throw refuse(reason) }
         if request.url.scheme?.lowercased() == "https", target.scheme?.lowercased() == "http",
             !policy.allowsInsecureRedirects
         {
