@@ -130,7 +130,7 @@ let package = Package(
         .executableTarget(
             name: "webimage",
             dependencies: [
-                "WebImageCoders", "WebImage", "WebImageOrigin",
+                "WebImageCoders", "WebImage", "WebImageOrigin", "WebImageServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -157,7 +157,16 @@ let package = Package(
         // processing options and their geometry, the source rules.
         .target(
             name: "WebImageServer",
-            dependencies: ["WebImage", "WebImageCoders", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "WebImage", "WebImageCoders", "WebImageHTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // HEIC (libheif + x265) and JPEG XL (libjxl) writers: test files and fuzz seeds.
@@ -184,7 +193,9 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageServerTests",
-            dependencies: ["WebImageServer", "WebImageCoders"],
+            dependencies: [
+                "WebImageServer", "WebImageCoders", "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -203,7 +214,7 @@ let package = Package(
             name: "WebImageCLITests",
             dependencies: [
                 "webimage", "WebImage", "WebImageCoders", "WebImageOrigin", "WebImageTestEncoders",
-                "WebImageTestSupport",
+                "WebImageTestSupport", "WebImageHTTP",
             ],
             swiftSettings: swiftSettings
         ),

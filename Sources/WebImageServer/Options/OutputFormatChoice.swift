@@ -63,9 +63,9 @@ public struct OutputFormatChoice: Sendable, Hashable {
 /// A strong entity tag for a result: the same canonical options, output format, source and
 /// encoder always give the same tag, and any change to one of them a different tag.
 public enum ResultETag {
-    /// `"` + 32 hex digits of SHA-256(options, format, quality, source fingerprint, encoder) + `"`.
-    /// - Parameter sourceFingerprint: the source's validator (ETag or Last-Modified) or a hash
-    ///   of its bytes.
+    /// `"` + 32 hex digits of SHA-256(options, format, quality, source fingerprint, encoder) + `"`;
+    /// `sourceFingerprint` is the source's validator (ETag or Last-Modified) or a hash of its
+    /// bytes, `encoderVersion` names the codec libraries.
     public static func make(
         options: ProcessingOptions,
         format: ImageFormat,

@@ -11,7 +11,7 @@ public struct ProxyOption: Sendable, Hashable {
     }
 
     /// Parses `name:args…`; `nil` for a segment without a colon.
-    init?(segment: Substring) {
+    public init?(segment: Substring) {
         let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.count >= 2, !parts[0].isEmpty else { return nil }
         self.init(name: parts[0], arguments: Array(parts.dropFirst()))

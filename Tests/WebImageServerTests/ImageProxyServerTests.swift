@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@testable import WebImageServer
+
+/// A real proxy on 127.0.0.1:0 in front of a real origin on 127.0.0.1, requested over HTTP.
+@Suite("webimage serve: the proxy over HTTP", .timeLimit(.minutes(1)))
+struct ImageProxyServerTests {
+    static let keyHex = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+    static let saltHex = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+
+    struct Fixture {
+        let origin: OriginServer
+        let server: ImageProxyServer
+        let signer: URLSigner
+        let folder: TemporaryDirectory
+        let session = HTTPSession()
+
+        /// The proxy URL for `options` and the origin's `path`, signed.
+        func url(_ options: String, _ path: String, suffix: String = "", info: Bool = false) -> String {
+            let signedPath = "/\(options)\(options.isEmpty ? "" : "/")plain/\(origin.url(path).absoluteString)\(suffix)"
+            return server.baseURL + (info ? "/info" : "") + "/" + signer.signature(for: signedPath) + signedPath
+        }
+
+        func get(_ url: String, headers: [String: String] = [:]) async throws -> (HTTPSession.Response, Data) {
+            var request = HTTPSession.Request(url: try #require(URL(string: url)))
+            for (name, value) in headers { request.headers[name] = value }
+            let (data, response) = try await session.data(for: request)
+            return (response, data)
+        }
+
+        func stop() async {
+            try? await session.shutdown()
+            await server.stop()
+            await origin.stop()
+            folder.remove()
+        }
+    }
+
+    static func start(_ configure: (inout ImageProxyConfiguration) -> Void = { _ in }) async throws -> Fixture {
+        let signer = try URLSigner(pairs: [try .init(keyHex: keyHex, saltHex: saltHex)])
+        var configuration = ImageProxyConfiguration(signer: signer)
+        configuration.sourcePolicy.allowsLoopback = true
+        configure(&configuration)
+        let folder = try TemporaryDirectory(prefix: "webimage-serve")
+        let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder.url)
+        let server = try await ImageProxyServer.start(proxy: ImageProxy(configuration: configuration, manager: manager))
+        let origin = try await OriginServer.start()
+        let photo = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg),
+            as: .jpeg,
+            options: .init(quality: 0.9)
+        )
+        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg"))
+        origin.setRoute("/text", .data(Data("not an image".utf8), contentType: "text/plain"))
+        return Fixture(origin: origin, server: server, signer: signer, folder: folder)
+    }
+
+    @Test("Signed requests resize and convert; the same URL gives the same bytes and ETag; 304 on If-None-Match")
+    func resizes() async throws {
+        let fixture = try await Self.start()
+        defer { Task { await fixture.stop() } }
+        let (response, body) = try await fixture.get(fixture.url("rs:fit:300:200", "/photo.jpg", suffix: "@webp"))
+        #expect(response.statusCode == 200)
+        #expect(response.headers["Content-Type"] == "image/webp")
+        #expect(response.headers["Cache-Control"] == "public, max-age=31536000")
+        #expect(response.headers["Vary"] == nil, "no negotiation: Accept is never named")
+        let image = try ImageCodersManager.shared.decode(body)
+        #expect(image.format == .webp && image.width == 267 && image.height == 200)
+        let etag = try #require(response.headers["ETag"])
+        let (again, sameBody) = try await fixture.get(fixture.url("rs:fit:300:200", "/photo.jpg", suffix: "@webp"))
+        #expect(again.headers["ETag"] == etag && sameBody == body)
+        let (notModified, empty) = try await fixture.get(
+            fixture.url("rs:fit:300:200", "/photo.jpg", suffix: "@webp"),
+            headers: ["If-None-Match": etag]
+        )
+        #expect(notModified.statusCode == 304 && empty.isEmpty)
+        #expect(fixture.origin.requests.count == 1, "the original is fetched once, then read from the disk cache")
+        let (fill, filled) = try await fixture.get(fixture.url("rs:fill:100:100/q:60", "/photo.jpg"))
+        #expect(fill.headers["Content-Type"] == "image/jpeg")
+        let square = try ImageCodersManager.shared.decode(filled)
+        #expect(square.width == 100 && square.height == 100)
+        await fixture.stop()
+    }
+
+    @Test("Errors: JSON bodies with the right status, never cached for long")
+    func errors() async throws {
+        let fixture = try await Self.start()
+        defer { Task { await fixture.stop() } }
+        func expectFailure(_ url: String, status: Int, code: String) async throws {
+            let (response, body) = try await fixture.get(url)
+            #expect(response.statusCode == status, "\(url)")
+            #expect(response.headers["Content-Type"] == "application/json")
+            #expect(response.headers["Cache-Control"] == "no-cache")
+            let object = try JSONSerialization.jsonObject(with: body) as? [String: [String: String]]
+            #expect(object?["error"]?["code"] == code, "\(String(decoding: body, as: UTF8.self))")
+        }
+        let good = fixture.url("w:100", "/photo.jpg")
+        let tampered = good.replacingOccurrences(of: "/w:100/", with: "/w:101/")
+        try await expectFailure(tampered, status: 403, code: "badSignature")
+        try await expectFailure(fixture.url("w:abc", "/photo.jpg"), status: 400, code: "badOption")
+        try await expectFailure(fixture.url("zoom:2", "/photo.jpg"), status: 400, code: "badOption")
+        try await expectFailure(fixture.url("w:100", "/missing.jpg"), status: 404, code: "sourceNotFound")
+        try await expectFailure(fixture.url("w:100", "/text"), status: 422, code: "notAnImage")
+        try await expectFailure(fixture.url("w:100", "/photo.jpg", suffix: "@svg"), status: 400, code: "badURL")
+        try await expectFailure(fixture.url("rs:fit:9000:9000:1", "/photo.jpg"), status: 422, code: "limitExceeded")
+        try await expectFailure(fixture.server.baseURL + "/onlyone", status: 400, code: "badURL")
+        let (health, body) = try await fixture.get(fixture.server.baseURL + "/health")
+        #expect(health.statusCode == 200 && String(decoding: body, as: UTF8.self).contains("ok"))
+        await fixture.stop()
+    }
+
+    @Test("Loopback sources are refused unless allowed, with no request to the origin")
+    func loopbackRefused() async throws {
+        let fixture = try await Self.start { $0.sourcePolicy.allowsLoopback = false }
+        defer { Task { await fixture.stop() } }
+        let (response, body) = try await fixture.get(fixture.url("w:100", "/photo.jpg"))
+        #expect(response.statusCode == 403)
+        #expect(String(decoding: body, as: UTF8.self).contains("sourceNotAllowed"))
+        #expect(fixture.origin.requests.isEmpty)
+        await fixture.stop()
+    }
+
+    @Test("Negotiation picks AVIF then WebP from Accept and says Vary: Accept; /info describes the source")
+    func negotiationAndInfo() async throws {
+        let fixture = try await Self.start { $0.formatNegotiation = true }
+        defer { Task { await fixture.stop() } }
+        let (webp, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: ["Accept": "image/webp,*/*"])
+        #expect(webp.headers["Content-Type"] == "image/webp" && webp.headers["Vary"] == "Accept")
+        let (plain, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: ["Accept": "*/*"])
+        #expect(plain.headers["Content-Type"] == "image/jpeg" && plain.headers["Vary"] == "Accept")
+        let (info, body) = try await fixture.get(fixture.url("", "/photo.jpg", info: true))
+        #expect(info.statusCode == 200)
+        let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        #expect(
+            object["width"] as? Int == 800 && object["height"] as? Int == 600 && object["format"] as? String == "jpeg"
+        )
+        #expect((object["blurhash"] as? String)?.count == 28, "4×3 components: 28 characters")
+        #expect((object["dominantColor"] as? String)?.hasPrefix("#") == true)
+        await fixture.stop()
+    }
+}
