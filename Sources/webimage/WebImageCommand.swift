@@ -11,7 +11,10 @@ struct WebImageCommand: AsyncParsableCommand {
         commandName: "webimage",
         abstract: "Load, decode and inspect images with swift-web-image.",
         version: WebImageVersion.current,
-        subcommands: [InfoCommand.self, FetchCommand.self, PrefetchCommand.self, CacheCommand.self, DemoCommand.self]
+        subcommands: [
+            InfoCommand.self, FetchCommand.self, PrefetchCommand.self, CacheCommand.self, ServeCommand.self,
+            DemoCommand.self,
+        ]
     )
 
     static func main() async {

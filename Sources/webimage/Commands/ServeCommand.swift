@@ -1,0 +1,217 @@
+import ArgumentParser
+import Foundation
+import WebImage
+import WebImageServer
+
+/// `webimage serve`: the image proxy, imgproxy-compatible URLs, safe by default.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the image proxy (imgproxy-compatible URLs).",
+        discussion: """
+            URLs: /{signature}/{options}/plain/{source}[@{format}] or /{signature}/{options}/{base64 source}[.{format}],
+            /info/… for JSON facts, /health. Signatures are HMAC-SHA256 with --key and --salt (hex; also
+            WEBIMAGE_KEY and WEBIMAGE_SALT, comma-separated pairs). Loopback and private sources are refused
+            unless allowed. Prints "listening on http://HOST:PORT" when ready; request logs go to standard error.
+
+            Example:
+              webimage serve --bind 127.0.0.1:8080 --key "$KEY" --salt "$SALT" --format-negotiation
+            """
+    )
+
+    @Option(help: "Address to listen on, HOST:PORT (port 0 picks a free one).")
+    var bind = "127.0.0.1:8080"
+
+    @Option(help: "Signing key in hex (repeatable, paired with --salt in order: key rotation).")
+    var key: [String] = []
+
+    @Option(help: "Signing salt in hex (repeatable, one per --key).")
+    var salt: [String] = []
+
+    @Option(name: .customLong("signature-size"), help: "Bytes of the HMAC kept in signatures, 1 to 32.")
+    var signatureSize = 32
+
+    @Flag(help: "Accept any signature (no key needed). For local experiments only.")
+    var insecure = false
+
+    @Flag(name: .customLong("allow-loopback"), help: "Let sources on loopback addresses through (tests).")
+    var allowLoopback = false
+
+    @Flag(name: .customLong("allow-private-networks"), help: "Let sources on private networks through.")
+    var allowPrivateNetworks = false
+
+    @Option(name: .customLong("allow-source"), help: "Only fetch sources under this URL prefix (repeatable).")
+    var allowSource: [String] = []
+
+    @Option(help: "A named option list, NAME=OPTIONS such as thumb=rs:fill:100:100/q:70 (repeatable).")
+    var preset: [String] = []
+
+    @Flag(name: .customLong("only-presets"), help: "Refuse every option that is not a preset.")
+    var onlyPresets = false
+
+    @Flag(name: .customLong("format-negotiation"), help: "Pick AVIF or WebP from Accept when the URL names no format.")
+    var formatNegotiation = false
+
+    @Option(help: "Cache-Control max-age of results, e.g. 1y, 7d or 3600 (seconds).", transform: Units.seconds)
+    var ttl: Double = 31_536_000
+
+    @Option(name: .customLong("max-src-file-size"), help: "Largest source, e.g. 32M.", transform: Units.bytes)
+    var maxSourceFileSize: Int64 = 33_554_432
+
+    @Option(name: .customLong("max-src-resolution"), help: "Most source megapixels (animation frames summed).")
+    var maxSourceResolution: Double = 50
+
+    @Option(name: .customLong("max-result-dimension"), help: "Longest side of a result, in pixels.")
+    var maxResultDimension = 8192
+
+    @Option(name: .customLong("max-animation-frames"), help: "Most frames an animated result keeps.")
+    var maxAnimationFrames = 256
+
+    @Option(
+        name: .customLong("download-timeout"),
+        help: "Time allowed for fetching a source, e.g. 5s.",
+        transform: Units.positiveSeconds
+    )
+    var downloadTimeout: Double = 5
+
+    @Option(
+        name: .customLong("processing-timeout"),
+        help: "Time allowed for decoding, processing and encoding, e.g. 10s.",
+        transform: Units.positiveSeconds
+    )
+    var processingTimeout: Double = 10
+
+    @Option(help: "Time requests in flight get to finish after SIGTERM or SIGINT, e.g. 10s.", transform: Units.seconds)
+    var grace: Double = 10
+
+    @Option(
+        name: .customLong("cache-dir"),
+        help: "Disk cache folder for originals (default: $XDG_CACHE_HOME/webimage/serve)."
+    )
+    var cacheDirectory: String?
+
+    @Flag(help: "Print the listening line and request logs as JSON objects.")
+    var json = false
+
+    func validate() throws {
+        _ = try address()
+        _ = try proxyConfiguration()
+        guard maxSourceResolution > 0 else { throw ValidationError("--max-src-resolution must be above 0") }
+        guard maxResultDimension > 0 else { throw ValidationError("--max-result-dimension must be at least 1") }
+        guard maxAnimationFrames > 0 else { throw ValidationError("--max-animation-frames must be at least 1") }
+    }
+
+    /// `--bind` as host and port.
+    func address() throws -> (host: String, port: Int) {
+        guard let colon = bind.lastIndex(of: ":"), let port = Int(bind[bind.index(after: colon)...]),
+            (0...65535).contains(port)
+        else { throw ValidationError("--bind '\(bind)' is not HOST:PORT (port 0 to 65535)") }
+        let host = bind[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        guard !host.isEmpty else { throw ValidationError("--bind '\(bind)' names no host") }
+        return (host, port)
+    }
+
+    func proxyConfiguration() throws -> ImageProxyConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        var keys = key
+        var salts = salt
+        if keys.isEmpty, let value = environment["WEBIMAGE_KEY"], !value.isEmpty {
+            keys = value.split(separator: ",").map(String.init)
+            salts =
+                environment["WEBIMAGE_SALT"].map {
+                    $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                } ?? []
+        }
+        guard keys.count == salts.count else {
+            throw ValidationError("give one salt per key: \(keys.count) keys, \(salts.count) salts")
+        }
+        var signer: URLSigner?
+        if keys.isEmpty {
+            guard insecure else {
+                throw ValidationError(
+                    "no signing key: give --key and --salt (or WEBIMAGE_KEY and WEBIMAGE_SALT), or --insecure to accept any signature"
+                )
+            }
+        } else {
+            do {
+                let pairs = try zip(keys, salts).map { try URLSigner.KeyPair(keyHex: $0, saltHex: $1) }
+                signer = try URLSigner(pairs: pairs, size: signatureSize)
+            } catch {
+                throw ValidationError("--key/--salt: \(error)")
+            }
+        }
+        var configuration = ImageProxyConfiguration(signer: signer)
+        configuration.sourcePolicy = SourcePolicy(
+            allowsLoopback: allowLoopback,
+            allowsPrivateNetworks: allowPrivateNetworks
+        )
+        for prefix in allowSource {
+            do {
+                configuration.sourcePolicy.allowedPrefixes.append(try SourcePrefix(prefix))
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+        for entry in preset {
+            guard let equals = entry.firstIndex(of: "="), !entry[..<equals].isEmpty else {
+                throw ValidationError("--preset '\(entry)' is not NAME=OPTIONS")
+            }
+            var options: [ProxyOption] = []
+            for segment in entry[entry.index(after: equals)...].split(separator: "/") {
+                guard let option = ProxyOption(segment: segment) else {
+                    throw ValidationError("--preset '\(entry)': '\(segment)' is not an option (name:value)")
+                }
+                options.append(option)
+            }
+            configuration.presets[String(entry[..<equals])] = options
+            do {
+                _ = try ProcessingOptions(options, presets: configuration.presets)
+            } catch {
+                throw ValidationError("--preset '\(entry)': \(error.message)")
+            }
+        }
+        configuration.onlyPresets = onlyPresets
+        configuration.formatNegotiation = formatNegotiation
+        configuration.ttl = Int(ttl)
+        configuration.maxSourceFileSize = maxSourceFileSize
+        configuration.maxSourceResolution = maxSourceResolution
+        configuration.maxResultDimension = maxResultDimension
+        configuration.maxAnimationFrames = maxAnimationFrames
+        configuration.downloadTimeout = downloadTimeout
+        configuration.processingTimeout = processingTimeout
+        return configuration
+    }
+
+    func run() async throws {
+        let configuration = try proxyConfiguration()
+        let (host, port) = try address()
+        let folder =
+            cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? ImageCache.defaultRootDirectory.appendingPathComponent("serve", isDirectory: true)
+        let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder)
+        let proxy = ImageProxy(configuration: configuration, manager: manager)
+        let json = json
+        let displayHost = host.contains(":") ? "[\(host)]" : host
+        try await ImageProxyServer.run(
+            proxy: proxy,
+            host: host,
+            port: port,
+            gracePeriod: .milliseconds(Int64(grace * 1000)),
+            requestLog: { line in
+                if json {
+                    Diagnostics.write(JSONValue.object([("request", .string(line))]).serialized)
+                } else {
+                    Diagnostics.write(line)
+                }
+            },
+            onListening: { bound in
+                let url = "http://\(displayHost):\(bound)"
+                if json {
+                    JSONLineWriter.write(.object([("listening", .string(url))]))
+                } else {
+                    StandardStream.line("listening on \(url)")
+                }
+            }
+        )
+    }
+}
