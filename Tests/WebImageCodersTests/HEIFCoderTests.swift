@@ -170,6 +170,24 @@ struct HEIFCoderTests {
         }
     }
 
+    @Test("The picture size of the HEVC parameter sets is checked against the pixel limit before decoding")
+    func codedSize() throws {
+        let heic = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 96, height: 64))
+        #expect(heic.withUnsafeBytes { HEIFContainer($0).codedImageSizes } == [PixelSize(width: 96, height: 64)])
+        // The same file with its ispe saying 8×8: libde265 would still decode 96×64.
+        var shrunk = heic
+        let ispe = try #require(shrunk.firstRange(of: Data("ispe".utf8)))
+        for (index, byte) in [0, 0, 0, 8, 0, 0, 0, 8].enumerated() { shrunk[ispe.upperBound + 4 + index] = UInt8(byte) }
+        #expect(ImageHeader(shrunk)?.size == PixelSize(width: 8, height: 8))
+        #expect {
+            try HEIFCoder().decode(shrunk, options: .init(maxPixelCount: 1000))
+        } throws: { error in
+            guard case .limitExceeded(.heic, let detail)? = error as? CoderError else { return false }
+            return detail.contains("96×64")
+        }
+        #expect(throws: Never.self) { try HEIFCoder().decode(heic, options: .init(maxPixelCount: 96 * 64)) }
+    }
+
     @Test("Truncated, damaged and foreign data fail with a CoderError, never a crash")
     func badInput() throws {
         let data = try HEIFTestEncoder.encode(GeneratedImages.noise(width: 64, height: 64), lossless: false)

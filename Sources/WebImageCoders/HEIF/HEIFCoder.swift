@@ -34,6 +34,8 @@ public struct HEIFCoder: ImageCoding {
                 // A grid or overlay declares its canvas in its data; libheif allocates it before
                 // comparing it with the image's ispe (a 684-byte file asked for 2.9 GB).
                 for size in container.derivedImageSizes { try options.checkPixelLimit(size, format: format) }
+                // libde265 allocates what the sequence parameter set says, not the ispe.
+                for size in container.codedImageSizes { try options.checkPixelLimit(size, format: format) }
                 let file = try HEIFFile(bytes, format: format)
                 return try file.decodePrimaryImage(options: options, deadline: deadline)
             }

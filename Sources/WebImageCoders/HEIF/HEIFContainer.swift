@@ -7,6 +7,9 @@ struct HEIFContainer {
     private(set) var itemTypes: [UInt32: String] = [:]
     /// The output size of every `grid` and `iovl` item whose data could be read.
     private(set) var derivedImageSizes: [PixelSize] = []
+    /// The picture size each HEVC sequence parameter set (in the `hvcC` properties) declares:
+    /// what libde265 allocates, whatever the `ispe` says.
+    private(set) var codedImageSizes: [PixelSize] = []
 
     var types: Set<String> { Set(itemTypes.values) }
 
@@ -24,6 +27,16 @@ struct HEIFContainer {
                     let type = reader.fourCC(entry.body + 4 + (infeVersion == 2 ? 2 : 4) + 2)
                 else { continue }
                 itemTypes[UInt32(id)] = type
+            }
+        }
+        for iprp in children where iprp.type == "iprp" {
+            for ipco in reader.boxes(from: iprp.body, to: iprp.end) where ipco.type == "ipco" {
+                for property in reader.boxes(from: ipco.body, to: ipco.end) where property.type == "hvcC" {
+                    codedImageSizes += HEVCParameterSets.pictureSizes(
+                        inConfiguration: bytes,
+                        property.body..<property.end
+                    )
+                }
             }
         }
         let idat = children.first { $0.type == "idat" }
@@ -142,5 +155,109 @@ private struct BoxReader {
     func fourCC(_ offset: Int) -> String? {
         guard offset >= 0, offset <= bytes.count - 4 else { return nil }
         return String(decoding: bytes[offset..<offset + 4], as: Unicode.ASCII.self)
+    }
+}
+
+/// Picture sizes from the sequence parameter sets of an HEVC decoder configuration record
+/// (`hvcC`, ISO/IEC 14496-15; SPS syntax from H.265 7.3.2.2). Bounds-checked throughout.
+enum HEVCParameterSets {
+    static func pictureSizes(inConfiguration bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> [PixelSize] {
+        var sizes: [PixelSize] = []
+        var offset = range.lowerBound + 22  // the fixed part of the record
+        guard offset < range.upperBound else { return [] }
+        let arrays = Int(bytes[offset])
+        offset += 1
+        for _ in 0..<arrays {
+            guard offset + 3 <= range.upperBound else { break }
+            let type = bytes[offset] & 0x3F
+            let count = Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
+            offset += 3
+            for _ in 0..<count {
+                guard offset + 2 <= range.upperBound else { return sizes }
+                let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+                offset += 2
+                guard offset + length <= range.upperBound else { return sizes }
+                if type == 33,
+                    let size = pictureSize(sps: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]))
+                {
+                    sizes.append(size)
+                }
+                offset += length
+            }
+        }
+        return sizes
+    }
+
+    /// `pic_width_in_luma_samples` × `pic_height_in_luma_samples` of one SPS NAL unit.
+    static func pictureSize(sps nal: UnsafeRawBufferPointer) -> PixelSize? {
+        // Drop the 2-byte NAL header and the emulation prevention bytes (00 00 03 → 00 00).
+        var payload: [UInt8] = []
+        payload.reserveCapacity(min(nal.count, 64))
+        var zeros = 0
+        for byte in nal.dropFirst(2).prefix(256) {
+            if zeros >= 2 && byte == 3 {
+                zeros = 0
+                continue
+            }
+            zeros = byte == 0 ? zeros + 1 : 0
+            payload.append(byte)
+        }
+        var reader = BitReader(payload)
+        guard reader.skip(4), let maxSubLayersMinus1 = reader.bits(3), reader.skip(1),
+            reader.skip(96)  // general profile, tier, flags and level
+        else { return nil }
+        var profilePresent: [Bool] = []
+        var levelPresent: [Bool] = []
+        for _ in 0..<maxSubLayersMinus1 {
+            guard let profile = reader.bits(1), let level = reader.bits(1) else { return nil }
+            profilePresent.append(profile == 1)
+            levelPresent.append(level == 1)
+        }
+        if maxSubLayersMinus1 > 0 { guard reader.skip(2 * (8 - maxSubLayersMinus1)) else { return nil } }
+        for index in 0..<maxSubLayersMinus1 {
+            if profilePresent[index] { guard reader.skip(88) else { return nil } }
+            if levelPresent[index] { guard reader.skip(8) else { return nil } }
+        }
+        guard reader.exponentialGolomb() != nil, let chroma = reader.exponentialGolomb() else { return nil }
+        if chroma == 3 { guard reader.skip(1) else { return nil } }
+        guard let width = reader.exponentialGolomb(), let height = reader.exponentialGolomb() else { return nil }
+        return PixelSize(width: width, height: height)
+    }
+
+    /// Reads bits most significant first; every read fails past the end.
+    struct BitReader {
+        let bytes: [UInt8]
+        var position = 0
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        mutating func bits(_ count: Int) -> Int? {
+            guard count >= 0, count <= 32, position + count <= bytes.count * 8 else { return nil }
+            var value = 0
+            for _ in 0..<count {
+                value = value << 1 | Int(bytes[position / 8] >> (7 - UInt8(position % 8)) & 1)
+                position += 1
+            }
+            return value
+        }
+
+        mutating func skip(_ count: Int) -> Bool {
+            guard count >= 0, position + count <= bytes.count * 8 else { return false }
+            position += count
+            return true
+        }
+
+        /// ue(v): at most 31 leading zeros.
+        mutating func exponentialGolomb() -> Int? {
+            var zeros = 0
+            while true {
+                guard let bit = bits(1) else { return nil }
+                if bit == 1 { break }
+                zeros += 1
+                guard zeros <= 31 else { return nil }
+            }
+            guard let rest = bits(zeros) else { return nil }
+            return (1 << zeros) - 1 + rest
+        }
     }
 }
