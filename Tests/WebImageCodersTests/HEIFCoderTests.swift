@@ -188,6 +188,36 @@ struct HEIFCoderTests {
         #expect(throws: Never.self) { try HEIFCoder().decode(heic, options: .init(maxPixelCount: 96 * 64)) }
     }
 
+    // Found by the heic fuzz target: a 526-byte HEIC whose grid lists itself as its tile
+    // (iref dimg 2 → 2); libheif 1.15 recursed until the stack overflowed (a segfault in
+    // `webimage info`).
+    @Test("A derived image made from itself is refused before libheif decodes it")
+    func derivationLoop() throws {
+        let data = try #require(
+            Data(
+                base64Encoded: [
+                    "AAAAGGZ0eXBoZWljAAAAAG1pZjFoZWljAAABt21ldGEAAAAAAAAAIWhkbHIAAAAAAAAAAHBpY3QAAAAAAAAAAAAAAAAAAAAA",
+                    "DnBpdG0AAAAAAAIAAAAQaWRhdAAAAAAAgQABAAAAOGlsb2MBAAAAREAAAgABAAAAAAAAAdcAAQAAAAAAAAA3AAIAAQAAAAAA",
+                    "AAABAAAAAAAAAAgAAAA4aWluZgAAAAAAAgAAABVpbmZlAgAAAQABAABodmMxAAAAABVpbmZlAgAAAAACAABncmlkAAAAAOJp",
+                    "cHJwAAAAv2lwY28AAAB2aHZjQwEDcAAAAAAAAAAAAB7wAPz9+PgAAA8DIAABABhAAQwB//8DcAAAAwCQAAADAAADAB66AkAh",
+                    "AAEAKkIBAQNwAAADAJAAAAMAAAMAHqAggQWW6q6a5uBAQMCAAAADAIAAAAMAhCIAAQAGRAHBc8GJAAAAFGlzcGUAAAAAAAAA",
+                    "QAAAAEAAAAAJaXJvJQMAAAAUaXNwZQAAAAAAAAABAAAAAQAAABBwaXhpAAAAAAMICAgAAAAbaXBtYQAAAAAAAAACAAECgQIA",
+                    "AgMDBIUAAAAaaXJlZgD//AAAAAAOZGltZwACAAEAAgAAAD9tZGF0AAAAMygBrwYyFoc0iSDwvk1///4ln//+1O2s1snrhH6A",
+                    "Y8fkt5CRnvRfexhS5Tx0IPScU7nNgA==",
+                ].joined()
+            )
+        )
+        #expect(data.withUnsafeBytes { HEIFContainer($0).hasDerivationLoop })
+        #expect {
+            try HEIFCoder().decode(data, options: .init())
+        } throws: { error in
+            guard case .corruptData(.heic, let detail)? = error as? CoderError else { return false }
+            return detail.contains("made from itself")
+        }
+        let heic = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 32, height: 32))
+        #expect(!heic.withUnsafeBytes { HEIFContainer($0).hasDerivationLoop })
+    }
+
     @Test("Truncated, damaged and foreign data fail with a CoderError, never a crash")
     func badInput() throws {
         let data = try HEIFTestEncoder.encode(GeneratedImages.noise(width: 64, height: 64), lossless: false)

@@ -31,6 +31,11 @@ public struct HEIFCoder: ImageCoding {
                 // by fuzzing); its decoder_id option does not keep that plugin out.
                 let container = HEIFContainer(bytes)
                 guard !container.types.contains("av01") else { throw .unsupportedFormat(format) }
+                // libheif 1.15 recurses through derived images without a bound (a grid made
+                // of itself overflowed the stack: found by fuzzing).
+                guard !container.hasDerivationLoop else {
+                    throw .corruptData(format, "a derived image is made from itself (an iref dimg loop)")
+                }
                 // A grid or overlay declares its canvas in its data; libheif allocates it before
                 // comparing it with the image's ispe (a 684-byte file asked for 2.9 GB).
                 for size in container.derivedImageSizes { try options.checkPixelLimit(size, format: format) }

@@ -7,11 +7,30 @@ struct HEIFContainer {
     private(set) var itemTypes: [UInt32: String] = [:]
     /// The output size of every `grid` and `iovl` item whose data could be read.
     private(set) var derivedImageSizes: [PixelSize] = []
+    /// `dimg` references (`iref`): the items each derived image is made from.
+    private(set) var derivations: [UInt32: [UInt32]] = [:]
     /// The picture size each HEVC sequence parameter set (in the `hvcC` properties) declares:
     /// what libde265 allocates, whatever the `ispe` says.
     private(set) var codedImageSizes: [PixelSize] = []
 
     var types: Set<String> { Set(itemTypes.values) }
+
+    /// Whether a derived image is built, directly or through others, from itself, or through
+    /// more than 8 levels: libheif 1.15 follows such references until its stack overflows.
+    var hasDerivationLoop: Bool {
+        var finished: Set<UInt32> = []
+        func loops(_ item: UInt32, path: inout [UInt32]) -> Bool {
+            if finished.contains(item) { return false }
+            if path.contains(item) || path.count > 8 { return true }
+            path.append(item)
+            defer { path.removeLast() }
+            for source in derivations[item] ?? [] where loops(source, path: &path) { return true }
+            finished.insert(item)
+            return false
+        }
+        var path: [UInt32] = []
+        return derivations.keys.contains { loops($0, path: &path) }
+    }
 
     init(_ bytes: UnsafeRawBufferPointer) {
         let reader = BoxReader(bytes: bytes)
@@ -37,6 +56,23 @@ struct HEIFContainer {
                         property.body..<property.end
                     )
                 }
+            }
+        }
+        for iref in children where iref.type == "iref" {
+            guard let version = reader.uint(iref.body, size: 1) else { continue }
+            let idSize = version == 0 ? 2 : 4
+            for reference in reader.boxes(from: iref.body + 4, to: iref.end) where reference.type == "dimg" {
+                guard let from = reader.uint(reference.body, size: idSize),
+                    let count = reader.uint(reference.body + idSize, size: 2)
+                else { continue }
+                var targets: [UInt32] = []
+                for index in 0..<count {
+                    guard let target = reader.uint(reference.body + idSize + 2 + index * idSize, size: idSize) else {
+                        break
+                    }
+                    targets.append(UInt32(truncatingIfNeeded: target))
+                }
+                derivations[UInt32(truncatingIfNeeded: from), default: []] += targets
             }
         }
         let idat = children.first { $0.type == "idat" }
