@@ -214,6 +214,24 @@ struct HEIFCoderTests {
             guard case .corruptData(.heic, let detail)? = error as? CoderError else { return false }
             return detail.contains("made from itself")
         }
+        // The same loop behind a reference box whose size field is garbage: libheif reads the
+        // entries anyway, so the check must too.
+        let garbled = try #require(
+            Data(
+                base64Encoded: [
+                    "AAAAGGZ0eXBoZWljAAAAAG1pZjFoZWljAAABt21ldGEAAAAAAAAAIWhkbHIAAAAAAAACAHBpY3QAAAAAAAAAAAAAAAAAAAAA",
+                    "DnBpdG0AAAAAAAIAAAAQaWRhdAAAAAAIAQABAAAAOGlsb2MBAAAAREAAAgABAAAAAAAAAdcAAQAAAAAAAAA3AAIAAQAAAAAA",
+                    "AAABAAAAAAAAAAgAAAA4aWluZgAAAAAAAgAAABVpbmZlAgAAAQABAABodmMxAAAAABVpbmZlAgAAAAACAABncmlkAAAAAOJp",
+                    "cHJwAAAAv2lwY28AAAB2aHZjQwEDcAAAAAAAAAAAAB7wAPz9+PgAAA8DIAABABhAAQwB//8DcAAAAwCQAAADAAADAB66AkAh",
+                    "AAEAKkIBAQNwAAADAJAAAAMAAAMAHqAggQWW6q6a5uBAQMCAAAADAIAAAAMAhCIAAQAGRAHBc8GJAAAAFGlzcGUAAAAAAAAA",
+                    "QAAAAEAAAAAJaXJvdAMAAAAUaXNwZQAAAAAAAAABAAAAAQAAABBwaXhpAAAAAAMICAgAAAAbaXBtYQAAAAAAAAACAAECgQIA",
+                    "AgMDBIUAAAAaaXJlZgAAAP3///8OZGltZwACAAEAAgABAAAAAAAAAdcAAQAAAAAAAAA3ACDwvk1///4ln//+1O2s1snrhH6A",
+                    "Y8fkt5CRnvRfexhS5Tx0IPScU7nNgGGGlnM=",
+                ].joined()
+            )
+        )
+        #expect(garbled.withUnsafeBytes { HEIFContainer($0).hasDerivationLoop })
+        #expect(throws: CoderError.self) { try HEIFCoder().decode(garbled, options: .init()) }
         let heic = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 32, height: 32))
         #expect(!heic.withUnsafeBytes { HEIFContainer($0).hasDerivationLoop })
     }

@@ -60,19 +60,23 @@ struct HEIFContainer {
         }
         for iref in children where iref.type == "iref" {
             guard let version = reader.uint(iref.body, size: 1) else { continue }
+            // Read as libheif 1.15 does: each reference's own box size is not trusted, the
+            // entries follow one another (a mutated size must not hide a loop from us).
             let idSize = version == 0 ? 2 : 4
-            for reference in reader.boxes(from: iref.body + 4, to: iref.end) where reference.type == "dimg" {
-                guard let from = reader.uint(reference.body, size: idSize),
-                    let count = reader.uint(reference.body + idSize, size: 2)
-                else { continue }
+            var cursor = iref.body + 4
+            while cursor + 8 <= iref.end, let size = reader.uint(cursor, size: 4), let type = reader.fourCC(cursor + 4)
+            {
+                cursor += size == 1 ? 16 : 8
+                guard let from = reader.uint(cursor, size: idSize), let count = reader.uint(cursor + idSize, size: 2)
+                else { break }
+                cursor += idSize + 2
                 var targets: [UInt32] = []
-                for index in 0..<count {
-                    guard let target = reader.uint(reference.body + idSize + 2 + index * idSize, size: idSize) else {
-                        break
-                    }
+                for _ in 0..<count {
+                    guard cursor + idSize <= iref.end, let target = reader.uint(cursor, size: idSize) else { break }
                     targets.append(UInt32(truncatingIfNeeded: target))
+                    cursor += idSize
                 }
-                derivations[UInt32(truncatingIfNeeded: from), default: []] += targets
+                if type == "dimg" { derivations[UInt32(truncatingIfNeeded: from), default: []] += targets }
             }
         }
         let idat = children.first { $0.type == "idat" }
