@@ -47,10 +47,15 @@ public final class ImageWorkQueue: Sendable {
     private let name: String
     /// Guards `state`; idle threads wait on it for work.
     private let condition = NSCondition()
-    // Read and written only with `condition` locked (every use below sits between lock() and
-    // unlock(), or inside `locked`), which makes sharing it between threads safe. A pointer,
-    // not a stored var: the lock is released inside a worker's loop (to run work and to wait),
-    // and no access to a stored property may span that.
+    // Safety (why `nonisolated(unsafe)` holds):
+    // - Every read and write of `state.pointee` happens with `condition` locked: in `locked`
+    //   (lock/defer unlock) and in `runWorker`, which takes the lock first and gives it up only
+    //   around `work()` and inside `condition.wait`, touching `state` at neither point. So no
+    //   two threads ever access the pointee at once.
+    // - The pointer itself is immutable (`let`), set in `init` before `self` is shared and freed
+    //   in `deinit`, which runs only once no worker exists: each worker's closure holds `self`.
+    // A pointer rather than a stored `var`: the lock is released inside the worker's loop, and
+    // Swift's exclusivity checks on a class property would see one access spanning that.
     nonisolated(unsafe) private let state: UnsafeMutablePointer<State>
 
     private struct State {
