@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageHTTP
 
 #if canImport(Glibc)
 import Glibc
@@ -54,13 +55,10 @@ struct OutputFileError: Error {
 
     /// Makes `folder` and any missing parents (as `mkdir -p`); an existing folder is fine.
     static func createFolder(_ folder: URL) throws(OutputFileError) {
-        let path = folder.standardizedFileURL.path
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue { return }
-        let parent = folder.standardizedFileURL.deletingLastPathComponent()
-        if parent.path != path { try createFolder(parent) }
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else {
-            throw OutputFileError(message: "cannot create the folder \(path): \(String(cString: strerror(errno)))")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw OutputFileError(message: "cannot create the folder \(folder.path): \(reasonInWords(error))")
         }
     }
 }
