@@ -195,6 +195,7 @@ let package = Package(
             name: "WebImageServerTests",
             dependencies: [
                 "WebImageServer", "WebImageCoders", "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport",
+                "WebImageTestEncoders",
             ],
             swiftSettings: swiftSettings
         ),

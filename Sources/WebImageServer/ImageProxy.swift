@@ -151,7 +151,7 @@ public final class ImageProxy: Sendable {
         let choice = OutputFormatChoice(
             requested: requested,
             source: header.format,
-            hasAlpha: false,
+            hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
             accept: accept,
             negotiation: configuration.formatNegotiation,
             encodesAVIF: ImageCodersManager.shared.encoder(for: .avif) != nil
@@ -159,8 +159,7 @@ public final class ImageProxy: Sendable {
         let quality = options.quality ?? configuration.defaultQuality
         let etag = ResultETag.make(
             options: options,
-            format: ProcessingOptions.outputFormats.contains(header.format) || requested != nil
-                ? choice.format : .unknown,
+            format: choice.format,
             quality: quality,
             sourceFingerprint: Self.fingerprint(data),
             encoderVersion: Self.encoderVersion
@@ -218,7 +217,19 @@ public final class ImageProxy: Sendable {
         }
     }
 
-    /// Decodes, processes and encodes on the library's work queues.
+    /// Runs `body` on the library's decode queue (bounded, off the caller's thread pool).
+    private static func onDecodeQueue<Value: Sendable>(
+        _ body: @escaping @Sendable () throws(ProxyError) -> Value
+    ) async throws(ProxyError) -> Value {
+        let result: Result<Value, ProxyError> = await withCheckedContinuation { continuation in
+            ImageWorkQueue.decoding.enqueue {
+                continuation.resume(returning: Result { () throws(ProxyError) in try body() })
+            }
+        }
+        return try result.get()
+    }
+
+    /// Decodes, processes and encodes on the library's work queue.
     private func render(
         _ data: Data,
         options: ProcessingOptions,
@@ -226,22 +237,9 @@ public final class ImageProxy: Sendable {
         quality: Int
     ) async throws(ProxyError) -> (Data, ImageFormat) {
         let configuration = configuration
-        let result: Result<(Data, ImageFormat), ProxyError> = await withCheckedContinuation { continuation in
-            ImageWorkQueue.decoding.enqueue {
-                continuation.resume(
-                    returning: Result { () throws(ProxyError) -> (Data, ImageFormat) in
-                        try Self.render(
-                            data,
-                            options: options,
-                            choice: choice,
-                            quality: quality,
-                            configuration: configuration
-                        )
-                    }
-                )
-            }
+        return try await Self.onDecodeQueue { () throws(ProxyError) in
+            try Self.render(data, options: options, choice: choice, quality: quality, configuration: configuration)
         }
-        return try result.get()
     }
 
     private static func render(
@@ -279,8 +277,8 @@ public final class ImageProxy: Sendable {
             )
         }
         var processed = ImageProcessor.process(image, options: options)
-        var format = choice.format
-        if choice.format == ImageFormat.unknown { format = processed.hasAlpha ? .png : .jpeg }
+        // A source we cannot write: PNG when the result has alpha, else JPEG.
+        let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
         if let background = options.background {
             processed.frames = processed.frames.map {
                 DecodedImage.Frame(bitmap: $0.bitmap.flattened(onto: background), duration: $0.duration)
@@ -301,19 +299,13 @@ public final class ImageProxy: Sendable {
     /// `/info`: the source's facts as JSON.
     private func info(_ data: Data, header: ImageHeader) async throws(ProxyError) -> ProxyResponse {
         let configuration = configuration
-        let result: Result<Data, ProxyError> = await withCheckedContinuation { continuation in
-            ImageWorkQueue.decoding.enqueue {
-                continuation.resume(
-                    returning: Result { () throws(ProxyError) -> Data in
-                        try Self.describe(data, header: header, configuration: configuration)
-                    }
-                )
-            }
+        let body = try await Self.onDecodeQueue { () throws(ProxyError) in
+            try Self.describe(data, header: header, configuration: configuration)
         }
         return ProxyResponse(
             status: 200,
             headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=\(configuration.ttl)")],
-            body: try result.get()
+            body: body
         )
     }
 

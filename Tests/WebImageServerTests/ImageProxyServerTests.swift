@@ -3,6 +3,7 @@ import Testing
 import WebImageCoders
 import WebImageHTTP
 import WebImageOrigin
+import WebImageTestEncoders
 import WebImageTestSupport
 
 @testable import WebImageServer
@@ -57,6 +58,10 @@ struct ImageProxyServerTests {
         )
         origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg"))
         origin.setRoute("/text", .data(Data("not an image".utf8), contentType: "text/plain"))
+        let translucent = try HEIFTestEncoder.encode(GeneratedImages.translucentGradient(width: 64, height: 48))
+        origin.setRoute("/translucent.heic", .data(translucent, contentType: "image/heic"))
+        let opaque = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 64, height: 48))
+        origin.setRoute("/opaque.heic", .data(opaque, contentType: "image/heic"))
         return Fixture(origin: origin, server: server, signer: signer, folder: folder)
     }
 
@@ -84,6 +89,21 @@ struct ImageProxyServerTests {
         #expect(fill.headers["Content-Type"] == "image/jpeg")
         let square = try ImageCodersManager.shared.decode(filled)
         #expect(square.width == 100 && square.height == 100)
+        await fixture.stop()
+    }
+
+    // Before, the fallback was chosen before decoding as if no source had alpha: a translucent
+    // HEIC came out as an opaque JPEG.
+    @Test("A source we cannot write comes out as PNG when it has alpha, JPEG when it has none")
+    func unwritableSources() async throws {
+        let fixture = try await Self.start()
+        defer { Task { await fixture.stop() } }
+        let (translucent, body) = try await fixture.get(fixture.url("w:32", "/translucent.heic"))
+        #expect(translucent.statusCode == 200 && translucent.headers["Content-Type"] == "image/png")
+        let image = try ImageCodersManager.shared.decode(body)
+        #expect(image.width == 32 && image.hasAlpha && image.bitmap.containsTransparency)
+        let (opaque, _) = try await fixture.get(fixture.url("w:32", "/opaque.heic"))
+        #expect(opaque.headers["Content-Type"] == "image/jpeg")
         await fixture.stop()
     }
 

@@ -59,6 +59,10 @@ struct OutputFormatTests {
         #expect(Choice(requested: nil, source: .heic, hasAlpha: false, accept: nil, negotiation: false).format == .jpeg)
         #expect(Choice(requested: nil, source: .tiff, hasAlpha: true, accept: nil, negotiation: false).format == .png)
         #expect(Choice(requested: nil, source: .webp, hasAlpha: true, accept: nil, negotiation: false).format == .webp)
+        #expect(
+            Choice(requested: nil, source: .heic, hasAlpha: nil, accept: nil, negotiation: false).format == .unknown
+        )
+        #expect(Choice(requested: nil, source: .jpeg, hasAlpha: nil, accept: nil, negotiation: false).format == .jpeg)
     }
 
     @Test("Entity tags: stable for equal inputs, different for any change; If-None-Match forms")

@@ -12,11 +12,12 @@ public struct OutputFormatChoice: Sendable, Hashable {
     /// when given; otherwise, with `negotiation`, AVIF (when `encodesAVIF`) then WebP if
     /// `accept` lists them with a non-zero q; otherwise the source's own format when it can be
     /// written (an animation stays animated), else PNG for images with alpha and JPEG for the
-    /// rest. `Vary: Accept` is set exactly when `Accept` was consulted.
+    /// rest — `.unknown` while `hasAlpha` is not known yet (before decoding). `Vary: Accept` is
+    /// set exactly when `Accept` was consulted.
     public init(
         requested: ImageFormat?,
         source: ImageFormat,
-        hasAlpha: Bool,
+        hasAlpha: Bool?,
         accept: String?,
         negotiation: Bool,
         encodesAVIF: Bool = true
@@ -37,7 +38,13 @@ public struct OutputFormatChoice: Sendable, Hashable {
             }
         }
         let fallback: ImageFormat =
-            ProcessingOptions.outputFormats.contains(source) ? source : (hasAlpha ? .png : .jpeg)
+            if ProcessingOptions.outputFormats.contains(source) {
+                source
+            } else if let hasAlpha {
+                hasAlpha ? .png : .jpeg
+            } else {
+                .unknown
+            }
         self.init(format: fallback, variesWithAccept: negotiation)
     }
 
