@@ -12,22 +12,34 @@ struct ServeCommandTests {
         let process: Process
         let url: String
 
-        init(_ arguments: [String]) throws {
-            process = Process()
+        private init(process: Process, url: String) {
+            self.process = process
+            self.url = url
+        }
+
+        /// Starts the binary and waits, on a thread of its own (not the cooperative pool), for
+        /// its listening line.
+        static func start(_ arguments: [String]) async throws -> RunningServer {
+            let process = Process()
             process.executableURL = CLIRunner.executable
             process.arguments = ["serve"] + arguments
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // The first line is the listening line (read on this thread: the test waits for it).
-            var line = Data()
-            while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8)
-            {
-                line.append(byte)
+            let line: Data = await withCheckedContinuation { continuation in
+                Thread {
+                    var line = Data()
+                    while let byte = try? output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty,
+                        byte != Data("\n".utf8)
+                    {
+                        line.append(byte)
+                    }
+                    continuation.resume(returning: line)
+                }.start()
             }
-            let object = try JSONSerialization.jsonObject(with: line) as? [String: String]
-            url = object?["listening"] ?? ""
+            let object = try? JSONSerialization.jsonObject(with: line) as? [String: String]
+            return RunningServer(process: process, url: object?["listening"] ?? "")
         }
 
         /// SIGTERM, then the exit status.
@@ -49,7 +61,7 @@ struct ServeCommandTests {
         origin.setRoute("/a.png", .data(photo, contentType: "image/png"))
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         defer { folder.remove() }
-        let server = try RunningServer([
+        let server = try await RunningServer.start([
             "--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json", "--cache-dir", folder.url.path,
         ])
         #expect(server.url.hasPrefix("http://127.0.0.1:"))
