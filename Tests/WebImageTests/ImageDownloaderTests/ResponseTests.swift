@@ -101,19 +101,32 @@ struct ResponseTests {
         var configuration = ImageDownloader.Configuration()
         configuration.minimumProgressInterval = 0.05
         let downloader = ImageDownloader(configuration: configuration)
-        let reports = Locked<[Int64]>([])
+        let reports = Locked<[(received: Int64, at: ContinuousClock.Instant)]>([])
         let finished = Locked(false)
+        let start = ContinuousClock.now
         downloader.download(
             with: origin.url("/p.png"),
-            progress: { received, _, _ in reports.withLock { $0.append(received) } },
+            progress: { received, _, _ in reports.withLock { $0.append((received, .now)) } },
             completed: { _, _, _, _ in finished.withLock { $0 = true } }
         )
         // Generous: the whole suite shares the cooperative pool with this origin's chunked sends.
         await DownloaderFixtures.wait({ finished.value }, timeout: .seconds(45))
+        let elapsed = ContinuousClock.now - start
         let values = reports.value
-        #expect(values.first == 0)
-        #expect(values.last == Int64(body.count))
-        #expect(values.count < 20, "\(values.count) reports for ~31 chunks at a 50 ms interval")
+        #expect(values.first?.received == 0)
+        #expect(values.last?.received == Int64(body.count))
+        // Throttled: the reports before the final one were let through at least 50 ms apart, so
+        // their span covers that many intervals (less a little for the handler's clock running
+        // after the throttle's), and their number follows the transfer's duration, not its chunks.
+        let throttled = values.dropLast()
+        if let first = throttled.first, let last = throttled.last, throttled.count > 1 {
+            let span = last.at - first.at
+            #expect(
+                span >= .milliseconds(50) * (throttled.count - 1) - .milliseconds(30),
+                "\(throttled.count) reports in \(span)"
+            )
+        }
+        #expect(values.count <= Int(elapsed / .milliseconds(50)) + 2, "\(values.count) reports in \(elapsed)")
         await origin.stop()
     }
 }
