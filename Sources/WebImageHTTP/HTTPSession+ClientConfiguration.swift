@@ -10,7 +10,19 @@ extension HTTPSession.Configuration {
     func clientConfiguration(forHost host: String? = nil, proxy: Proxy? = nil) -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = securityPolicy.tlsConfiguration
-        if let check = securityPolicy.connectionCheck(forHost: host) {
+        let checks = [connectionValidator.map(Self.addressCheck), securityPolicy.connectionCheck(forHost: host)]
+            .compactMap { $0 }
+        if !checks.isEmpty {
+            // Runs when a connection is established, before any request is written on it.
+            let check: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+                var result = channel.eventLoop.makeSucceededVoidFuture()
+                for check in checks { result = result.flatMap { check(channel) } }
+                // A refused connection is closed here: the pool only forgets it.
+                return result.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
             configuration.http1_1ConnectionDebugInitializer = check
             configuration.http2ConnectionDebugInitializer = check
         }
@@ -37,4 +49,24 @@ extension HTTPSession.Configuration {
         }
         return configuration
     }
+
+    /// A connection check that asks `validator` about the connected address.
+    private static func addressCheck(
+        _ validator: @escaping @Sendable (String) -> String?
+    ) -> @Sendable (any Channel) -> EventLoopFuture<Void> {
+        { channel in
+            let address = channel.remoteAddress?.ipAddress ?? "an unknown address"
+            if let reason = validator(address) {
+                return channel.eventLoop.makeFailedFuture(AddressNotAllowed(address: address, reason: reason))
+            }
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
+    }
+}
+
+/// A connection refused by ``HTTPSession/Configuration/connectionValidator``.
+struct AddressNotAllowed: Error, CustomStringConvertible {
+    let address: String
+    let reason: String
+    var description: String { "the connection to \(address) is not allowed: \(reason)" }
 }

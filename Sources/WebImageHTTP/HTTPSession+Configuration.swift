@@ -70,6 +70,14 @@ extension HTTPSession {
         /// redirect (`redirectRefused` with that reason), `nil` lets it through. Default `nil`.
         /// Called on the session's tasks; must not block.
         public var redirectValidator: (@Sendable (URL) -> String?)?
+        /// Asked about the IP address (`"203.0.113.7"`, `"::1"`) of every new connection once it
+        /// is established, before a request is written on it (for https, after the handshake):
+        /// a reason closes the connection and fails the task (`connectionNotAllowed` with that
+        /// reason), `nil` lets it through. This is the check that sees what a host name
+        /// resolved to, so a name pointing at a private address cannot slip past URL checks.
+        /// Through a proxy, the address is the proxy's. Called on an event loop; must not block.
+        /// Default `nil`.
+        public var connectionValidator: (@Sendable (String) -> String?)?
         /// Decompress gzip/deflate bodies. Default `true`.
         public var decompressesResponses = true
         /// The most body bytes a response may have, for requests that set no

@@ -86,6 +86,9 @@ extension HTTPSession {
                 message: "\(subject): cannot connect to \(error.host):\(error.port)"
             )
         }
+        if error is AddressNotAllowed {
+            return HTTPSessionError(.connectionNotAllowed, url: url, message: "\(subject): \(error)")
+        }
         if error is PinMismatch {
             return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): \(error)")
         }

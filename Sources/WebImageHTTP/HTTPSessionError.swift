@@ -23,6 +23,9 @@ public struct HTTPSessionError: Error, Sendable, CustomStringConvertible {
         /// A redirect the session will not follow: a target that is not http(s), has an invalid
         /// port, or downgrades https to http. The message names the refused target.
         case redirectRefused
+        /// The configuration's ``HTTPSession/Configuration/connectionValidator`` refused the
+        /// address a connection reached. The message names the address and the reason.
+        case connectionNotAllowed
         /// The status code is not acceptable (see ``HTTPResponseValidation``).
         case unacceptableStatusCode
         /// The content type is not acceptable (see ``HTTPResponseValidation``).

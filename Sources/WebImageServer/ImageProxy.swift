@@ -91,6 +91,9 @@ public final class ImageProxy: Sendable {
                 return error.message
             }
         }
+        // DNS rebinding: a name is judged again by the address its connection reached, before
+        // a request is written on it; the connection is closed when that address is refused.
+        session.connectionValidator = { address in policy.refusal(connectingTo: address) }
         session.cookieStore = nil
         session.connectTimeout = configuration.downloadTimeout
         session.readTimeout = configuration.downloadTimeout
@@ -197,6 +200,9 @@ public final class ImageProxy: Sendable {
         }
         if http == .timedOut {
             return ProxyError(status: 504, code: "timedOut", message: "the source did not answer in time")
+        }
+        if http == .connectionNotAllowed, let message = error.underlying?.message {
+            return .sourceNotAllowed(message)
         }
         if http == .redirectRefused, let message = error.underlying?.message {
             return .sourceNotAllowed("a redirect was refused: \(message)")

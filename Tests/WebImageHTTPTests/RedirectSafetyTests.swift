@@ -125,4 +125,42 @@ struct RedirectSafetyTests {
         #expect(response.headers["Content-Length"] == "5000")
         #expect(data.isEmpty)
     }
+
+    @Test("connectionValidator judges the address connected to: a refusal writes no request, over http and https")
+    func connectionValidator() async throws {
+        let identity = try TestCertificates.selfSigned()
+        let plain = try await OriginServer.start()
+        let secure = try await OriginServer.start(
+            tls: .init(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.privateKeyPEM)
+        )
+        for origin in [plain, secure] { origin.setRoute("/a", .data(Data("a".utf8), contentType: "text/plain")) }
+        let asked = Locked<[String]>([])
+        var configuration = HTTPSession.Configuration()
+        configuration.securityPolicy = .pinning(certificates: [identity.certificateDER])
+        configuration.connectionValidator = { address in
+            asked.withLock { $0.append(address) }
+            return address == "127.0.0.1" ? "loopback is off limits" : nil
+        }
+        let refusing = HTTPSession(configuration: configuration)
+        for origin in [plain, secure] {
+            // Twice: a refused connection is not kept for the next request either.
+            for _ in 0..<2 {
+                let error = await Self.failure(refusing, origin.url("/a"))
+                #expect(error?.code == .connectionNotAllowed)
+                #expect(error?.message.contains("127.0.0.1 is not allowed: loopback is off limits") == true)
+            }
+            #expect(origin.requestCount(for: "/a") == 0)
+        }
+        #expect(asked.value.count == 4 && asked.value.allSatisfy { $0 == "127.0.0.1" }, "\(asked.value)")
+        configuration.connectionValidator = { _ in nil }
+        let allowing = HTTPSession(configuration: configuration)
+        for origin in [plain, secure] {
+            let (data, _) = try await allowing.data(for: HTTPSession.Request(url: origin.url("/a")))
+            #expect(data == Data("a".utf8))
+        }
+        try await refusing.shutdown()
+        try await allowing.shutdown()
+        await plain.stop()
+        await secure.stop()
+    }
 }

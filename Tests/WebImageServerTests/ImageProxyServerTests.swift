@@ -22,8 +22,16 @@ struct ImageProxyServerTests {
         let session = HTTPSession()
 
         /// The proxy URL for `options` and the origin's `path`, signed.
-        func url(_ options: String, _ path: String, suffix: String = "", info: Bool = false) -> String {
-            let signedPath = "/\(options)\(options.isEmpty ? "" : "/")plain/\(origin.url(path).absoluteString)\(suffix)"
+        func url(
+            _ options: String,
+            _ path: String,
+            suffix: String = "",
+            info: Bool = false,
+            sourceHost: String? = nil
+        ) -> String {
+            var source = origin.url(path).absoluteString
+            if let sourceHost { source = source.replacingOccurrences(of: "127.0.0.1", with: sourceHost) }
+            let signedPath = "/\(options)\(options.isEmpty ? "" : "/")plain/\(source)\(suffix)"
             return server.baseURL + (info ? "/info" : "") + "/" + signer.signature(for: signedPath) + signedPath
         }
 
@@ -143,6 +151,55 @@ struct ImageProxyServerTests {
         #expect(String(decoding: body, as: UTF8.self).contains("sourceNotAllowed"))
         #expect(fixture.origin.requests.isEmpty)
         await fixture.stop()
+    }
+
+    @Test("A host name that resolves to a refused address is refused at the connection, before a request is sent")
+    func dnsRebinding() async throws {
+        // This machine's own name: not a loopback spelling, so only the connected address tells.
+        let name = ProcessInfo.processInfo.hostName
+        let addresses = Self.resolve(name)
+        try #require(!addresses.isEmpty, "this machine's name '\(name)' must resolve (see /etc/hosts)")
+        let strict = try await Self.start { $0.sourcePolicy.allowsLoopback = false }
+        let (response, body) = try await strict.get(strict.url("w:100", "/photo.jpg", sourceHost: name))
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(response.statusCode == 403, "\(text)")
+        #expect(text.contains("sourceNotAllowed") && text.contains("is not allowed"), "\(text)")
+        #expect(strict.origin.requests.isEmpty)
+        await strict.stop()
+        // Where the name is this machine's loopback, allowing loopback lets the same URL through.
+        if addresses.allSatisfy({ IPAddress($0)?.kind == .loopback }) {
+            let lenient = try await Self.start()
+            let (allowed, _) = try await lenient.get(lenient.url("w:100", "/photo.jpg", sourceHost: name))
+            #expect(allowed.statusCode == 200)
+            await lenient.stop()
+        }
+    }
+
+    /// The addresses `name` resolves to, as text.
+    static func resolve(_ name: String) -> [String] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(name, nil, &hints, &list) == 0 else { return [] }
+        defer { freeaddrinfo(list) }
+        var addresses: [String] = []
+        var entry = list
+        while let current = entry {
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if getnameinfo(
+                current.pointee.ai_addr,
+                current.pointee.ai_addrlen,
+                &host,
+                socklen_t(host.count),
+                nil,
+                0,
+                NI_NUMERICHOST
+            ) == 0 {
+                addresses.append(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+            entry = current.pointee.ai_next
+        }
+        return addresses
     }
 
     @Test("Negotiation picks AVIF then WebP from Accept and says Vary: Accept; /info describes the source")

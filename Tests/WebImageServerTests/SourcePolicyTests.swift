@@ -84,8 +84,18 @@ struct SourcePolicyTests {
         }
         // The address a name resolved to is checked the same way.
         let url = URL(string: "http://images.example/a.png")!
-        #expect(throws: ProxyError.self) { try strict.check(connectingTo: .v4(0x7F00_0001), of: url) }
-        #expect(throws: Never.self) { try strict.check(connectingTo: IPAddress("8.8.8.8")!, of: url) }
+        #expect(throws: ProxyError.self) { try strict.check(connectingTo: .v4(0x7F00_0001), host: url.host) }
+        #expect(throws: Never.self) { try strict.check(connectingTo: IPAddress("8.8.8.8")!, host: url.host) }
+        // The connection hook's form: the address as text, a reason when refused.
+        #expect(strict.refusal(connectingTo: "127.0.0.1")?.contains("loopback") == true)
+        #expect(strict.refusal(connectingTo: "::1")?.contains("loopback") == true)
+        #expect(strict.refusal(connectingTo: "10.1.2.3")?.contains("--allow-private-networks") == true)
+        #expect(strict.refusal(connectingTo: "93.184.216.34") == nil)
+        #expect(strict.refusal(connectingTo: "2606:2800:220:1:248:1893:25c8:1946") == nil)
+        #expect(SourcePolicy(allowsPrivateNetworks: true).refusal(connectingTo: "10.1.2.3") == nil)
+        #expect(loopbackAllowed.refusal(connectingTo: "127.0.0.1") == nil)
+        #expect(loopbackAllowed.refusal(connectingTo: "::ffff:127.0.0.1") != nil)
+        #expect(strict.refusal(connectingTo: "not-an-address")?.contains("not an IP address") == true)
     }
 
     @Test("Schemes and malformed sources")

@@ -3,7 +3,7 @@ import Foundation
 /// Which source URLs the proxy may fetch: http and https only, hosts on public networks unless
 /// allowed otherwise, and — when an allow-list is given — only sources under one of its
 /// prefixes. The same rules apply to every redirect hop and to the address actually connected
-/// to (``check(connectingTo:of:)``), so a name that resolves to 127.0.0.1 is refused too.
+/// to (``check(connectingTo:host:)``), so a name that resolves to 127.0.0.1 is refused too.
 public struct SourcePolicy: Sendable, Hashable {
     /// Let sources on loopback addresses (127/8, ::1, `localhost`) through: for tests.
     public var allowsLoopback = false
@@ -47,10 +47,23 @@ public struct SourcePolicy: Sendable, Hashable {
         return url
     }
 
-    /// Checks the address a connection for `url` actually reached (after DNS).
+    /// Checks the address a connection actually reached (after DNS), for `host` when known.
     /// - Throws: ``ProxyError`` 403 naming the host and the address's network.
-    public func check(connectingTo address: IPAddress, of url: URL) throws(ProxyError) {
-        try check(address, host: url.host ?? address.description)
+    public func check(connectingTo address: IPAddress, host: String? = nil) throws(ProxyError) {
+        try check(address, host: host ?? address.description)
+    }
+
+    /// Why a connection to `address` (an IP address as text) is refused, or `nil` when it is
+    /// allowed: the hook ``ImageProxy/makeManager(configuration:cacheDirectory:)`` gives the
+    /// HTTP session, so a DNS name is judged by the address it resolved to.
+    public func refusal(connectingTo address: String) -> String? {
+        guard let parsed = IPAddress(address) else { return "\(address) is not an IP address" }
+        do throws(ProxyError) {
+            try check(connectingTo: parsed)
+            return nil
+        } catch {
+            return error.message
+        }
     }
 
     private func check(_ address: IPAddress, host: String) throws(ProxyError) {
