@@ -31,6 +31,12 @@ public struct ImageProxyConfiguration: Sendable {
     public var formatNegotiation = false
     /// The quality when the URL sets none, 1–100. Default 80.
     public var defaultQuality = 80
+    /// Requests working at once (fetch, decode, transform and encode all count). Default: the
+    /// number of cores.
+    public var workers = ProcessInfo.processInfo.activeProcessorCount
+    /// Requests waiting for a worker beyond those; past it the answer is 503 with
+    /// `Retry-After`. `nil` (default): 32 × ``workers``.
+    public var queueLimit: Int?
 
     /// A configuration checking signatures with `signer` (`nil`: insecure).
     public init(signer: URLSigner?) { self.signer = signer }
@@ -41,6 +47,16 @@ public struct ProxyResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Data
+    /// The source's host, once the URL named one (for the request log).
+    public var sourceHost: String?
+    /// The error's code, for failures.
+    public var errorCode: String?
+
+    public init(status: Int, headers: [(name: String, value: String)], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
 
     public func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
@@ -50,73 +66,78 @@ public struct ProxyResponse: Sendable {
     static func failure(_ error: ProxyError) -> ProxyResponse {
         let object: [String: Any] = ["error": ["code": error.code, "message": error.message]]
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return ProxyResponse(
+        var response = ProxyResponse(
             status: error.status,
-            headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")],
+            headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")]
+                + (error.status == 503 ? [("Retry-After", "1")] : []),
             body: body
         )
+        response.errorCode = error.code
+        return response
     }
 }
 
 /// The image proxy's request handling: parse and check the URL, fetch the source through the
 /// library (coalesced, with the disk cache for originals), decode within the limits, process,
-/// encode, and answer with caching headers. Thread-safe; decoding, processing and encoding run
-/// on the library's bounded work queues, never on the caller's thread pool.
+/// encode, and answer with caching headers.
+///
+/// Identical concurrent requests share one piece of work (one fetch, one encode); distinct ones
+/// take a worker slot each, at most ``ImageProxyConfiguration/workers`` at once with
+/// ``ImageProxyConfiguration/queueLimit`` waiting, and a 503 past that. A request whose task is
+/// cancelled (its client went away) stops waiting, and the work stops when nobody else waits for
+/// it. Thread-safe; decoding, processing and encoding run on the library's bounded work queue,
+/// never on the caller's thread pool.
 public final class ImageProxy: Sendable {
     public let configuration: ImageProxyConfiguration
-    private let manager: ImageManager
+    /// What the proxy measures; served on `--metrics-bind`.
+    public let metrics: ProxyMetrics
+    let manager: ImageManager
+    private let gate: AdmissionGate
+    private let coalescer = RequestCoalescer<ProxyResponse>()
 
     /// A proxy fetching sources with `manager` (its loader must honour the source rules: use
-    /// ``makeManager(configuration:cacheDirectory:)``).
-    public init(configuration: ImageProxyConfiguration, manager: ImageManager) {
+    /// ``makeManager(configuration:cacheDirectory:)``), measuring into `metrics`.
+    public init(configuration: ImageProxyConfiguration, manager: ImageManager, metrics: ProxyMetrics = ProxyMetrics()) {
         self.configuration = configuration
         self.manager = manager
-    }
-
-    /// A manager for `configuration`: originals kept on disk in `cacheDirectory` (memory holds
-    /// no decoded sources: results are cached in front of the proxy), at most 5 redirects each
-    /// checked against the source rules, the download timeout and size limit, no cookies.
-    public static func makeManager(configuration: ImageProxyConfiguration, cacheDirectory: URL) -> ImageManager {
-        var cacheConfiguration = ImageCache.Configuration()
-        cacheConfiguration.cachesImagesInMemory = false
-        let cache = ImageCache(directory: cacheDirectory, configuration: cacheConfiguration)
-        var session = HTTPSession.Configuration()
-        session.redirectPolicy = .init(maximumCount: 5)
-        let policy = configuration.sourcePolicy
-        session.redirectValidator = { target in
-            do throws(ProxyError) {
-                try policy.check(target.absoluteString)
-                return nil
-            } catch {
-                return error.message
-            }
+        self.metrics = metrics
+        let workers = max(1, configuration.workers)
+        gate = AdmissionGate(workers: workers, queueLimit: configuration.queueLimit ?? 32 * workers) { load in
+            metrics.gate(load)
         }
-        // DNS rebinding: a name is judged again by the address its connection reached, before
-        // a request is written on it; the connection is closed when that address is refused.
-        session.connectionValidator = { address in policy.refusal(connectingTo: address) }
-        session.cookieStore = nil
-        session.connectTimeout = configuration.downloadTimeout
-        session.readTimeout = configuration.downloadTimeout
-        var downloader = ImageDownloader.Configuration()
-        downloader.downloadTimeout = configuration.downloadTimeout
-        downloader.maximumDownloadDuration = configuration.downloadTimeout
-        downloader.maximumDownloadSize = configuration.maxSourceFileSize
-        downloader.decodesImages = false
-        let loader = ImageDownloader(configuration: downloader, session: HTTPSession(configuration: session))
-        return ImageManager(cache: cache, loader: loader)
     }
 
-    /// Answers one request for `path` (the request target without its query).
+    /// Requests working and waiting now.
+    public var load: AdmissionGate.Load { gate.load }
+
+    /// Answers one request for `path` (the request target without its query). Cancel the task
+    /// when the client goes away.
     public func respond(path: String, accept: String? = nil, ifNoneMatch: String? = nil) async -> ProxyResponse {
+        var response: ProxyResponse
+        var sourceHost: String?
         do throws(ProxyError) {
-            return try await process(path: path, accept: accept, ifNoneMatch: ifNoneMatch)
+            let request = try prepare(path: path)
+            sourceHost = request.source.host
+            response = try await answer(request, accept: accept, ifNoneMatch: ifNoneMatch)
         } catch {
-            return .failure(error)
+            response = .failure(error)
         }
+        response.sourceHost = sourceHost
+        metrics.answered(status: response.status)
+        if response.status == 200 { metrics.sentResult(bytes: response.body.count) }
+        return response
     }
 
-    private func process(path: String, accept: String?, ifNoneMatch: String?) async throws(ProxyError) -> ProxyResponse
-    {
+    /// A request that passed every check that needs no I/O.
+    struct Request: Sendable {
+        var path: ProxyPath
+        var source: URL
+        var options: ProcessingOptions
+        var requestedFormat: ImageFormat?
+    }
+
+    /// Parses the URL, checks its signature, options, format and source (no I/O).
+    private func prepare(path: String) throws(ProxyError) -> Request {
         let request = try ProxyPath(parsing: path)
         if let signer = configuration.signer, !signer.verify(signature: request.signature, path: request.signedPath) {
             throw .badSignature("the signature does not match the URL (or no key signed it)")
@@ -137,7 +158,55 @@ public final class ImageProxy: Sendable {
             requested = requested ?? format
         }
         let url = try configuration.sourcePolicy.check(request.source)
-        let data = try await fetch(url)
+        return Request(path: request, source: url, options: options, requestedFormat: requested)
+    }
+
+    /// Joins identical work in flight, or starts it in a worker slot.
+    private func answer(_ request: Request, accept: String?, ifNoneMatch: String?) async throws(ProxyError) -> ProxyResponse
+    {
+        // Requests with the same key get the same answer: the signed path, the Accept bucket
+        // negotiation would pick, and the validator the client holds.
+        let bucket = OutputFormatChoice.acceptBucket(
+            accept,
+            negotiation: configuration.formatNegotiation,
+            encodesAVIF: Self.encodesAVIF
+        )
+        let key = [request.path.isInfo ? "info" : "", request.path.signedPath, bucket, ifNoneMatch ?? ""]
+            .joined(separator: "\n")
+        let queued = ContinuousClock.now
+        let result: (value: ProxyResponse, joined: Bool)
+        do {
+            result = try await coalescer.value(for: key) { [self] in
+                do throws(AdmissionGate.Refusal) {
+                    return try await gate.run { () async -> ProxyResponse in
+                        metrics.record(.queue, ContinuousClock.now - queued)
+                        do throws(ProxyError) {
+                            return try await work(request, accept: accept, ifNoneMatch: ifNoneMatch)
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                } catch .queueFull {
+                    return .failure(
+                        ProxyError(status: 503, code: "busy", message: "every worker is busy and the queue is full")
+                    )
+                } catch {
+                    return .failure(.cancelled)
+                }
+            }
+        } catch {
+            throw .cancelled
+        }
+        if result.joined { metrics.joinedOtherWork() }
+        return result.value
+    }
+
+    /// Fetches, checks, and renders or describes the source.
+    private func work(_ request: Request, accept: String?, ifNoneMatch: String?) async throws(ProxyError) -> ProxyResponse
+    {
+        let fetchStarted = ContinuousClock.now
+        let data = try await fetch(request.source)
+        metrics.record(.fetch, ContinuousClock.now - fetchStarted)
         guard let header = ImageHeader(data) else {
             throw ProxyError(status: 422, code: "notAnImage", message: "the source is not an image we can read")
         }
@@ -150,18 +219,18 @@ public final class ImageProxy: Sendable {
                     "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.maxSourceResolution)"
             )
         }
-        if request.isInfo { return try await info(data, header: header) }
+        if request.path.isInfo { return try await info(data, header: header) }
         let choice = OutputFormatChoice(
-            requested: requested,
+            requested: request.requestedFormat,
             source: header.format,
             hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
             accept: accept,
             negotiation: configuration.formatNegotiation,
-            encodesAVIF: ImageCodersManager.shared.encoder(for: .avif) != nil
+            encodesAVIF: Self.encodesAVIF
         )
-        let quality = options.quality ?? configuration.defaultQuality
+        let quality = request.options.quality ?? configuration.defaultQuality
         let etag = ResultETag.make(
-            options: options,
+            options: request.options,
             format: choice.format,
             quality: quality,
             sourceFingerprint: Self.fingerprint(data),
@@ -174,172 +243,15 @@ public final class ImageProxy: Sendable {
         if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
             return ProxyResponse(status: 304, headers: headers, body: Data())
         }
-        let (body, format) = try await render(data, options: options, choice: choice, quality: quality)
-        headers.insert(("Content-Type", format.mimeType), at: 0)
-        return ProxyResponse(status: 200, headers: headers, body: body)
+        let rendered = try await render(data, options: request.options, choice: choice, quality: quality)
+        metrics.record(.decode, rendered.timings.decode)
+        metrics.record(.transform, rendered.timings.transform)
+        metrics.record(.encode, rendered.timings.encode)
+        headers.insert(("Content-Type", rendered.format.mimeType), at: 0)
+        return ProxyResponse(status: 200, headers: headers, body: rendered.data)
     }
 
-    /// The source's bytes, from the disk cache or the network.
-    private func fetch(_ url: URL) async throws(ProxyError) -> Data {
-        let result: ImageLoadResult
-        do {
-            result = try await manager.loadImage(with: url, options: [.avoidDecodeImage, .retryFailed])
-        } catch {
-            throw Self.proxyError(error)
-        }
-        guard let data = result.data, !data.isEmpty else {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the source sent no bytes")
-        }
-        return data
-    }
-
-    static func proxyError(_ error: WebImageError) -> ProxyError {
-        let http = error.underlying?.code
-        if error.code == .invalidDownloadStatusCode, let status = error.statusCode, status == 404 || status == 410 {
-            return ProxyError(status: 404, code: "sourceNotFound", message: "the source answered \(status)")
-        }
-        if http == .timedOut {
-            return ProxyError(status: 504, code: "timedOut", message: "the source did not answer in time")
-        }
-        if http == .connectionNotAllowed, let message = error.underlying?.message {
-            return .sourceNotAllowed(message)
-        }
-        if http == .redirectRefused, let message = error.underlying?.message {
-            return .sourceNotAllowed("a redirect was refused: \(message)")
-        }
-        switch error.code {
-        case .downloadTooLarge:
-            return ProxyError(status: 422, code: "limitExceeded", message: "the source is over --max-src-file-size")
-        case .badImageData, .invalidDownloadContentType:
-            return ProxyError(status: 422, code: "notAnImage", message: "the source is not an image")
-        case .invalidDownloadStatusCode:
-            return ProxyError(
-                status: 502,
-                code: "sourceFailed",
-                message: "the source answered \(error.statusCode.map(String.init) ?? "an error")"
-            )
-        default:
-            return ProxyError(status: 502, code: "sourceFailed", message: "the source failed: \(error.message)")
-        }
-    }
-
-    /// Runs `body` on the library's decode queue (bounded, off the caller's thread pool).
-    private static func onDecodeQueue<Value: Sendable>(
-        _ body: @escaping @Sendable () throws(ProxyError) -> Value
-    ) async throws(ProxyError) -> Value {
-        let result: Result<Value, ProxyError> = await withCheckedContinuation { continuation in
-            ImageWorkQueue.decoding.enqueue {
-                continuation.resume(returning: Result { () throws(ProxyError) in try body() })
-            }
-        }
-        return try result.get()
-    }
-
-    /// Decodes, processes and encodes on the library's work queue.
-    private func render(
-        _ data: Data,
-        options: ProcessingOptions,
-        choice: OutputFormatChoice,
-        quality: Int
-    ) async throws(ProxyError) -> (Data, ImageFormat) {
-        let configuration = configuration
-        return try await Self.onDecodeQueue { () throws(ProxyError) in
-            try Self.render(data, options: options, choice: choice, quality: quality, configuration: configuration)
-        }
-    }
-
-    private static func render(
-        _ data: Data,
-        options: ProcessingOptions,
-        choice: OutputFormatChoice,
-        quality: Int,
-        configuration: ImageProxyConfiguration
-    ) throws(ProxyError) -> (Data, ImageFormat) {
-        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
-        var decoding = ImageDecodingOptions(
-            firstFrameOnly: !animatable.contains(choice.format),
-            maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
-            maxFrameCount: configuration.maxAnimationFrames
-        )
-        decoding.maxDecodeDuration = .milliseconds(Int64(configuration.processingTimeout * 1000))
-        let image: DecodedImage
-        do {
-            image = try ImageCodersManager.shared.decode(data, options: decoding)
-        } catch {
-            let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
-            throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
-        }
-        let geometry = ResizeGeometry(
-            source: PixelSize(width: image.bitmap.width, height: image.bitmap.height),
-            orientation: image.orientation,
-            options: options
-        )
-        guard max(geometry.output.width, geometry.output.height) <= configuration.maxResultDimension else {
-            throw ProxyError(
-                status: 422,
-                code: "limitExceeded",
-                message:
-                    "the result would be \(geometry.output.width)×\(geometry.output.height), over --max-result-dimension \(configuration.maxResultDimension)"
-            )
-        }
-        var processed = ImageProcessor.process(image, options: options)
-        // A source we cannot write: PNG when the result has alpha, else JPEG.
-        let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
-        if let background = options.background {
-            processed.frames = processed.frames.map {
-                DecodedImage.Frame(bitmap: $0.bitmap.flattened(onto: background), duration: $0.duration)
-            }
-        }
-        do {
-            let encoded = try ImageCodersManager.shared.encode(
-                processed,
-                as: format,
-                options: ImageEncodingOptions(quality: Double(quality) / 100)
-            )
-            return (encoded, format)
-        } catch {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the result cannot be encoded: \(error)")
-        }
-    }
-
-    /// `/info`: the source's facts as JSON.
-    private func info(_ data: Data, header: ImageHeader) async throws(ProxyError) -> ProxyResponse {
-        let configuration = configuration
-        let body = try await Self.onDecodeQueue { () throws(ProxyError) in
-            try Self.describe(data, header: header, configuration: configuration)
-        }
-        return ProxyResponse(
-            status: 200,
-            headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=\(configuration.ttl)")],
-            body: body
-        )
-    }
-
-    private static func describe(
-        _ data: Data,
-        header: ImageHeader,
-        configuration: ImageProxyConfiguration
-    )
-        throws(ProxyError) -> Data
-    {
-        let image: DecodedImage
-        do {
-            image = try ImageCodersManager.shared.decode(
-                data,
-                options: ImageDecodingOptions(maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000))
-            )
-        } catch {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the source cannot be decoded: \(error)")
-        }
-        let object: [String: Any] = [
-            "width": header.size.width, "height": header.size.height, "format": header.format.rawValue,
-            "frames": max(header.frameCount, image.frames.count), "animated": image.frames.count > 1,
-            "orientation": image.orientation.rawValue, "hasAlpha": image.hasAlpha, "bytes": data.count,
-            "dominantColor": ImageSummary.dominantColor(of: image.bitmap),
-            "blurhash": ImageSummary.blurhash(of: image.bitmap),
-        ]
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-    }
+    static let encodesAVIF = ImageCodersManager.shared.encoder(for: .avif) != nil
 
     /// The codec libraries and their versions: a new encoder gives new entity tags.
     static let encoderVersion = CodecLibrary.all.map { "\($0.name) \($0.version)" }.joined(separator: ",")

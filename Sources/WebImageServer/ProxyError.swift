@@ -2,10 +2,12 @@
 /// code and a message in words that names the part of the request at fault. Rendered as
 /// `{"error":{"code","message"}}`.
 public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The status the response carries: 400, 403, 404, 422, 502, 503 or 504.
+    /// The status the response carries: 400, 403, 404, 422, 502, 503 or 504 (499 when the
+    /// client went away).
     public var status: Int
     /// Stable, machine-readable: `badURL`, `badOption`, `badSignature`, `sourceNotAllowed`,
-    /// `sourceNotFound`, `notAnImage`, `limitExceeded`, `sourceFailed`, `timedOut`, `busy`.
+    /// `sourceNotFound`, `notAnImage`, `limitExceeded`, `sourceFailed`, `timedOut`, `busy`,
+    /// `cancelled`.
     public var code: String
     public var message: String
 
@@ -22,6 +24,9 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     static func badSignature(_ message: String) -> ProxyError {
         .init(status: 403, code: "badSignature", message: message)
     }
+    /// The client went away (or the work was stopped) before the answer was ready: nginx's
+    /// 499, seen only in logs and metrics.
+    static let cancelled = ProxyError(status: 499, code: "cancelled", message: "the request was cancelled")
     static func sourceNotAllowed(_ message: String) -> ProxyError {
         .init(status: 403, code: "sourceNotAllowed", message: message)
     }

@@ -53,6 +53,16 @@ public struct OutputFormatChoice: Sendable, Hashable {
         self.variesWithAccept = variesWithAccept
     }
 
+    /// The three answers negotiation can give, as a short name: `avif`, `webp` or `other`; `""`
+    /// without negotiation (then `Accept` does not matter). Requests in one bucket get the same
+    /// response, so caches in front key on this instead of the whole header.
+    public static func acceptBucket(_ accept: String?, negotiation: Bool, encodesAVIF: Bool = true) -> String {
+        guard negotiation else { return "" }
+        let accepted = acceptedTypes(accept ?? "")
+        if encodesAVIF, accepted.contains("image/avif") { return "avif" }
+        return accepted.contains("image/webp") ? "webp" : "other"
+    }
+
     /// The media types an `Accept` header lists with q above 0, lower-cased (`*/*` and
     /// `image/*` are not taken as a promise of AVIF or WebP).
     static func acceptedTypes(_ header: String) -> Set<String> {

@@ -84,6 +84,25 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Time requests in flight get to finish after SIGTERM or SIGINT, e.g. 10s.", transform: Units.seconds)
     var grace: Double = 10
 
+    @Option(help: "Requests worked on at once: fetch, decode, transform and encode (default: the core count).")
+    var workers = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(help: "Requests waiting for a worker beyond those; past it 503 (default: 32 × workers).")
+    var queue: Int?
+
+    @Option(
+        name: .customLong("metrics-bind"),
+        help: "Serve Prometheus metrics at /metrics on this HOST:PORT (a listener of its own)."
+    )
+    var metricsBind: String?
+
+    @Option(
+        name: .customLong("cache-size"),
+        help: "Disk space for cached originals, e.g. 1G (0: no limit).",
+        transform: Units.bytes
+    )
+    var cacheSize: Int64 = 1 << 30
+
     @Option(
         name: .customLong("cache-dir"),
         help: "Disk cache folder for originals (default: $XDG_CACHE_HOME/webimage/serve)."
@@ -95,19 +114,30 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try address()
+        _ = try metricsAddress()
         _ = try proxyConfiguration()
+        guard workers > 0 else { throw ValidationError("--workers must be at least 1") }
+        if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
+        guard cacheSize >= 0 else { throw ValidationError("--cache-size must be 0 or more") }
         guard maxSourceResolution > 0 else { throw ValidationError("--max-src-resolution must be above 0") }
         guard maxResultDimension > 0 else { throw ValidationError("--max-result-dimension must be at least 1") }
         guard maxAnimationFrames > 0 else { throw ValidationError("--max-animation-frames must be at least 1") }
     }
 
     /// `--bind` as host and port.
-    func address() throws -> (host: String, port: Int) {
-        guard let colon = bind.lastIndex(of: ":"), let port = Int(bind[bind.index(after: colon)...]),
+    func address() throws -> (host: String, port: Int) { try Self.address(bind, option: "--bind") }
+
+    /// `--metrics-bind` as host and port.
+    func metricsAddress() throws -> (host: String, port: Int)? {
+        try metricsBind.map { try Self.address($0, option: "--metrics-bind") }
+    }
+
+    static func address(_ text: String, option: String) throws -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
             (0...65535).contains(port)
-        else { throw ValidationError("--bind '\(bind)' is not HOST:PORT (port 0 to 65535)") }
-        let host = bind[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        guard !host.isEmpty else { throw ValidationError("--bind '\(bind)' names no host") }
+        else { throw ValidationError("\(option) '\(text)' is not HOST:PORT (port 0 to 65535)") }
+        let host = text[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        guard !host.isEmpty else { throw ValidationError("\(option) '\(text)' names no host") }
         return (host, port)
     }
 
@@ -179,6 +209,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxAnimationFrames = maxAnimationFrames
         configuration.downloadTimeout = downloadTimeout
         configuration.processingTimeout = processingTimeout
+        configuration.workers = workers
+        configuration.queueLimit = queue
         return configuration
     }
 
@@ -188,28 +220,46 @@ struct ServeCommand: AsyncParsableCommand {
         let folder =
             cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
             ?? ImageCache.defaultRootDirectory.appendingPathComponent("serve", isDirectory: true)
-        let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder)
+        let manager = ImageProxy.makeManager(
+            configuration: configuration,
+            cacheDirectory: folder,
+            cacheSize: cacheSize == 0 ? nil : cacheSize
+        )
         let proxy = ImageProxy(configuration: configuration, manager: manager)
         let json = json
-        let displayHost = host.contains(":") ? "[\(host)]" : host
+        let metrics = try metricsAddress()
         try await ImageProxyServer.run(
             proxy: proxy,
             host: host,
             port: port,
+            metrics: metrics,
             gracePeriod: .milliseconds(Int64(grace * 1000)),
-            requestLog: { line in
+            requestLog: { entry in
                 if json {
-                    Diagnostics.write(JSONValue.object([("request", .string(line))]).serialized)
+                    var fields: [(String, JSONValue)] = [
+                        ("status", .int(entry.status)),
+                        ("ms", .double((entry.milliseconds * 10).rounded() / 10)),
+                        ("path", .string(entry.path)),
+                    ]
+                    if let host = entry.sourceHost { fields.append(("source", .string(host))) }
+                    if let code = entry.errorCode { fields.append(("error", .string(code))) }
+                    Diagnostics.write(JSONValue.object(fields).serialized)
                 } else {
-                    Diagnostics.write(line)
+                    Diagnostics.write(entry.text)
                 }
             },
-            onListening: { bound in
-                let url = "http://\(displayHost):\(bound)"
+            onListening: { listening in
+                let url = ImageProxyServer.url(host: host, port: listening.port)
+                let metricsURL = metrics.flatMap { metrics in
+                    listening.metricsPort.map { ImageProxyServer.url(host: metrics.host, port: $0) + "/metrics" }
+                }
                 if json {
-                    JSONLineWriter.write(.object([("listening", .string(url))]))
+                    var fields: [(String, JSONValue)] = [("listening", .string(url))]
+                    if let metricsURL { fields.append(("metrics", .string(metricsURL))) }
+                    JSONLineWriter.write(.object(fields))
                 } else {
                     StandardStream.line("listening on \(url)")
+                    if let metricsURL { StandardStream.line("metrics on \(metricsURL)") }
                 }
             }
         )

@@ -1,0 +1,195 @@
+import Foundation
+import Synchronization
+import WebImage
+import WebImageCoders
+
+extension ImageProxy {
+    /// What rendering produced, and how long each stage took.
+    struct Rendered: Sendable {
+        var data: Data
+        var format: ImageFormat
+        var timings: (decode: Duration, transform: Duration, encode: Duration)
+    }
+
+    /// Runs `body` on the library's decode queue (bounded, off the caller's thread pool), giving
+    /// up after the processing timeout (504) or when the task is cancelled. Work that has not
+    /// started by then never starts; work already running cannot be interrupted and finishes
+    /// on its thread, its result dropped.
+    func onDecodeQueue<Value: Sendable>(
+        _ body: @escaping @Sendable () throws(ProxyError) -> Value
+    ) async throws(ProxyError) -> Value {
+        let outcome = Outcome<Value>()
+        let timeout = Duration.milliseconds(Int64(configuration.processingTimeout * 1000))
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            outcome.resolve(
+                .failure(
+                    ProxyError(
+                        status: 504,
+                        code: "timedOut",
+                        message: "processing took longer than --processing-timeout \(configuration.processingTimeout) s"
+                    )
+                )
+            )
+        }
+        defer { timer.cancel() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                outcome.wait(continuation)
+                ImageWorkQueue.decoding.enqueue {
+                    guard !outcome.isResolved else { return }  // timed out or cancelled while queued
+                    outcome.resolve(Result { () throws(ProxyError) in try body() })
+                }
+            }
+        } onCancel: {
+            outcome.resolve(.failure(.cancelled))
+        }
+        return try result.get()
+    }
+
+    /// Decodes, processes and encodes on the library's work queue.
+    func render(
+        _ data: Data,
+        options: ProcessingOptions,
+        choice: OutputFormatChoice,
+        quality: Int
+    ) async throws(ProxyError) -> Rendered {
+        let configuration = configuration
+        return try await onDecodeQueue { () throws(ProxyError) in
+            try Self.render(data, options: options, choice: choice, quality: quality, configuration: configuration)
+        }
+    }
+
+    private static func render(
+        _ data: Data,
+        options: ProcessingOptions,
+        choice: OutputFormatChoice,
+        quality: Int,
+        configuration: ImageProxyConfiguration
+    ) throws(ProxyError) -> Rendered {
+        let clock = ContinuousClock()
+        let decodeStarted = clock.now
+        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
+        var decoding = ImageDecodingOptions(
+            firstFrameOnly: !animatable.contains(choice.format),
+            maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
+            maxFrameCount: configuration.maxAnimationFrames
+        )
+        decoding.maxDecodeDuration = .milliseconds(Int64(configuration.processingTimeout * 1000))
+        let image: DecodedImage
+        do {
+            image = try ImageCodersManager.shared.decode(data, options: decoding)
+        } catch {
+            let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
+            throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
+        }
+        let transformStarted = clock.now
+        let geometry = ResizeGeometry(
+            source: PixelSize(width: image.bitmap.width, height: image.bitmap.height),
+            orientation: image.orientation,
+            options: options
+        )
+        guard max(geometry.output.width, geometry.output.height) <= configuration.maxResultDimension else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would be \(geometry.output.width)×\(geometry.output.height), over --max-result-dimension \(configuration.maxResultDimension)"
+            )
+        }
+        var processed = ImageProcessor.process(image, options: options)
+        // A source we cannot write: PNG when the result has alpha, else JPEG.
+        let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
+        if let background = options.background {
+            processed.frames = processed.frames.map {
+                DecodedImage.Frame(bitmap: $0.bitmap.flattened(onto: background), duration: $0.duration)
+            }
+        }
+        let encodeStarted = clock.now
+        do {
+            let encoded = try ImageCodersManager.shared.encode(
+                processed,
+                as: format,
+                options: ImageEncodingOptions(quality: Double(quality) / 100)
+            )
+            let timings = (transformStarted - decodeStarted, encodeStarted - transformStarted, clock.now - encodeStarted)
+            return Rendered(data: encoded, format: format, timings: timings)
+        } catch {
+            throw ProxyError(status: 422, code: "notAnImage", message: "the result cannot be encoded: \(error)")
+        }
+    }
+
+    /// `/info`: the source's facts as JSON.
+    func info(_ data: Data, header: ImageHeader) async throws(ProxyError) -> ProxyResponse {
+        let configuration = configuration
+        let body = try await onDecodeQueue { () throws(ProxyError) in
+            try Self.describe(data, header: header, configuration: configuration)
+        }
+        return ProxyResponse(
+            status: 200,
+            headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=\(configuration.ttl)")],
+            body: body
+        )
+    }
+
+    private static func describe(
+        _ data: Data,
+        header: ImageHeader,
+        configuration: ImageProxyConfiguration
+    )
+        throws(ProxyError) -> Data
+    {
+        let image: DecodedImage
+        do {
+            image = try ImageCodersManager.shared.decode(
+                data,
+                options: ImageDecodingOptions(maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000))
+            )
+        } catch {
+            throw ProxyError(status: 422, code: "notAnImage", message: "the source cannot be decoded: \(error)")
+        }
+        let object: [String: Any] = [
+            "width": header.size.width, "height": header.size.height, "format": header.format.rawValue,
+            "frames": max(header.frameCount, image.frames.count), "animated": image.frames.count > 1,
+            "orientation": image.orientation.rawValue, "hasAlpha": image.hasAlpha, "bytes": data.count,
+            "dominantColor": ImageSummary.dominantColor(of: image.bitmap),
+            "blurhash": ImageSummary.blurhash(of: image.bitmap),
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+    }
+
+}
+
+/// A result that arrives once, from whichever of the work, the timer or a cancellation comes
+/// first, handed to one waiting continuation. Thread-safe; resumes outside its lock.
+private final class Outcome<Value: Sendable>: Sendable {
+    private struct State {
+        var result: Result<Value, ProxyError>?
+        var continuation: CheckedContinuation<Result<Value, ProxyError>, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    var isResolved: Bool { state.withLock { $0.result != nil } }
+
+    /// Hands the result to `continuation`, now or when it arrives.
+    func wait(_ continuation: CheckedContinuation<Result<Value, ProxyError>, Never>) {
+        let ready = state.withLock { state -> Result<Value, ProxyError>? in
+            if let result = state.result { return result }
+            state.continuation = continuation
+            return nil
+        }
+        if let ready { continuation.resume(returning: ready) }
+    }
+
+    /// Records `result` unless one arrived first.
+    func resolve(_ result: Result<Value, ProxyError>) {
+        let waiting = state.withLock { state -> CheckedContinuation<Result<Value, ProxyError>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        waiting?.resume(returning: result)
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import WebImage
+import WebImageHTTP
+
+extension ImageProxy {
+    /// A manager for `configuration`: originals kept on disk in `cacheDirectory` (memory holds
+    /// no decoded sources: results are cached in front of the proxy), at most 5 redirects each
+    /// checked against the source rules, the download timeout and size limit, no cookies.
+    /// `cacheSize` bounds the disk cache in bytes (`nil`: no limit).
+    public static func makeManager(
+        configuration: ImageProxyConfiguration,
+        cacheDirectory: URL,
+        cacheSize: Int64? = nil
+    ) -> ImageManager {
+        var cacheConfiguration = ImageCache.Configuration()
+        cacheConfiguration.cachesImagesInMemory = false
+        if let cacheSize { cacheConfiguration.disk.maxSize = Int(cacheSize) }
+        let cache = ImageCache(directory: cacheDirectory, configuration: cacheConfiguration)
+        var session = HTTPSession.Configuration()
+        session.redirectPolicy = .init(maximumCount: 5)
+        let policy = configuration.sourcePolicy
+        session.redirectValidator = { target in
+            do throws(ProxyError) {
+                try policy.check(target.absoluteString)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        // DNS rebinding: a name is judged again by the address its connection reached, before
+        // a request is written on it; the connection is closed when that address is refused.
+        session.connectionValidator = { address in policy.refusal(connectingTo: address) }
+        session.cookieStore = nil
+        session.connectTimeout = configuration.downloadTimeout
+        session.readTimeout = configuration.downloadTimeout
+        var downloader = ImageDownloader.Configuration()
+        downloader.downloadTimeout = configuration.downloadTimeout
+        downloader.maximumDownloadDuration = configuration.downloadTimeout
+        downloader.maximumDownloadSize = configuration.maxSourceFileSize
+        downloader.decodesImages = false
+        let loader = ImageDownloader(configuration: downloader, session: HTTPSession(configuration: session))
+        return ImageManager(cache: cache, loader: loader)
+    }
+
+    /// The source's bytes, from the disk cache or the network.
+    func fetch(_ url: URL) async throws(ProxyError) -> Data {
+        let result: ImageLoadResult
+        do {
+            result = try await manager.loadImage(with: url, options: [.avoidDecodeImage, .retryFailed])
+        } catch {
+            throw Self.proxyError(error)
+        }
+        guard let data = result.data, !data.isEmpty else {
+            throw ProxyError(status: 422, code: "notAnImage", message: "the source sent no bytes")
+        }
+        let tier: ImageCacheTier =
+            switch result.cacheType {
+            case .memory: .memory
+            case .disk, .all: .disk
+            case .none: .network
+            }
+        metrics.loadedSource(bytes: data.count, from: tier)
+        return data
+    }
+
+    static func proxyError(_ error: WebImageError) -> ProxyError {
+        let http = error.underlying?.code
+        if error.code == .cancelled || http == .cancelled { return .cancelled }
+        if error.code == .invalidDownloadStatusCode, let status = error.statusCode, status == 404 || status == 410 {
+            return ProxyError(status: 404, code: "sourceNotFound", message: "the source answered \(status)")
+        }
+        if http == .timedOut {
+            return ProxyError(status: 504, code: "timedOut", message: "the source did not answer in time")
+        }
+        if http == .connectionNotAllowed, let message = error.underlying?.message {
+            return .sourceNotAllowed(message)
+        }
+        if http == .redirectRefused, let message = error.underlying?.message {
+            return .sourceNotAllowed("a redirect was refused: \(message)")
+        }
+        switch error.code {
+        case .downloadTooLarge:
+            return ProxyError(status: 422, code: "limitExceeded", message: "the source is over --max-src-file-size")
+        case .badImageData, .invalidDownloadContentType:
+            return ProxyError(status: 422, code: "notAnImage", message: "the source is not an image")
+        case .invalidDownloadStatusCode:
+            return ProxyError(
+                status: 502,
+                code: "sourceFailed",
+                message: "the source answered \(error.statusCode.map(String.init) ?? "an error")"
+            )
+        default:
+            return ProxyError(status: 502, code: "sourceFailed", message: "the source failed: \(error.message)")
+        }
+    }
+
+}

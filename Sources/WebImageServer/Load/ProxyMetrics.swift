@@ -1,0 +1,93 @@
+import CoreMetrics
+import Prometheus
+
+/// The proxy's measurements, recorded through swift-metrics into a Prometheus registry of its
+/// own (so several proxies in one process keep theirs apart) and served as Prometheus text on
+/// `--metrics-bind`. Thread-safe.
+///
+/// - `webimage_requests_total{status}`: answers by HTTP status.
+/// - `webimage_stage_duration_seconds{stage}`: histograms for `queue`, `fetch`, `decode`,
+///   `transform` and `encode`.
+/// - `webimage_queue_depth`, `webimage_requests_in_flight`: gauges, as of the last change.
+/// - `webimage_cache_hits_total{tier}`: sources found in the `memory` or `disk` cache;
+///   `webimage_source_fetches_total`: sources fetched from their origin.
+/// - `webimage_coalesced_requests_total`: requests answered by work another request started.
+/// - `webimage_source_bytes_total`, `webimage_result_bytes_total`.
+public final class ProxyMetrics: Sendable {
+    /// A stage of a request's work, timed separately.
+    public enum Stage: String, Sendable, CaseIterable {
+        case queue, fetch, decode, transform, encode
+    }
+
+    /// The registry the measurements land in.
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let queueDepth: CoreMetrics.Gauge
+    private let inFlight: CoreMetrics.Gauge
+    private let coalesced: CoreMetrics.Counter
+    private let sourceFetches: CoreMetrics.Counter
+    private let sourceBytes: CoreMetrics.Counter
+    private let resultBytes: CoreMetrics.Counter
+
+    /// Measurements into `registry` (a new one by default).
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        factory = PrometheusMetricsFactory(registry: registry)
+        queueDepth = CoreMetrics.Gauge(label: "webimage_queue_depth", factory: factory)
+        inFlight = CoreMetrics.Gauge(label: "webimage_requests_in_flight", factory: factory)
+        coalesced = CoreMetrics.Counter(label: "webimage_coalesced_requests_total", factory: factory)
+        sourceFetches = CoreMetrics.Counter(label: "webimage_source_fetches_total", factory: factory)
+        sourceBytes = CoreMetrics.Counter(label: "webimage_source_bytes_total", factory: factory)
+        resultBytes = CoreMetrics.Counter(label: "webimage_result_bytes_total", factory: factory)
+        // Present from the start, so a scrape before the first request sees every series.
+        queueDepth.record(0)
+        inFlight.record(0)
+        for stage in Stage.allCases { _ = timer(stage) }
+        for tier in ["memory", "disk"] { _ = cacheHits(tier) }
+    }
+
+    /// The Prometheus text exposition of everything recorded.
+    public func exposition() -> String { registry.emitToString() }
+
+    func answered(status: Int) {
+        CoreMetrics.Counter(label: "webimage_requests_total", dimensions: [("status", String(status))], factory: factory)
+            .increment()
+    }
+
+    func record(_ stage: Stage, _ duration: Duration) {
+        timer(stage).recordNanoseconds(
+            duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        )
+    }
+
+    func gate(_ load: AdmissionGate.Load) {
+        queueDepth.record(load.waiting)
+        inFlight.record(load.working)
+    }
+
+    func joinedOtherWork() { coalesced.increment() }
+
+    func loadedSource(bytes: Int, from cacheType: ImageCacheTier) {
+        sourceBytes.increment(by: bytes)
+        switch cacheType {
+        case .network: sourceFetches.increment()
+        case .memory: cacheHits("memory").increment()
+        case .disk: cacheHits("disk").increment()
+        }
+    }
+
+    func sentResult(bytes: Int) { resultBytes.increment(by: bytes) }
+
+    private func timer(_ stage: Stage) -> CoreMetrics.Timer {
+        CoreMetrics.Timer(label: "webimage_stage_duration_seconds", dimensions: [("stage", stage.rawValue)], factory: factory)
+    }
+
+    private func cacheHits(_ tier: String) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(label: "webimage_cache_hits_total", dimensions: [("tier", tier)], factory: factory)
+    }
+}
+
+/// Where a source's bytes came from.
+enum ImageCacheTier {
+    case network, memory, disk
+}
