@@ -82,7 +82,7 @@ public final class OriginServer: Sendable {
                 server = try .tls(.http1(), tlsConfiguration: configuration)
             }
         } else {
-            server = .http1()
+            server = .http1(configuration: .init(additionalChannelHandlers: [HangUpCounter(state: state)]))
         }
         let app = Application(
             responder: OriginResponder(state: state),
@@ -146,6 +146,9 @@ public final class OriginServer: Sendable {
     /// Requests being answered right now.
     public var currentConcurrentRequests: Int { state.concurrency.withLock { $0.current } }
 
+    /// Connections (plain http) whose client closed its side, e.g. a cancelled download.
+    public var connectionsClosedByClient: Int { state.hangUps.withLock { $0 } }
+
     /// Responses whose body could not be finished because the client went away.
     public var abandonedResponses: Int { state.abandoned.withLock { $0 } }
 
@@ -180,6 +183,7 @@ final class OriginState: Sendable {
     let total = Protected(0)
     let concurrency = Protected<(current: Int, max: Int)>((0, 0))
     let abandoned = Protected(0)
+    let hangUps = Protected(0)
     let stopping = Protected(false)
 
     var isStopping: Bool { stopping.withLock { $0 } }
@@ -209,5 +213,19 @@ final class OriginState: Sendable {
             guard !isStopping, !Task.isCancelled else { throw OriginError.stopped }
             try await Task.sleep(for: .milliseconds(5))
         }
+    }
+}
+
+/// Counts clients closing their side of a connection.
+final class HangUpCounter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    let state: OriginState
+
+    init(state: OriginState) { self.state = state }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event { state.hangUps.withLock { $0 += 1 } }
+        context.fireUserInboundEventTriggered(event)
     }
 }

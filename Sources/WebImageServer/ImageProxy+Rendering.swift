@@ -22,15 +22,7 @@ extension ImageProxy {
         let timeout = Duration.milliseconds(Int64(configuration.processingTimeout * 1000))
         let timer = Task {
             try await Task.sleep(for: timeout)
-            outcome.resolve(
-                .failure(
-                    ProxyError(
-                        status: 504,
-                        code: "timedOut",
-                        message: "processing took longer than --processing-timeout \(configuration.processingTimeout) s"
-                    )
-                )
-            )
+            outcome.resolve(.failure(.processingTimedOut(configuration.processingTimeout)))
         }
         defer { timer.cancel() }
         let result = await withTaskCancellationHandler {
@@ -80,6 +72,11 @@ extension ImageProxy {
         do {
             image = try ImageCodersManager.shared.decode(data, options: decoding)
         } catch {
+            // The decoder's own time limit is the processing timeout: the same 504.
+            if error.code == "limitExceeded", let limit = decoding.maxDecodeDuration, clock.now - decodeStarted >= limit
+            {
+                throw ProxyError.processingTimedOut(configuration.processingTimeout)
+            }
             let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
             throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
         }
@@ -112,7 +109,9 @@ extension ImageProxy {
                 as: format,
                 options: ImageEncodingOptions(quality: Double(quality) / 100)
             )
-            let timings = (transformStarted - decodeStarted, encodeStarted - transformStarted, clock.now - encodeStarted)
+            let timings = (
+                transformStarted - decodeStarted, encodeStarted - transformStarted, clock.now - encodeStarted
+            )
             return Rendered(data: encoded, format: format, timings: timings)
         } catch {
             throw ProxyError(status: 422, code: "notAnImage", message: "the result cannot be encoded: \(error)")

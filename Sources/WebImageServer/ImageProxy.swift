@@ -110,6 +110,9 @@ public final class ImageProxy: Sendable {
     /// Requests working and waiting now.
     public var load: AdmissionGate.Load { gate.load }
 
+    /// Requests waiting for an answer, shared work counted once per request (for tests).
+    var requestsAwaitingAnswers: Int { coalescer.waiting }
+
     /// Answers one request for `path` (the request target without its query). Cancel the task
     /// when the client goes away.
     public func respond(path: String, accept: String? = nil, ifNoneMatch: String? = nil) async -> ProxyResponse {
@@ -162,8 +165,11 @@ public final class ImageProxy: Sendable {
     }
 
     /// Joins identical work in flight, or starts it in a worker slot.
-    private func answer(_ request: Request, accept: String?, ifNoneMatch: String?) async throws(ProxyError) -> ProxyResponse
-    {
+    private func answer(
+        _ request: Request,
+        accept: String?,
+        ifNoneMatch: String?
+    ) async throws(ProxyError) -> ProxyResponse {
         // Requests with the same key get the same answer: the signed path, the Accept bucket
         // negotiation would pick, and the validator the client holds.
         let bucket = OutputFormatChoice.acceptBucket(
@@ -202,8 +208,11 @@ public final class ImageProxy: Sendable {
     }
 
     /// Fetches, checks, and renders or describes the source.
-    private func work(_ request: Request, accept: String?, ifNoneMatch: String?) async throws(ProxyError) -> ProxyResponse
-    {
+    private func work(
+        _ request: Request,
+        accept: String?,
+        ifNoneMatch: String?
+    ) async throws(ProxyError) -> ProxyResponse {
         let fetchStarted = ContinuousClock.now
         let data = try await fetch(request.source)
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)

@@ -11,21 +11,29 @@ struct ServeCommandTests {
     final class RunningServer: Sendable {
         let process: Process
         let url: String
+        /// The metrics URL its listening line names, with `--metrics-bind`.
+        let metricsURL: String?
 
-        private init(process: Process, url: String) {
+        private init(process: Process, url: String, metricsURL: String?) {
             self.process = process
             self.url = url
+            self.metricsURL = metricsURL
         }
 
         /// Starts the binary and waits, on a thread of its own (not the cooperative pool), for
         /// its listening line.
-        static func start(_ arguments: [String]) async throws -> RunningServer {
+        static func start(_ arguments: [String], standardError: URL? = nil) async throws -> RunningServer {
             let process = Process()
             process.executableURL = CLIRunner.executable
             process.arguments = ["serve"] + arguments
             let output = Pipe()
             process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
+            if let standardError {
+                try Data().write(to: standardError)
+                process.standardError = try FileHandle(forWritingTo: standardError)
+            } else {
+                process.standardError = FileHandle.nullDevice
+            }
             try process.run()
             let line: Data = await withCheckedContinuation { continuation in
                 Thread {
@@ -39,7 +47,7 @@ struct ServeCommandTests {
                 }.start()
             }
             let object = try? JSONSerialization.jsonObject(with: line) as? [String: String]
-            return RunningServer(process: process, url: object?["listening"] ?? "")
+            return RunningServer(process: process, url: object?["listening"] ?? "", metricsURL: object?["metrics"])
         }
 
         /// SIGTERM, then the exit status.
@@ -61,10 +69,19 @@ struct ServeCommandTests {
         origin.setRoute("/a.png", .data(photo, contentType: "image/png"))
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         defer { folder.remove() }
-        let server = try await RunningServer.start([
-            "--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json", "--cache-dir", folder.url.path,
-        ])
+        let log = folder.url.appendingPathComponent("stderr.log")
+        let server = try await RunningServer.start(
+            [
+                "--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json", "--cache-dir", folder.url.path,
+                "--metrics-bind", "127.0.0.1:0", "--workers", "2", "--queue", "4",
+            ],
+            standardError: log
+        )
         #expect(server.url.hasPrefix("http://127.0.0.1:"))
+        #expect(
+            server.metricsURL?.hasPrefix("http://127.0.0.1:") == true
+                && server.metricsURL?.hasSuffix("/metrics") == true
+        )
         let session = HTTPSession()
         let (data, response) = try await session.data(
             for: .init(
@@ -74,8 +91,17 @@ struct ServeCommandTests {
         #expect(response.statusCode == 200 && response.headers["Content-Type"] == "image/png")
         let image = try ImageCodersManager.shared.decode(data)
         #expect(image.width == 60 && image.height == 40)
+        let metricsURL = try #require(server.metricsURL.flatMap(URL.init(string:)))
+        let (metrics, _) = try await session.data(for: .init(url: metricsURL))
+        #expect(String(decoding: metrics, as: UTF8.self).contains(#"webimage_requests_total{status="200"} 1"#))
         try await session.shutdown()
         #expect(server.stop() == 0)
+        // One JSON line per request on standard error: status, time, path and source host.
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let entries = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(entries.count == 1, "\(lines)")
+        #expect(entries.first?["status"] as? Int == 200 && entries.first?["source"] as? String == "127.0.0.1")
+        #expect((entries.first?["ms"] as? Double).map { $0 >= 0 } == true)
         await origin.stop()
     }
 
@@ -93,6 +119,10 @@ struct ServeCommandTests {
         #expect(unpaired.status == 2 && unpaired.stderr.contains("one salt per key"))
         let bind = try await CLIRunner.runDetached(["serve", "--insecure", "--bind", "nowhere"])
         #expect(bind.status == 2 && bind.stderr.contains("--bind 'nowhere'"))
+        let workers = try await CLIRunner.runDetached(["serve", "--insecure", "--workers", "0"])
+        #expect(workers.status == 2 && workers.stderr.contains("--workers"), "\(workers.stderr)")
+        let metrics = try await CLIRunner.runDetached(["serve", "--insecure", "--metrics-bind", "nowhere"])
+        #expect(metrics.status == 2 && metrics.stderr.contains("--metrics-bind 'nowhere'"), "\(metrics.stderr)")
         let preset = try await CLIRunner.runDetached(["serve", "--insecure", "--preset", "x=zoom:2"])
         #expect(
             preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'zoom'"),

@@ -17,9 +17,14 @@ struct ImageProxyServerTests {
     struct Fixture {
         let origin: OriginServer
         let server: ImageProxyServer
+        let proxy: ImageProxy
         let signer: URLSigner
         let folder: TemporaryDirectory
-        let session = HTTPSession()
+        let session = {
+            var configuration = HTTPSession.Configuration()
+            configuration.maximumConnectionsPerHost = 16  // concurrent requests in the load tests
+            return HTTPSession(configuration: configuration)
+        }()
 
         /// The proxy URL for `options` and the origin's `path`, signed.
         func url(
@@ -50,14 +55,18 @@ struct ImageProxyServerTests {
         }
     }
 
-    static func start(_ configure: (inout ImageProxyConfiguration) -> Void = { _ in }) async throws -> Fixture {
+    static func start(
+        metrics: Bool = false,
+        _ configure: (inout ImageProxyConfiguration) -> Void = { _ in }
+    ) async throws -> Fixture {
         let signer = try URLSigner(pairs: [try .init(keyHex: keyHex, saltHex: saltHex)])
         var configuration = ImageProxyConfiguration(signer: signer)
         configuration.sourcePolicy.allowsLoopback = true
         configure(&configuration)
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder.url)
-        let server = try await ImageProxyServer.start(proxy: ImageProxy(configuration: configuration, manager: manager))
+        let proxy = ImageProxy(configuration: configuration, manager: manager)
+        let server = try await ImageProxyServer.start(proxy: proxy, metrics: metrics ? ("127.0.0.1", 0) : nil)
         let origin = try await OriginServer.start()
         let photo = try JPEGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg),
@@ -70,7 +79,7 @@ struct ImageProxyServerTests {
         origin.setRoute("/translucent.heic", .data(translucent, contentType: "image/heic"))
         let opaque = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 64, height: 48))
         origin.setRoute("/opaque.heic", .data(opaque, contentType: "image/heic"))
-        return Fixture(origin: origin, server: server, signer: signer, folder: folder)
+        return Fixture(origin: origin, server: server, proxy: proxy, signer: signer, folder: folder)
     }
 
     @Test("Signed requests resize and convert; the same URL gives the same bytes and ETag; 304 on If-None-Match")

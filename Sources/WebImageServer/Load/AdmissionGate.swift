@@ -68,7 +68,10 @@ public final class AdmissionGate: Sendable {
     }
 
     private func enter() async throws(Refusal) {
-        enum Decision { case admitted, refused, wait(UInt64) }
+        enum Decision {
+            case admitted, refused
+            case wait(UInt64)
+        }
         let decision = state.withLock { state -> Decision in
             if state.working < workers, state.waiters.isEmpty {
                 state.working += 1

@@ -50,8 +50,12 @@ public final class ProxyMetrics: Sendable {
     public func exposition() -> String { registry.emitToString() }
 
     func answered(status: Int) {
-        CoreMetrics.Counter(label: "webimage_requests_total", dimensions: [("status", String(status))], factory: factory)
-            .increment()
+        CoreMetrics.Counter(
+            label: "webimage_requests_total",
+            dimensions: [("status", String(status))],
+            factory: factory
+        )
+        .increment()
     }
 
     func record(_ stage: Stage, _ duration: Duration) {
@@ -79,7 +83,11 @@ public final class ProxyMetrics: Sendable {
     func sentResult(bytes: Int) { resultBytes.increment(by: bytes) }
 
     private func timer(_ stage: Stage) -> CoreMetrics.Timer {
-        CoreMetrics.Timer(label: "webimage_stage_duration_seconds", dimensions: [("stage", stage.rawValue)], factory: factory)
+        CoreMetrics.Timer(
+            label: "webimage_stage_duration_seconds",
+            dimensions: [("stage", stage.rawValue)],
+            factory: factory
+        )
     }
 
     private func cacheHits(_ tier: String) -> CoreMetrics.Counter {

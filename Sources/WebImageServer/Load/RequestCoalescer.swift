@@ -26,6 +26,9 @@ final class RequestCoalescer<Value: Sendable>: Sendable {
     /// The number of keys with work in flight.
     var inFlight: Int { state.withLock { $0.entries.count } }
 
+    /// The callers waiting, across every key.
+    var waiting: Int { state.withLock { $0.entries.values.reduce(0) { $0 + $1.waiters.count } } }
+
     /// The value of `work` for `key`, shared with every concurrent caller for the same key.
     /// - Returns: the value, and whether this caller joined work another caller started.
     /// - Throws: `CancellationError` when this caller's task is cancelled while it waits.

@@ -42,7 +42,11 @@ struct ProxyResponder: HTTPResponder {
             let watch = try? await context.channel.pipeline.handler(type: ClientCloseHandler.self)
                 .map { $0.watch }.get()
             let registration = watch?.onClose { work.cancel() }
-            answer = await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+            answer = await withTaskCancellationHandler {
+                await work.value
+            } onCancel: {
+                work.cancel()
+            }
             if let registration { watch?.remove(registration) }
         }
         if let requestLog {
@@ -81,7 +85,9 @@ struct MetricsResponder: HTTPResponder {
         let text = metrics.exposition()
         return Response(
             status: .ok,
-            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .contentLength: String(text.utf8.count)],
+            headers: [
+                .contentType: "text/plain; version=0.0.4; charset=utf-8", .contentLength: String(text.utf8.count),
+            ],
             body: request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(string: text))
         )
     }

@@ -16,8 +16,6 @@ enum DownloaderFixtures {
 
     /// Waits (bounded) until `condition` holds.
     static func wait(_ condition: @Sendable () -> Bool, timeout: Duration = .seconds(10)) async {
-        let clock = ContinuousClock()
-        let end = clock.now + timeout
-        while !condition() && clock.now < end { try? await Task.sleep(for: .milliseconds(5)) }
+        await waitUntil(condition, timeout: timeout)
     }
 }

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@testable import WebImageServer
+
+/// The proxy under load, over HTTP: workers and the queue, shared work, clients that leave,
+/// shutdown with requests in flight, the processing timeout and `/metrics`.
+@Suite("webimage serve: load, sharing, cancellation and metrics", .timeLimit(.minutes(1)))
+struct ProxyLoadTests {
+    typealias Fixture = ImageProxyServerTests.Fixture
+
+    /// Serves the fixture's photo at `path` once the returned gate opens.
+    static func gatedPhoto(_ fixture: Fixture, at path: String) async throws -> OriginGate {
+        let gate = OriginGate()
+        let (_, photo) = try await fixture.get(fixture.origin.url("/photo.jpg").absoluteString)
+        fixture.origin.setRoute(path, .data(photo, contentType: "image/jpeg", behavior: .init(gate: gate)))
+        return gate
+    }
+
+    static func errorCode(_ body: Data) -> String? {
+        let object = try? JSONSerialization.jsonObject(with: body) as? [String: [String: String]]
+        return object?["error"]?["code"]
+    }
+
+    @Test("Past the workers and the queue: 503 with Retry-After, at once; the working request still succeeds")
+    func queueFull() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.workers = 1
+            $0.queueLimit = 0
+        }
+        defer { Task { await fixture.stop() } }
+        let gate = try await Self.gatedPhoto(fixture, at: "/held.jpg")
+        let working = Task { try await fixture.get(fixture.url("w:100", "/held.jpg")) }
+        #expect(await waitUntil { fixture.proxy.load.working == 1 })
+        let (busy, body) = try await fixture.get(fixture.url("w:200", "/photo.jpg"))
+        #expect(busy.statusCode == 503)
+        #expect(busy.headers["Retry-After"] == "1")
+        #expect(Self.errorCode(body) == "busy")
+        gate.open()
+        let (answer, _) = try await working.value
+        #expect(answer.statusCode == 200)
+        // Free again.
+        let (later, _) = try await fixture.get(fixture.url("w:200", "/photo.jpg"))
+        #expect(later.statusCode == 200)
+        await fixture.stop()
+    }
+
+    @Test("Eight identical concurrent requests: one origin request, one encode, the same bytes for all")
+    func sharedWork() async throws {
+        let fixture = try await ImageProxyServerTests.start(metrics: true)
+        defer { Task { await fixture.stop() } }
+        let gate = try await Self.gatedPhoto(fixture, at: "/popular.jpg")
+        let url = fixture.url("rs:fill:120:80", "/popular.jpg", suffix: "@png")
+        let requests = (0..<8).map { _ in Task { try await fixture.get(url) } }
+        #expect(await waitUntil { fixture.proxy.requestsAwaitingAnswers == 8 })
+        gate.open()
+        var bodies: Set<Data> = []
+        for request in requests {
+            let (response, body) = try await request.value
+            #expect(response.statusCode == 200)
+            bodies.insert(body)
+        }
+        #expect(bodies.count == 1)
+        #expect(fixture.origin.requestCount(for: "/popular.jpg") == 1)
+        let metrics = try await Self.metrics(fixture)
+        #expect(metrics.contains("webimage_coalesced_requests_total 7"), "\(metrics)")
+        #expect(metrics.contains(#"webimage_stage_duration_seconds_count{stage="encode"} 1"#), "\(metrics)")
+        await fixture.stop()
+    }
+
+    @Test("A client that goes away cancels its request: the worker is freed and the origin fetch stops")
+    func clientDisconnect() async throws {
+        let fixture = try await ImageProxyServerTests.start(metrics: true) { $0.workers = 1 }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/stalled.jpg", .data(Data(), contentType: "image/jpeg", behavior: .init(stall: true)))
+        let client = Task { try await fixture.get(fixture.url("w:100", "/stalled.jpg")) }
+        #expect(await waitUntil { fixture.proxy.load.working == 1 && fixture.origin.currentConcurrentRequests == 1 })
+        client.cancel()
+        _ = await client.result
+        // The origin stalls forever: only the cancellation frees the worker, and the fetch nobody
+        // else wants is cancelled too, closing its connection to the origin.
+        // Well inside the 5 s download timeout, which would also free them.
+        #expect(await waitUntil({ fixture.proxy.load.working == 0 }, timeout: .seconds(3)))
+        #expect(await waitUntil({ fixture.origin.connectionsClosedByClient == 1 }, timeout: .seconds(3)))
+        let metrics = try await Self.metrics(fixture)
+        #expect(metrics.contains(#"webimage_requests_total{status="499"} 1"#), "\(metrics)")
+        let (next, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"))
+        #expect(next.statusCode == 200)
+        await fixture.stop()
+    }
+
+    @Test("Stopping lets a request in flight finish, then the server is gone")
+    func gracefulShutdown() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        let gate = try await Self.gatedPhoto(fixture, at: "/slow.jpg")
+        let inFlight = Task { try await fixture.get(fixture.url("w:100", "/slow.jpg")) }
+        #expect(await waitUntil { fixture.proxy.load.working == 1 })
+        let stopping = Task { await fixture.server.stop() }
+        try await Task.sleep(for: .milliseconds(100))
+        gate.open()
+        let (response, body) = try await inFlight.value
+        #expect(response.statusCode == 200)
+        #expect(try ImageCodersManager.shared.decode(body).width == 100)
+        await stopping.value
+        await #expect(throws: HTTPSessionError.self) { try await fixture.get(fixture.url("w:100", "/photo.jpg")) }
+        await fixture.stop()
+    }
+
+    @Test("The processing timeout answers 504 timedOut")
+    func processingTimeout() async throws {
+        let fixture = try await ImageProxyServerTests.start { $0.processingTimeout = 0.001 }
+        defer { Task { await fixture.stop() } }
+        let large = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 3000, height: 2000), format: .jpeg),
+            as: .jpeg,
+            options: .init(quality: 0.9)
+        )
+        fixture.origin.setRoute("/large.jpg", .data(large, contentType: "image/jpeg"))
+        let (response, body) = try await fixture.get(fixture.url("rs:fit:200:200", "/large.jpg"))
+        #expect(response.statusCode == 504)
+        #expect(Self.errorCode(body) == "timedOut")
+        await fixture.stop()
+    }
+
+    @Test("/metrics: Prometheus text with requests by status, stage histograms, gauges, cache tiers and bytes")
+    func metricsLines() async throws {
+        let fixture = try await ImageProxyServerTests.start(metrics: true)
+        defer { Task { await fixture.stop() } }
+        let (ok, body) = try await fixture.get(fixture.url("w:100", "/photo.jpg"))
+        #expect(ok.statusCode == 200)
+        let (again, _) = try await fixture.get(fixture.url("w:50", "/photo.jpg"))
+        #expect(again.statusCode == 200)
+        let tampered = fixture.url("w:100", "/photo.jpg").replacingOccurrences(of: "/w:100/", with: "/w:101/")
+        let (forbidden, _) = try await fixture.get(tampered)
+        #expect(forbidden.statusCode == 403)
+        let metricsURL = "http://127.0.0.1:\(try #require(fixture.server.metricsPort))/metrics"
+        let (response, _) = try await fixture.get(metricsURL)
+        #expect(response.headers["Content-Type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let text = try await Self.metrics(fixture)
+        let (_, photo) = try await fixture.get(fixture.origin.url("/photo.jpg").absoluteString)
+        let (_, smaller) = try await fixture.get(fixture.url("w:50", "/photo.jpg"))
+        for line in [
+            #"webimage_requests_total{status="200"} 2"#, #"webimage_requests_total{status="403"} 1"#,
+            "webimage_queue_depth 0", "webimage_requests_in_flight 0", "webimage_source_fetches_total 1",
+            #"webimage_cache_hits_total{tier="disk"} 1"#, "webimage_source_bytes_total \(2 * photo.count)",
+            "webimage_result_bytes_total \(body.count + smaller.count)",
+            #"webimage_stage_duration_seconds_count{stage="fetch"} 2"#,
+            #"webimage_stage_duration_seconds_count{stage="decode"} 2"#,
+            #"webimage_stage_duration_seconds_count{stage="transform"} 2"#,
+            #"webimage_stage_duration_seconds_count{stage="queue"} 2"#,
+            #"webimage_stage_duration_seconds_bucket{stage="encode",le="+Inf"} 2"#,
+        ] {
+            #expect(text.contains(line), "missing \(line) in:\n\(text)")
+        }
+        await fixture.stop()
+    }
+
+    static func metrics(_ fixture: Fixture) async throws -> String {
+        let port = try #require(fixture.server.metricsPort)
+        let (response, body) = try await fixture.get("http://127.0.0.1:\(port)/metrics")
+        #expect(response.statusCode == 200)
+        return String(decoding: body, as: UTF8.self)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@testable import WebImageServer
+
+/// Processing options, presets and redirect rules as a client sees them: signed URLs over HTTP
+/// against the 800×600 gradient photo (red grows left to right, green top to bottom).
+@Suite("webimage serve: options, presets and redirects over HTTP", .timeLimit(.minutes(1)))
+struct ProxyOptionsOverHTTPTests {
+    typealias Fixture = ImageProxyServerTests.Fixture
+
+    static func image(_ fixture: Fixture, _ options: String, suffix: String = "@png") async throws -> DecodedImage {
+        let (response, body) = try await fixture.get(fixture.url(options, "/photo.jpg", suffix: suffix))
+        try #require(response.statusCode == 200, "\(options): \(String(decoding: body.prefix(300), as: UTF8.self))")
+        return try ImageCodersManager.shared.decode(body)
+    }
+
+    @Test("Every resizing type, enlarge, extend, dpr and crop give imgproxy's sizes")
+    func resizingTypes() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        for (options, width, height) in [
+            ("rs:fit:300:200", 267, 200), ("rs:auto:200:300", 200, 150), ("rs:fill:1000:1000", 800, 600),
+            ("rs:fill-down:1000:1000", 600, 600), ("rs:force:300:100", 300, 100), ("w:300", 300, 225),
+            ("h:150", 200, 150), ("rs:fit:1600:1600", 800, 600), ("rs:fit:1600:1600:1", 1600, 1200),
+            ("s:400:400:1", 400, 300), ("rs:fit:300:300:0:1", 300, 300), ("dpr:2/w:100", 200, 150),
+            ("c:200:100", 200, 100), ("c:200:100/w:100", 100, 50), ("rt:fill/w:120/h:120", 120, 120),
+            ("rot:90/w:300", 300, 400),
+        ] {
+            let image = try await Self.image(fixture, options)
+            #expect(image.width == width && image.height == height, "\(options): \(image.width)×\(image.height)")
+        }
+        await fixture.stop()
+    }
+
+    @Test("Every gravity keeps its part of the picture")
+    func gravities() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        // Fill 300×300: 400×300 scaled, 100 columns cropped; the left column's red tells which.
+        var redAtLeft: [String: UInt8] = [:]
+        for gravity in ["we", "ce", "ea", "nowe", "noea", "sowe", "soea", "no", "so", "fp:0:0.5", "fp:1:0.5", "sm"] {
+            let image = try await Self.image(fixture, "rs:fill:300:300/g:\(gravity)")
+            #expect(image.width == 300 && image.height == 300, "\(gravity)")
+            redAtLeft[gravity] = image.bitmap[0, 150].r
+        }
+        let west = try #require(redAtLeft["we"])
+        let center = try #require(redAtLeft["ce"])
+        let east = try #require(redAtLeft["ea"])
+        #expect(west < 8 && center > 20 && center < 45 && east > 55 && east < 75, "\(redAtLeft)")
+        #expect(redAtLeft["nowe"] == west && redAtLeft["sowe"] == west && redAtLeft["fp:0:0.5"] == west)
+        #expect(redAtLeft["noea"] == east && redAtLeft["soea"] == east && redAtLeft["fp:1:0.5"] == east)
+        #expect(redAtLeft["no"] == center && redAtLeft["so"] == center)
+        // Fill 300×100: 300×225 scaled, 125 rows cropped; the top row's green tells which.
+        var greenAtTop: [String: UInt8] = [:]
+        for gravity in ["no", "ce", "so"] {
+            let image = try await Self.image(fixture, "rs:fill:300:100/g:\(gravity)")
+            #expect(image.width == 300 && image.height == 100, "\(gravity)")
+            greenAtTop[gravity] = image.bitmap[150, 0].g
+        }
+        let north = try #require(greenAtTop["no"])
+        let middle = try #require(greenAtTop["ce"])
+        let south = try #require(greenAtTop["so"])
+        #expect(north < 8 && middle > 60 && middle < 85 && south > 130 && south < 155, "\(greenAtTop)")
+        await fixture.stop()
+    }
+
+    @Test("Presets: named and default ones apply; with --only-presets anything else is a 400")
+    func presets() async throws {
+        func preset(_ text: String) -> [ProxyOption] {
+            text.split(separator: "/").compactMap { ProxyOption(segment: $0) }
+        }
+        let open = try await ImageProxyServerTests.start {
+            $0.presets = ["thumb": preset("rs:fill:100:100"), "default": preset("f:webp")]
+        }
+        defer { Task { await open.stop() } }
+        let (thumb, body) = try await open.get(open.url("pr:thumb", "/photo.jpg"))
+        #expect(thumb.statusCode == 200 && thumb.headers["Content-Type"] == "image/webp")
+        let image = try ImageCodersManager.shared.decode(body)
+        #expect(image.width == 100 && image.height == 100)
+        let (unknown, _) = try await open.get(open.url("pr:nope", "/photo.jpg"))
+        #expect(unknown.statusCode == 400)
+        await open.stop()
+
+        let strict = try await ImageProxyServerTests.start {
+            $0.presets = ["thumb": preset("rs:fill:100:100")]
+            $0.onlyPresets = true
+        }
+        defer { Task { await strict.stop() } }
+        let (allowed, _) = try await strict.get(strict.url("pr:thumb", "/photo.jpg"))
+        #expect(allowed.statusCode == 200)
+        let (refused, message) = try await strict.get(strict.url("w:50", "/photo.jpg"))
+        #expect(refused.statusCode == 400)
+        #expect(String(decoding: message, as: UTF8.self).contains("w"))
+        await strict.stop()
+    }
+
+    @Test("A redirect to a refused host is refused (403) and the refused target gets no request")
+    func refusedRedirects() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        let allowed = fixture.origin.url("/allowed/").absoluteString
+        let limited = try await ImageProxyServerTests.start {
+            $0.sourcePolicy.allowedPrefixes = [try! SourcePrefix(allowed)]
+        }
+        defer { Task { await limited.stop() } }
+        // Both proxies share one origin: the limited one's own origin stays unused.
+        let origin = fixture.origin
+        let (_, photo) = try await fixture.get(origin.url("/photo.jpg").absoluteString)
+        origin.setRoute("/allowed/photo.jpg", .data(photo, contentType: "image/jpeg"))
+        origin.setRoute("/private/photo.jpg", .data(photo, contentType: "image/jpeg"))
+        origin.setRoute("/allowed/out", .redirect(to: origin.url("/private/photo.jpg").absoluteString))
+        origin.setRoute("/allowed/private-net", .redirect(to: "http://10.0.0.1/photo.jpg"))
+        origin.setRoute("/allowed/in", .redirect(to: origin.url("/allowed/photo.jpg").absoluteString))
+        func get(_ path: String) async throws -> (Int, String) {
+            let signedPath = "/w:50/plain/\(origin.url(path).absoluteString)"
+            let url = limited.server.baseURL + "/" + limited.signer.signature(for: signedPath) + signedPath
+            let (response, body) = try await limited.get(url)
+            return (response.statusCode, String(decoding: body, as: UTF8.self))
+        }
+        let (outside, outsideBody) = try await get("/allowed/out")
+        #expect(outside == 403 && outsideBody.contains("sourceNotAllowed"), "\(outsideBody)")
+        #expect(origin.requestCount(for: "/private/photo.jpg") == 0)
+        let (privateNet, privateBody) = try await get("/allowed/private-net")
+        #expect(privateNet == 403 && privateBody.contains("10.0.0.1"), "\(privateBody)")
+        let (inside, _) = try await get("/allowed/in")
+        #expect(inside == 200)
+        #expect(origin.requestCount(for: "/allowed/photo.jpg") == 1)
+        await limited.stop()
+        await fixture.stop()
+    }
+}
