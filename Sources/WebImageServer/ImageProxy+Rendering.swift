@@ -42,18 +42,29 @@ extension ImageProxy {
     /// Decodes, processes and encodes on the library's work queue.
     func render(
         _ data: Data,
+        sourceFrames: Int,
         options: ProcessingOptions,
         choice: OutputFormatChoice,
         quality: Int
     ) async throws(ProxyError) -> Rendered {
         let configuration = configuration
         return try await onDecodeQueue { () throws(ProxyError) in
-            try Self.render(data, options: options, choice: choice, quality: quality, configuration: configuration)
+            try Self.render(
+                data,
+                sourceFrames: sourceFrames,
+                options: options,
+                choice: choice,
+                quality: quality,
+                configuration: configuration
+            )
         }
     }
 
+    /// An animation keeps its first `maxAnimationFrames` frames, as imgproxy does; the source's
+    /// summed pixels were checked against the resolution limit before this decode.
     private static func render(
         _ data: Data,
+        sourceFrames: Int,
         options: ProcessingOptions,
         choice: OutputFormatChoice,
         quality: Int,
@@ -65,10 +76,10 @@ extension ImageProxy {
         var decoding = ImageDecodingOptions(
             firstFrameOnly: !animatable.contains(choice.format),
             maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
-            maxFrameCount: configuration.maxAnimationFrames
+            maxFrameCount: max(configuration.maxAnimationFrames, sourceFrames)
         )
         decoding.maxDecodeDuration = .milliseconds(Int64(configuration.processingTimeout * 1000))
-        let image: DecodedImage
+        var image: DecodedImage
         do {
             image = try ImageCodersManager.shared.decode(data, options: decoding)
         } catch {
@@ -79,6 +90,9 @@ extension ImageProxy {
             }
             let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
             throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
+        }
+        if image.frames.count > configuration.maxAnimationFrames {
+            image.frames = Array(image.frames.prefix(configuration.maxAnimationFrames))
         }
         let transformStarted = clock.now
         let geometry = ResizeGeometry(

@@ -252,7 +252,13 @@ public final class ImageProxy: Sendable {
         if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
             return ProxyResponse(status: 304, headers: headers, body: Data())
         }
-        let rendered = try await render(data, options: request.options, choice: choice, quality: quality)
+        let rendered = try await render(
+            data,
+            sourceFrames: header.frameCount,
+            options: request.options,
+            choice: choice,
+            quality: quality
+        )
         metrics.record(.decode, rendered.timings.decode)
         metrics.record(.transform, rendered.timings.transform)
         metrics.record(.encode, rendered.timings.encode)

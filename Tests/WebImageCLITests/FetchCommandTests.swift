@@ -135,7 +135,8 @@ struct FetchCommandTests {
         let asStored = try await run(["--output", out, "--format", "png", "--no-auto-orient", jpeg])
         #expect(try ImageCodersManager.shared.decode(try #require(asStored.written)).width == 40)
 
-        // An animated GIF: refused as PNG (one frame would be silently lost), kept as GIF and WebP.
+        // An animated GIF: refused as JPEG (one frame would be silently lost), kept as GIF, WebP and
+        // PNG (APNG).
         let animation = GeneratedImages.animation(
             width: 12,
             height: 8,
@@ -144,11 +145,11 @@ struct FetchCommandTests {
             format: .gif
         )
         let gif = try file(try GIFCoder().encode(animation, as: .gif, options: .init()), "anim.gif")
-        let refused = try await run(["--output", out, "--format", "png", gif])
+        let refused = try await run(["--output", out, "--format", "jpeg", gif])
         #expect(refused.status == 3 && refused.line["ok"] as? Bool == false)
         let message = try #require((refused.line["error"] as? [String: Any])?["message"] as? String)
-        #expect(message.contains("cannot write an animation of 2 frames as png"), "\(message)")
-        for format in ["gif", "webp"] {
+        #expect(message.contains("cannot write an animation of 2 frames as jpeg"), "\(message)")
+        for format in ["gif", "webp", "png"] {
             let kept = try await run(["--output", out, "--format", format, gif])
             let keptImage = try ImageCodersManager.shared.decode(try #require(kept.written))
             #expect(keptImage.frames.count == 2 && keptImage.format.rawValue == format)

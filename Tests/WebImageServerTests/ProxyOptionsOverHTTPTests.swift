@@ -133,4 +133,36 @@ struct ProxyOptionsOverHTTPTests {
         await limited.stop()
         await fixture.stop()
     }
+
+    @Test(
+        "An animated source stays animated in GIF, WebP and PNG, within --max-animation-frames; JPEG takes the first frame"
+    )
+    func animations() async throws {
+        let frames = (0..<5).map { index in
+            DecodedImage.Frame(
+                bitmap: GeneratedImages.gradient(width: 80 + index, height: 60),
+                duration: 0.1 * Double(index + 1)
+            )
+        }
+        let gif = try GIFCoder().encode(DecodedImage(frames: frames, format: .gif), as: .gif, options: .init())
+        let fixture = try await ImageProxyServerTests.start { $0.maxAnimationFrames = 3 }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/dance.gif", .data(gif, contentType: "image/gif"))
+        for (suffix, type) in [("", "image/gif"), ("@webp", "image/webp"), ("@png", "image/png")] {
+            let (response, body) = try await fixture.get(fixture.url("w:40", "/dance.gif", suffix: suffix))
+            #expect(response.statusCode == 200 && response.headers["Content-Type"] == type, "\(suffix)")
+            let image = try ImageCodersManager.shared.decode(body)
+            #expect(image.frames.count == 3, "\(suffix): \(image.frames.count) frames")
+            #expect(image.frames.map { ($0.duration * 100).rounded() } == [10, 20, 30], "\(suffix)")
+            #expect(image.width == 40, "\(suffix)")
+        }
+        let (still, body) = try await fixture.get(fixture.url("w:40", "/dance.gif", suffix: "@jpg"))
+        #expect(still.headers["Content-Type"] == "image/jpeg")
+        #expect(try ImageCodersManager.shared.decode(body).frames.count == 1)
+        let (info, facts) = try await fixture.get(fixture.url("", "/dance.gif", info: true))
+        #expect(info.statusCode == 200)
+        let object = try JSONSerialization.jsonObject(with: facts) as? [String: Any]
+        #expect(object?["frames"] as? Int == 5 && object?["animated"] as? Bool == true, "\(object ?? [:])")
+        await fixture.stop()
+    }
 }

@@ -98,7 +98,17 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         throws(CoderError) -> Data
     {
         guard format == .png else { throw .encodingFailed(format, "the PNG coder writes only PNG") }
-        let bitmap = image.bitmap
+        // One colour type for every frame of an animation: with alpha when any frame has it.
+        let hasAlpha = image.frames.contains { $0.bitmap.hasAlpha }
+        if image.frames.count > 1 {
+            return try APNGEncoder.encode(image) { (bitmap) throws(CoderError) in
+                try encodeStill(bitmap, hasAlpha: hasAlpha)
+            }
+        }
+        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha)
+    }
+
+    private func encodeStill(_ bitmap: Bitmap, hasAlpha: Bool) throws(CoderError) -> Data {
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
@@ -108,7 +118,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                 UInt32(bitmap.width),
                 UInt32(bitmap.height),
                 bitmap.bytesPerRow,
-                bitmap.hasAlpha ? 1 : 0,
+                hasAlpha ? 1 : 0,
                 Int32(max(0, min(9, compressionLevel))),
                 &output,
                 &size,

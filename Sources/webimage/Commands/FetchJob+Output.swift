@@ -72,10 +72,10 @@ extension FetchJob {
                 image.orientation = .up
             }
             if output.strip { image.orientation = .up }
-            if image.frames.count > 1, format == .png || format == .jpeg {
+            if image.frames.count > 1, format == .jpeg {
                 throw OutputFileError(
                     message: "cannot write an animation of \(image.frames.count) frames as \(format.rawValue): "
-                        + "use --format gif, webp or avif, or --options decode-first-frame-only"
+                        + "use --format gif, webp, png (APNG) or avif, or --options decode-first-frame-only"
                 )
             }
             bytes = try Self.encode(image, as: format, options: output.encoding)
