@@ -28,6 +28,12 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
     /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.
     public var applyOrientation: Bool
+    /// Shrink on load: decoders with a built-in reduction (JPEG's DCT scaling by N/8)
+    /// use the strongest one that keeps both sides at least this big (as stored), and nothing
+    /// is resized afterwards, so the caller resizes once from a smaller bitmap.
+    /// ``DecodedImage/sourceSize`` still gives the full size. Other formats decode at full size.
+    /// `nil` (default): no reduction beyond the thumbnail box.
+    public var shrinkOnLoadMinimumSize: PixelSize?
 
     public init(
         thumbnailPixelSize: PixelSize? = nil,
@@ -47,6 +53,16 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         self.maxFrameCount = maxFrameCount
         self.maxAnimationBytes = maxAnimationBytes
         self.applyOrientation = applyOrientation
+        self.shrinkOnLoadMinimumSize = nil
+    }
+
+    /// The size a decoder with built-in reductions must still cover: the delivered size, or the
+    /// shrink-on-load minimum when nothing else makes the image smaller (and both when both do).
+    func reductionFloor(forSource source: PixelSize, orientation: ImageOrientation) -> PixelSize {
+        let target = targetSize(forSource: source, orientation: orientation)
+        guard let minimum = shrinkOnLoadMinimumSize else { return target }
+        if target == source { return minimum }
+        return PixelSize(width: max(target.width, minimum.width), height: max(target.height, minimum.height))
     }
 
     /// The size a `width` × `height` source should be delivered at (stored orientation), given

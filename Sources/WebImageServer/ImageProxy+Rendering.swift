@@ -42,6 +42,7 @@ extension ImageProxy {
     /// Decodes, processes and encodes on the library's work queue.
     func render(
         _ data: Data,
+        storedSize: PixelSize,
         sourceFrames: Int,
         options: ProcessingOptions,
         choice: OutputFormatChoice,
@@ -51,6 +52,7 @@ extension ImageProxy {
         return try await onDecodeQueue { () throws(ProxyError) in
             try Self.render(
                 data,
+                storedSize: storedSize,
                 sourceFrames: sourceFrames,
                 options: options,
                 choice: choice,
@@ -60,10 +62,31 @@ extension ImageProxy {
         }
     }
 
+    /// The smallest decoded size (as stored) the resize can start from without losing detail:
+    /// the source scaled by the request's resize factor, whichever way EXIF turns it (known only
+    /// after decoding). `nil` when the result is not smaller than the source.
+    static func shrinkOnLoadMinimum(storedSize: PixelSize, options: ProcessingOptions) -> PixelSize? {
+        var factor = 0.0
+        for orientation in [ImageOrientation.up, .right] {
+            let geometry = ResizeGeometry(source: storedSize, orientation: orientation, options: options)
+            factor = max(
+                factor,
+                Double(geometry.scaled.width) / Double(geometry.cropped.width),
+                Double(geometry.scaled.height) / Double(geometry.cropped.height)
+            )
+        }
+        guard factor < 1 else { return nil }
+        return PixelSize(
+            width: Int((Double(storedSize.width) * factor).rounded(.up)),
+            height: Int((Double(storedSize.height) * factor).rounded(.up))
+        )
+    }
+
     /// An animation keeps its first `maxAnimationFrames` frames, as imgproxy does; the source's
     /// summed pixels were checked against the resolution limit before this decode.
     private static func render(
         _ data: Data,
+        storedSize: PixelSize,
         sourceFrames: Int,
         options: ProcessingOptions,
         choice: OutputFormatChoice,
@@ -79,6 +102,7 @@ extension ImageProxy {
             maxFrameCount: max(configuration.maxAnimationFrames, sourceFrames)
         )
         decoding.maxDecodeDuration = .milliseconds(Int64(configuration.processingTimeout * 1000))
+        decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(storedSize: storedSize, options: options)
         var image: DecodedImage
         do {
             image = try ImageCodersManager.shared.decode(data, options: decoding)
@@ -96,7 +120,7 @@ extension ImageProxy {
         }
         let transformStarted = clock.now
         let geometry = ResizeGeometry(
-            source: PixelSize(width: image.bitmap.width, height: image.bitmap.height),
+            source: ImageProcessor.plannedSize(of: image),
             orientation: image.orientation,
             options: options
         )

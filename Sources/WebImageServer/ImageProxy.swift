@@ -254,6 +254,7 @@ public final class ImageProxy: Sendable {
         }
         let rendered = try await render(
             data,
+            storedSize: header.size,
             sourceFrames: header.frameCount,
             options: request.options,
             choice: choice,

@@ -88,6 +88,28 @@ struct JPEGDecoderTests {
         #expect(GeneratedImages.meanDifference(thumbnail.bitmap, reference) < 3)
     }
 
+    @Test("Shrink on load: the smallest N/8 DCT scale covering the minimum, not resized further")
+    func shrinkOnLoad() throws {
+        let data = try encode(GeneratedImages.gradient(width: 2000, height: 1332))
+        for (minimum, expected) in [
+            (PixelSize(width: 512, height: 342), PixelSize(width: 750, height: 500)),  // 3/8
+            (PixelSize(width: 250, height: 100), PixelSize(width: 250, height: 167)),  // 1/8
+            (PixelSize(width: 1001, height: 10), PixelSize(width: 1250, height: 833)),  // 5/8
+            (PixelSize(width: 1900, height: 10), PixelSize(width: 2000, height: 1332)),  // 8/8
+        ] {
+            var options = ImageDecodingOptions()
+            options.shrinkOnLoadMinimumSize = minimum
+            let image = try JPEGCoder().decode(data, options: options)
+            #expect(PixelSize(width: image.width, height: image.height) == expected, "\(minimum)")
+            #expect(image.sourceSize == PixelSize(width: 2000, height: 1332))
+        }
+        // With a thumbnail box too, the box is still what is delivered.
+        var both = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 100, height: 100))
+        both.shrinkOnLoadMinimumSize = PixelSize(width: 50, height: 50)
+        let thumbnail = try JPEGCoder().decode(data, options: both)
+        #expect(thumbnail.width == 100 && thumbnail.height == 67)
+    }
+
     @Test("Truncated data is a truncatedData error")
     func truncated() throws {
         let data = try encode(GeneratedImages.noise(width: 64, height: 64))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WebImageCoders
+import WebImageTestSupport
 
 @testable import WebImageServer
 
@@ -99,5 +100,29 @@ struct ImageProcessorTests {
             resized.frames.count == 2 && resized.frames.allSatisfy { $0.bitmap.width == 50 && $0.bitmap.height == 25 }
         )
         #expect(resized.frames.map(\.duration) == [0.1, 0.2])
+    }
+
+    @Test("Shrink on load plans on the full size: the same result sizes and nearly the same pixels")
+    func shrinkOnLoad() throws {
+        let source = GeneratedImages.gradient(width: 1000, height: 666)
+        let data = try JPEGCoder().encode(
+            DecodedImage(bitmap: source, format: .jpeg),
+            as: .jpeg,
+            options: .init(quality: 0.92)
+        )
+        for text in ["rs:fit:256:256", "rs:fill:150:150/g:ea", "c:500:500/w:100", "rs:force:200:50"] {
+            let options = try ProcessingOptionsTests.options(text)
+            let full = ImageProcessor.process(try JPEGCoder().decode(data, options: .init()), options: options)
+            var decoding = ImageDecodingOptions()
+            decoding.shrinkOnLoadMinimumSize = ImageProxy.shrinkOnLoadMinimum(
+                storedSize: PixelSize(width: 1000, height: 666),
+                options: options
+            )
+            let reducedSource = try JPEGCoder().decode(data, options: decoding)
+            #expect(reducedSource.width < 1000, "\(text): decoded at \(reducedSource.width)")
+            let reduced = ImageProcessor.process(reducedSource, options: options)
+            #expect(reduced.width == full.width && reduced.height == full.height, "\(text)")
+            #expect(GeneratedImages.meanDifference(reduced.bitmap, full.bitmap) < 2, "\(text)")
+        }
     }
 }

@@ -36,14 +36,42 @@ if let index = CommandLine.arguments.firstIndex(of: "--peak-child"), CommandLine
     exit(0)
 }
 
-/// Photo mode: `--write-photos DIR [COUNT]` writes COUNT (default 12) distinct 4000×3000 JPEGs
-/// (quality 85, 4:2:0) into DIR for the whole-process thumbnail benchmark (Benchmarks/thumbnails.sh).
+/// Resize mode: `--resize` times Lanczos-3 reductions of an opaque photo to 512 px (the image
+/// proxy's hot path after a shrink-on-load decode) and prints the medians in milliseconds.
+if CommandLine.arguments.contains("--resize") {
+    for (width, height) in [(750, 500), (1000, 667), (2000, 1333)] {
+        let source = photo(width: width, height: height)
+        let target = PixelSize(width: 512, height: 512 * height / width)
+        var samples: [Double] = []
+        for _ in 0..<iterations {
+            let start = ContinuousClock.now
+            _ = source.resized(to: target)
+            let elapsed = ContinuousClock.now - start
+            samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+        }
+        samples.sort()
+        let median = String(format: "%.2f", samples[samples.count / 2])
+        print("resize \(width)×\(height) → \(target.width)×\(target.height): \(median) ms")
+    }
+    exit(0)
+}
+
+/// Photo mode: `--write-photos DIR [COUNT [WxH]]` writes COUNT (default 12) distinct JPEGs of WxH
+/// (default 4000×3000; quality 85, 4:2:0) into DIR, for the whole-process thumbnail benchmark
+/// (Benchmarks/thumbnails.sh) and the image proxy benchmark (Benchmarks/serve.sh).
 if let index = CommandLine.arguments.firstIndex(of: "--write-photos"), CommandLine.arguments.count > index + 1 {
     let folder = URL(fileURLWithPath: CommandLine.arguments[index + 1], isDirectory: true)
     let count = CommandLine.arguments.count > index + 2 ? Int(CommandLine.arguments[index + 2]) ?? 12 : 12
+    let size =
+        CommandLine.arguments.count > index + 3
+        ? CommandLine.arguments[index + 3].split(separator: "x").compactMap { Int($0) } : [4000, 3000]
+    guard size.count == 2, size.allSatisfy({ $0 > 0 }) else {
+        FileHandle.standardError.write(Data("--write-photos: the size must be WxH, e.g. 2000x1333\n".utf8))
+        exit(2)
+    }
     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
     for number in 1...count {
-        let bitmap = photo(width: 4000, height: 3000, phase: Double(number) * 211)
+        let bitmap = photo(width: size[0], height: size[1], phase: Double(number) * 211)
         let data = try JPEGCoder().encode(
             .init(bitmap: bitmap, format: .jpeg),
             as: .jpeg,

@@ -86,19 +86,20 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                 EXIFReader.orientation(in: UnsafeRawBufferPointer(start: exif, count: exifLength))
             } ?? .up
 
-        // DCT scaling: the smallest 1/1, 1/2, 1/4 or 1/8 that still covers the target size.
-        let target = options.targetSize(forSource: source, orientation: orientation)
-        var denominator: UInt32 = 1
-        for candidate: UInt32 in [8, 4, 2] {
-            let scaledWidth = (source.width + Int(candidate) - 1) / Int(candidate)
-            let scaledHeight = (source.height + Int(candidate) - 1) / Int(candidate)
+        // DCT scaling: the smallest of libjpeg-turbo's N/8 scales that still covers the target
+        // size (its output sides are the source's × N/8, rounded up).
+        let target = options.reductionFloor(forSource: source, orientation: orientation)
+        var numerator: UInt32 = 8
+        for candidate: UInt32 in 1...7 {
+            let scaledWidth = (source.width * Int(candidate) + 7) / 8
+            let scaledHeight = (source.height * Int(candidate) + 7) / 8
             if scaledWidth >= target.width && scaledHeight >= target.height {
-                denominator = candidate
+                numerator = candidate
                 break
             }
         }
-        info.pointee.scale_num = 1
-        info.pointee.scale_denom = denominator
+        info.pointee.scale_num = numerator
+        info.pointee.scale_denom = 8
 
         let colorSpace = info.pointee.jpeg_color_space
         let isCMYK = colorSpace == JCS_CMYK || colorSpace == JCS_YCCK

@@ -160,82 +160,101 @@ private struct Resampler {
         return kernel
     }
 
+    /// Two passes over premultiplied RGBA as `SIMD4<Float>` (one vector per pixel): rows into an
+    /// intermediate of `outWidth × inHeight`, then columns, accumulating whole rows.
     func resample(_ source: Bitmap, to size: PixelSize) -> Bitmap {
         let horizontal = kernel(from: source.width, to: size.width)
         let vertical = kernel(from: source.height, to: size.height)
         let inHeight = source.height
         let outWidth = size.width
-        // Pass 1: rows, into premultiplied floats (outWidth × inHeight). Each source row is
-        // premultiplied into floats once, then filtered.
-        var intermediate = [Float](repeating: 0, count: outWidth * inHeight * 4)
-        var sourceRow = [Float](repeating: 0, count: source.width * 4)
-        source.pixels.withUnsafeBufferPointer { src in
-            intermediate.withUnsafeMutableBufferPointer { mid in
+        let opaque = !source.hasAlpha
+        var sourceRow = [SIMD4<Float>](repeating: .zero, count: source.width)
+        // Every element is written by the row pass: no zero fill (megabytes of page touches).
+        let intermediate = [SIMD4<Float>](unsafeUninitializedCapacity: outWidth * inHeight) { mid, count in
+            defer { count = outWidth * inHeight }
+            source.pixels.withUnsafeBufferPointer { src in
                 sourceRow.withUnsafeMutableBufferPointer { row in
                     horizontal.weights.withUnsafeBufferPointer { weights in
-                        for y in 0..<inHeight {
-                            let rowStart = y * source.bytesPerRow
-                            for x in 0..<source.width {
-                                let offset = rowStart + x * 4
-                                let alpha = Float(src[offset + 3])
-                                let scale = alpha * (1 / 255)
-                                row[x * 4] = Float(src[offset]) * scale
-                                row[x * 4 + 1] = Float(src[offset + 1]) * scale
-                                row[x * 4 + 2] = Float(src[offset + 2]) * scale
-                                row[x * 4 + 3] = alpha
-                            }
-                            for x in 0..<outWidth {
-                                var r: Float = 0
-                                var g: Float = 0
-                                var b: Float = 0
-                                var a: Float = 0
-                                var tap = horizontal.starts[x] * 4
-                                let weightBase = x * horizontal.stride
-                                for k in 0..<horizontal.counts[x] {
-                                    let w = weights[weightBase + k]
-                                    r += w * row[tap]
-                                    g += w * row[tap + 1]
-                                    b += w * row[tap + 2]
-                                    a += w * row[tap + 3]
-                                    tap += 4
+                        horizontal.starts.withUnsafeBufferPointer { starts in
+                            horizontal.counts.withUnsafeBufferPointer { counts in
+                                for y in 0..<inHeight {
+                                    let rowStart = y * source.bytesPerRow
+                                    for x in 0..<source.width {
+                                        let offset = rowStart + x * 4
+                                        let pixel = SIMD4<Float>(
+                                            Float(src[offset]),
+                                            Float(src[offset + 1]),
+                                            Float(src[offset + 2]),
+                                            Float(src[offset + 3])
+                                        )
+                                        if opaque {
+                                            row[x] = pixel
+                                        } else {
+                                            let scale = pixel.w * (1 / 255)
+                                            row[x] = pixel * SIMD4(scale, scale, scale, 1)
+                                        }
+                                    }
+                                    let outRow = y * outWidth
+                                    for x in 0..<outWidth {
+                                        // Four running sums: one would wait on each add's latency.
+                                        var sum0 = SIMD4<Float>.zero
+                                        var sum1 = SIMD4<Float>.zero
+                                        var sum2 = SIMD4<Float>.zero
+                                        var sum3 = SIMD4<Float>.zero
+                                        let taps = row.baseAddress! + starts[x]
+                                        let tapWeights = weights.baseAddress! + x &* horizontal.stride
+                                        let count = counts[x]
+                                        var k = 0
+                                        while k &+ 4 <= count {
+                                            sum0 += tapWeights[k] * taps[k]
+                                            sum1 += tapWeights[k &+ 1] * taps[k &+ 1]
+                                            sum2 += tapWeights[k &+ 2] * taps[k &+ 2]
+                                            sum3 += tapWeights[k &+ 3] * taps[k &+ 3]
+                                            k &+= 4
+                                        }
+                                        while k < count {
+                                            sum0 += tapWeights[k] * taps[k]
+                                            k &+= 1
+                                        }
+                                        mid.initializeElement(at: outRow &+ x, to: (sum0 + sum1) + (sum2 + sum3))
+                                    }
                                 }
-                                let target = (y * outWidth + x) * 4
-                                mid[target] = r
-                                mid[target + 1] = g
-                                mid[target + 2] = b
-                                mid[target + 3] = a
                             }
                         }
                     }
                 }
             }
         }
-        // Pass 2: columns, accumulating whole rows, then un-premultiply.
-        let rowFloats = outWidth * 4
         var output = [UInt8](repeating: 0, count: outWidth * size.height * 4)
-        var accumulator = [Float](repeating: 0, count: rowFloats)
+        var accumulator = [SIMD4<Float>](repeating: .zero, count: outWidth)
+        let limit = SIMD4<Float>(repeating: 255)
         intermediate.withUnsafeBufferPointer { mid in
             output.withUnsafeMutableBufferPointer { dst in
                 accumulator.withUnsafeMutableBufferPointer { acc in
                     for y in 0..<size.height {
-                        for i in 0..<rowFloats { acc[i] = 0 }
+                        for x in 0..<outWidth { acc[x] = .zero }
                         let start = vertical.starts[y]
                         for k in 0..<vertical.counts[y] {
                             let w = vertical.weights[y * vertical.stride + k]
-                            let rowBase = (start + k) * rowFloats
-                            for i in 0..<rowFloats { acc[i] += w * mid[rowBase + i] }
+                            let rowBase = (start + k) * outWidth
+                            for x in 0..<outWidth { acc[x] += w * mid[rowBase + x] }
                         }
-                        let outBase = y * rowFloats
+                        let outBase = y * outWidth * 4
                         for x in 0..<outWidth {
-                            let i = x * 4
-                            let alpha = acc[i + 3]
-                            let clampedAlpha = min(255, max(0, alpha))
-                            dst[outBase + i + 3] = UInt8(clampedAlpha.rounded())
-                            guard alpha > 0.5 else { continue }
-                            let inverse = 255 / alpha
-                            dst[outBase + i] = UInt8(min(255, max(0, acc[i] * inverse)).rounded())
-                            dst[outBase + i + 1] = UInt8(min(255, max(0, acc[i + 1] * inverse)).rounded())
-                            dst[outBase + i + 2] = UInt8(min(255, max(0, acc[i + 2] * inverse)).rounded())
+                            var pixel = acc[x]
+                            if !opaque {
+                                // Un-premultiply; a (nearly) transparent pixel keeps no colour.
+                                let inverse: Float = pixel.w > 0.5 ? 255 / pixel.w : 0
+                                pixel *= SIMD4(inverse, inverse, inverse, 1)
+                            }
+                            // Round half up on the clamped value: one conversion instruction per
+                            // channel (the generic SIMD conversion and libm's roundf are slow).
+                            let rounded = pixel.clamped(lowerBound: .zero, upperBound: limit) + 0.5
+                            let target = outBase + x * 4
+                            dst[target] = UInt8(rounded.x)
+                            dst[target + 1] = UInt8(rounded.y)
+                            dst[target + 2] = UInt8(rounded.z)
+                            dst[target + 3] = UInt8(rounded.w)
                         }
                     }
                 }

@@ -7,11 +7,11 @@ import WebImageCoders
 /// result, `extend`, then blur and sharpen. Sizes come from ``ResizeGeometry``. Synchronous
 /// and CPU-bound: run it on a bounded work queue, never on an event loop.
 public enum ImageProcessor {
-    /// The processed image; its orientation is `.up` when `auto_rotate` applied it.
+    /// The processed image; its orientation is `.up` when `auto_rotate` applied it. Sizes are
+    /// planned on the source's full size (``DecodedImage/sourceSize``), so an image decoded
+    /// smaller (shrink on load) gives the same result sizes, resized once from fewer pixels.
     public static func process(_ image: DecodedImage, options: ProcessingOptions) -> DecodedImage {
-        let stored = image.frames.first.map { PixelSize(width: $0.bitmap.width, height: $0.bitmap.height) }
-        guard let stored else { return image }
-        let geometry = ResizeGeometry(source: stored, orientation: image.orientation, options: options)
+        let geometry = ResizeGeometry(source: plannedSize(of: image), orientation: image.orientation, options: options)
         var result = image
         let orientation = options.autoRotate ? image.orientation : .up
         result.frames = image.frames.map { frame in
@@ -24,6 +24,13 @@ public enum ImageProcessor {
         return result
     }
 
+    /// The size sizes are planned on: the source's full size when the decoder reduced it.
+    public static func plannedSize(of image: DecodedImage) -> PixelSize {
+        let stored = PixelSize(width: image.bitmap.width, height: image.bitmap.height)
+        let source = image.sourceSize
+        return source.width >= stored.width && source.height >= stored.height ? source : stored
+    }
+
     private static func process(
         _ bitmap: Bitmap,
         orientation: ImageOrientation,
@@ -34,7 +41,12 @@ public enum ImageProcessor {
         if options.rotate != 0, let turned = RotateTransformer(quarterTurns: options.rotate / 90).transform(current) {
             current = turned
         }
-        current = crop(current, to: geometry.cropped, gravity: options.crop?.gravity ?? options.gravity)
+        // A bitmap decoded smaller than the source: the source crop in its pixels.
+        let reducedCrop = PixelSize(
+            width: max(1, reduced(geometry.cropped.width, by: current.width, of: geometry.source.width)),
+            height: max(1, reduced(geometry.cropped.height, by: current.height, of: geometry.source.height))
+        )
+        current = crop(current, to: reducedCrop, gravity: options.crop?.gravity ?? options.gravity)
         if current.width != geometry.scaled.width || current.height != geometry.scaled.height {
             current = current.resized(to: geometry.scaled)
         }
@@ -47,6 +59,11 @@ public enum ImageProcessor {
         }
         if options.sharpen > 0 { current = sharpened(current, sigma: options.sharpen) }
         return current
+    }
+
+    /// `side × part / whole`, rounded as imgproxy rounds.
+    private static func reduced(_ side: Int, by part: Int, of whole: Int) -> Int {
+        ResizeGeometry.round(Double(side * part) / Double(whole))
     }
 
     /// Three box blurs of radius r approximate a Gaussian of sigma ≈ r.

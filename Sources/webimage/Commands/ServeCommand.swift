@@ -215,6 +215,10 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A long-running service: freed bitmaps and resize buffers (up to 32 MiB each) stay in
+        // the heap for the next request instead of being unmapped and faulted in again; at most
+        // 64 MiB per malloc arena is kept free. Resident memory stays flat under load (the soak).
+        SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 64 << 20, mmapThreshold: 32 << 20)
         let configuration = try proxyConfiguration()
         let (host, port) = try address()
         let folder =
