@@ -53,6 +53,28 @@ if CommandLine.arguments.contains("--resize") {
         let median = String(format: "%.2f", samples[samples.count / 2])
         print("resize \(width)×\(height) → \(target.width)×\(target.height): \(median) ms")
     }
+    // Shrink-on-load decodes of a 2000×1333 photo at each DCT scale the proxy may pick.
+    let jpeg = try JPEGCoder().encode(
+        .init(bitmap: photo(width: 2000, height: 1333), format: .jpeg),
+        as: .jpeg,
+        options: .init(quality: 0.85)
+    )
+    for minimum in [250, 500, 750, 1000, 2000] {
+        var options = ImageDecodingOptions()
+        options.shrinkOnLoadMinimumSize = PixelSize(width: minimum, height: 1)
+        var samples: [Double] = []
+        var size = PixelSize(width: 0, height: 0)
+        for _ in 0..<iterations {
+            let start = ContinuousClock.now
+            let image = try JPEGCoder().decode(jpeg, options: options)
+            let elapsed = ContinuousClock.now - start
+            size = PixelSize(width: image.width, height: image.height)
+            samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+        }
+        samples.sort()
+        let median = String(format: "%.2f", samples[samples.count / 2])
+        print("decode 2000×1333 JPEG (\(jpeg.count / 1024) KB) at \(size.width)×\(size.height): \(median) ms")
+    }
     exit(0)
 }
 

@@ -169,29 +169,30 @@ private struct Resampler {
         let outWidth = size.width
         let opaque = !source.hasAlpha
         var sourceRow = [SIMD4<Float>](repeating: .zero, count: source.width)
+        // The row pass's weights, each already in all four lanes (no broadcast per tap).
+        let splatWeights = horizontal.weights.map { SIMD4<Float>(repeating: $0) }
         // Every element is written by the row pass: no zero fill (megabytes of page touches).
         let intermediate = [SIMD4<Float>](unsafeUninitializedCapacity: outWidth * inHeight) { mid, count in
             defer { count = outWidth * inHeight }
             source.pixels.withUnsafeBufferPointer { src in
                 sourceRow.withUnsafeMutableBufferPointer { row in
-                    horizontal.weights.withUnsafeBufferPointer { weights in
+                    splatWeights.withUnsafeBufferPointer { weights in
                         horizontal.starts.withUnsafeBufferPointer { starts in
                             horizontal.counts.withUnsafeBufferPointer { counts in
                                 for y in 0..<inHeight {
                                     let rowStart = y * source.bytesPerRow
-                                    for x in 0..<source.width {
-                                        let offset = rowStart + x * 4
-                                        let pixel = SIMD4<Float>(
-                                            Float(src[offset]),
-                                            Float(src[offset + 1]),
-                                            Float(src[offset + 2]),
-                                            Float(src[offset + 3])
-                                        )
-                                        if opaque {
-                                            row[x] = pixel
-                                        } else {
-                                            let scale = pixel.w * (1 / 255)
-                                            row[x] = pixel * SIMD4(scale, scale, scale, 1)
+                                    // Bytes to floats as one flat loop, which the compiler vectorises; then
+                                    // premultiply when there is alpha.
+                                    let channels = source.width &* 4
+                                    let bytes = src.baseAddress! + rowStart
+                                    row.withMemoryRebound(to: Float.self) { floats in
+                                        let target = floats.baseAddress!
+                                        for index in 0..<channels { target[index] = Float(bytes[index]) }
+                                    }
+                                    if !opaque {
+                                        for x in 0..<source.width {
+                                            let scale = row[x].w * (1 / 255)
+                                            row[x] *= SIMD4(scale, scale, scale, 1)
                                         }
                                     }
                                     let outRow = y * outWidth
@@ -227,34 +228,46 @@ private struct Resampler {
         }
         var output = [UInt8](repeating: 0, count: outWidth * size.height * 4)
         var accumulator = [SIMD4<Float>](repeating: .zero, count: outWidth)
-        let limit = SIMD4<Float>(repeating: 255)
         intermediate.withUnsafeBufferPointer { mid in
             output.withUnsafeMutableBufferPointer { dst in
                 accumulator.withUnsafeMutableBufferPointer { acc in
                     for y in 0..<size.height {
                         for x in 0..<outWidth { acc[x] = .zero }
                         let start = vertical.starts[y]
-                        for k in 0..<vertical.counts[y] {
-                            let w = vertical.weights[y * vertical.stride + k]
-                            let rowBase = (start + k) * outWidth
-                            for x in 0..<outWidth { acc[x] += w * mid[rowBase + x] }
+                        // Two source rows per sweep: half the loads and stores of the sums.
+                        let count = vertical.counts[y]
+                        let weightBase = y * vertical.stride
+                        var k = 0
+                        while k &+ 2 <= count {
+                            let w0 = vertical.weights[weightBase + k]
+                            let w1 = vertical.weights[weightBase + k + 1]
+                            let row0 = mid.baseAddress! + (start + k) * outWidth
+                            let row1 = row0 + outWidth
+                            for x in 0..<outWidth { acc[x] += w0 * row0[x] + w1 * row1[x] }
+                            k &+= 2
                         }
-                        let outBase = y * outWidth * 4
-                        for x in 0..<outWidth {
-                            var pixel = acc[x]
-                            if !opaque {
-                                // Un-premultiply; a (nearly) transparent pixel keeps no colour.
-                                let inverse: Float = pixel.w > 0.5 ? 255 / pixel.w : 0
-                                pixel *= SIMD4(inverse, inverse, inverse, 1)
+                        if k < count {
+                            let w = vertical.weights[weightBase + k]
+                            let row = mid.baseAddress! + (start + k) * outWidth
+                            for x in 0..<outWidth { acc[x] += w * row[x] }
+                        }
+                        if !opaque {
+                            // Un-premultiply; a (nearly) transparent pixel keeps no colour.
+                            for x in 0..<outWidth {
+                                let alpha = acc[x].w
+                                let inverse: Float = alpha > 0.5 ? 255 / alpha : 0
+                                acc[x] *= SIMD4(inverse, inverse, inverse, 1)
                             }
-                            // Round half up on the clamped value: one conversion instruction per
-                            // channel (the generic SIMD conversion and libm's roundf are slow).
-                            let rounded = pixel.clamped(lowerBound: .zero, upperBound: limit) + 0.5
-                            let target = outBase + x * 4
-                            dst[target] = UInt8(rounded.x)
-                            dst[target + 1] = UInt8(rounded.y)
-                            dst[target + 2] = UInt8(rounded.z)
-                            dst[target + 3] = UInt8(rounded.w)
+                        }
+                        // Clamp and round half up as one flat loop the compiler vectorises
+                        // (no libm call, no per-channel shuffles).
+                        let target = dst.baseAddress! + y * outWidth * 4
+                        acc.withMemoryRebound(to: Float.self) { floats in
+                            let values = floats.baseAddress!
+                            for index in 0..<outWidth &* 4 {
+                                let clamped = min(max(values[index], 0), 255) + 0.5
+                                target[index] = UInt8(truncatingIfNeeded: Int32(clamped))
+                            }
                         }
                     }
                 }
