@@ -36,8 +36,9 @@ if let index = CommandLine.arguments.firstIndex(of: "--peak-child"), CommandLine
     exit(0)
 }
 
-/// Resize mode: `--resize` times Lanczos-3 reductions of an opaque photo to 512 px (the image
-/// proxy's hot path after a shrink-on-load decode) and prints the medians in milliseconds.
+/// Proxy-path mode: `--resize` times the image proxy's hot path step by step: Lanczos-3
+/// reductions of an opaque photo to 512 px, shrink-on-load JPEG decodes at each DCT scale, and
+/// encoding the 512×341 result; prints the medians in milliseconds.
 if CommandLine.arguments.contains("--resize") {
     for (width, height) in [(750, 500), (1000, 667), (2000, 1333)] {
         let source = photo(width: width, height: height)
@@ -74,6 +75,21 @@ if CommandLine.arguments.contains("--resize") {
         samples.sort()
         let median = String(format: "%.2f", samples[samples.count / 2])
         print("decode 2000×1333 JPEG (\(jpeg.count / 1024) KB) at \(size.width)×\(size.height): \(median) ms")
+    }
+    // Encoding the proxy's 512×341 result.
+    let result = DecodedImage(bitmap: photo(width: 512, height: 341), format: .jpeg)
+    for format in [ImageFormat.jpeg, .webp, .png, .avif] {
+        var samples: [Double] = []
+        var bytes = 0
+        for _ in 0..<iterations {
+            let start = ContinuousClock.now
+            bytes = try ImageCodersManager.shared.encode(result, as: format, options: .init(quality: 0.8)).count
+            let elapsed = ContinuousClock.now - start
+            samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+        }
+        samples.sort()
+        let median = String(format: "%.2f", samples[samples.count / 2])
+        print("encode 512×341 as \(format.rawValue) q80 (\(bytes / 1024) KB): \(median) ms")
     }
     exit(0)
 }
