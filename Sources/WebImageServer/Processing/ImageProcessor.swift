@@ -8,7 +8,7 @@ import WebImageCoders
 /// and CPU-bound: run it on a bounded work queue, never on an event loop.
 public enum ImageProcessor {
     /// The processed image; its orientation is `.up` when `auto_rotate` applied it. Sizes are
-    /// planned on the source's full size (``DecodedImage/sourceSize``), so an image decoded
+    /// planned on the source's full size (`DecodedImage.sourceSize`), so an image decoded
     /// smaller (shrink on load) gives the same result sizes, resized once from fewer pixels.
     public static func process(_ image: DecodedImage, options: ProcessingOptions) -> DecodedImage {
         let geometry = ResizeGeometry(source: plannedSize(of: image), orientation: image.orientation, options: options)

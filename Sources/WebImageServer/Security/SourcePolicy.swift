@@ -54,7 +54,7 @@ public struct SourcePolicy: Sendable, Hashable {
     }
 
     /// Why a connection to `address` (an IP address as text) is refused, or `nil` when it is
-    /// allowed: the hook ``ImageProxy/makeManager(configuration:cacheDirectory:)`` gives the
+    /// allowed: the hook ``ImageProxy/makeManager(configuration:cacheDirectory:cacheSize:)`` gives the
     /// HTTP session, so a DNS name is judged by the address it resolved to.
     public func refusal(connectingTo address: String) -> String? {
         guard let parsed = IPAddress(address) else { return "\(address) is not an IP address" }
