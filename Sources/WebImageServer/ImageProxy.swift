@@ -94,9 +94,10 @@ public final class ImageProxy: Sendable {
     let manager: ImageManager
     private let gate: AdmissionGate
     private let coalescer = RequestCoalescer<ProxyResponse>()
+    let selfTest = CodecSelfTest()
 
     /// A proxy fetching sources with `manager` (its loader must honour the source rules: use
-    /// ``makeManager(configuration:cacheDirectory:)``), measuring into `metrics`.
+    /// ``makeManager(configuration:cacheDirectory:cacheSize:)``), measuring into `metrics`.
     public init(configuration: ImageProxyConfiguration, manager: ImageManager, metrics: ProxyMetrics = ProxyMetrics()) {
         self.configuration = configuration
         self.manager = manager

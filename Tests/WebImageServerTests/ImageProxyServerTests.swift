@@ -147,7 +147,11 @@ struct ImageProxyServerTests {
         try await expectFailure(fixture.url("rs:fit:9000:9000:1", "/photo.jpg"), status: 422, code: "limitExceeded")
         try await expectFailure(fixture.server.baseURL + "/onlyone", status: 400, code: "badURL")
         let (health, body) = try await fixture.get(fixture.server.baseURL + "/health")
-        #expect(health.statusCode == 200 && String(decoding: body, as: UTF8.self).contains("ok"))
+        // Healthy once every output codec wrote an image and read it back.
+        let healthObject = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+        #expect(health.statusCode == 200 && healthObject?["status"] as? String == "ok")
+        #expect(Set(healthObject?["codecs"] as? [String] ?? []) == ["avif", "gif", "jpeg", "png", "webp"])
+        #expect(health.headers["Cache-Control"] == "no-cache")
         await fixture.stop()
     }
 

@@ -28,11 +28,7 @@ struct ProxyResponder: HTTPResponder {
         let path = String(target.prefix { $0 != "?" })
         let answer: ProxyResponse
         if path == "/health" {
-            answer = ProxyResponse(
-                status: 200,
-                headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")],
-                body: Data(#"{"status":"ok"}"#.utf8)
-            )
+            answer = await proxy.health()
         } else if request.method != .get && request.method != .head {
             answer = .failure(ProxyError(status: 405, code: "methodNotAllowed", message: "only GET and HEAD"))
         } else {
