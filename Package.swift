@@ -221,7 +221,7 @@ let package = Package(
             name: "WebImageCLITests",
             dependencies: [
                 "webimage", "WebImage", "WebImageCoders", "WebImageOrigin", "WebImageTestEncoders",
-                "WebImageTestSupport", "WebImageHTTP",
+                "WebImageTestSupport", "WebImageHTTP", "WebImageServer",
             ],
             swiftSettings: swiftSettings
         ),

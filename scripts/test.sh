@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/bootstrap.sh
+# nginx: the cluster tests put it in front of `webimage serve` nodes (scripts/cluster.sh).
+scripts/bootstrap.sh nginx
 
 echo "==> swift format lint --strict" >&2
 swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources \

@@ -39,7 +39,8 @@ struct CLIRunner {
         environment: [String: String]? = nil,
         addressSpaceLimitKiB: Int? = nil,
         in directory: URL? = nil,
-        input: Data? = nil
+        input: Data? = nil,
+        program: URL? = nil
     ) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
@@ -50,7 +51,8 @@ struct CLIRunner {
                             environment: environment,
                             addressSpaceLimitKiB: addressSpaceLimitKiB,
                             in: directory,
-                            input: input
+                            input: input,
+                            program: program
                         )
                     }
                 )
@@ -86,15 +88,17 @@ struct CLIRunner {
         }
     }
 
-    /// Runs the binary; with `addressSpaceLimitKiB`, under that `ulimit -v`, so an allocation
-    /// past it fails the run.
+    /// Runs the binary (or `program`, such as a script); with `addressSpaceLimitKiB`, under that
+    /// `ulimit -v`, so an allocation past it fails the run.
     static func run(
         _ arguments: [String],
         environment: [String: String]? = nil,
         addressSpaceLimitKiB: Int? = nil,
         in directory: URL? = nil,
-        input: Data? = nil
+        input: Data? = nil,
+        program: URL? = nil
     ) throws -> Result {
+        let executable = program ?? Self.executable
         let process = Process()
         process.currentDirectoryURL = directory
         if let addressSpaceLimitKiB {
