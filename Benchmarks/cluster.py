@@ -1,0 +1,394 @@
+#!/usr/bin/env python3
+"""The cluster load test: `webimage serve` nodes behind nginx (scripts/cluster.sh), driven by wrk.
+
+2,000 variants (10 sizes fit into a box, JPEG q80) of 200 photos served by a local origin,
+requested with Zipf-like popularity (the variant of rank r weighs 1/r) by 20 wrk connections:
+
+  mix    a cold cluster under the Zipf mix for --duration seconds: requests/s, p50/p95/p99,
+         nginx's cache hit ratio, origin requests per source, each node's peak RSS;
+  kill   the same on a new cluster, one node killed with SIGKILL halfway: errors seen by clients;
+  cold   every variant once through a new cluster's front (all misses), 20 at a time: variants/s;
+         the same with thumbor 7.8.0 nodes (HTTP loader, file storage for originals) behind
+         the same nginx configuration;
+  warm   the Zipf mix again once every variant is cached (--warm-duration seconds), beside nginx
+         serving the same bytes as static files (the ceiling).
+
+Prints one Markdown table per part. Run through Benchmarks/cluster.sh, which installs nginx, wrk
+and thumbor, builds the release binary and writes the photos.
+"""
+
+import argparse
+import hashlib
+import hmac
+import base64
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+SIZES = [96, 128, 160, 200, 256, 320, 400, 512, 640, 800]
+LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cluster.lua")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def peak_rss_mb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def wait_for(url, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer within {timeout} s")
+
+
+def sign(path):
+    digest = hmac.new(bytes.fromhex(KEY), bytes.fromhex(SALT) + path.encode(), hashlib.sha256).digest()
+    return "/" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode() + path
+
+
+class Origin:
+    """The photos over HTTP (Python's threading server), counting requests per path."""
+
+    def __init__(self, photos, workdir):
+        self.port = free_port()
+        self.log = os.path.join(workdir, "origin.log")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1", "--directory", photos],
+            stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+
+    def counts(self):
+        counts = Counter()
+        with open(self.log) as log:
+            for line in log:
+                match = re.search(r'"GET (/[^ ]+) HTTP', line)
+                if match:
+                    counts[match.group(1)] += 1
+        return counts
+
+    def reset(self):
+        open(self.log, "w").close()
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+class Front:
+    """A cluster behind nginx: ours through scripts/cluster.sh, or thumbor nodes with the same config."""
+
+    def __init__(self, kind, webimage, thumbor, origin_port, workdir, nodes):
+        self.kind = kind
+        self.dir = tempfile.mkdtemp(prefix=f"cluster-{kind}-", dir=workdir)
+        self.processes = []
+        self.origin_port = origin_port
+        if kind == "webimage":
+            environment = dict(os.environ, WEBIMAGE_KEY=KEY, WEBIMAGE_SALT=SALT)
+            subprocess.run([CLUSTER, "up", "--detach", "--dir", self.dir, "--nodes", str(nodes), "--port", "0",
+                            "--webimage", webimage, "--", "--allow-loopback"],
+                           env=environment, check=True, stdout=subprocess.DEVNULL)
+            with open(os.path.join(self.dir, "cluster.json")) as state:
+                self.state = json.load(state)
+            self.front = self.state["front"]
+            self.pids = [node["pid"] for node in self.state["nodes"]]
+        else:
+            addresses = []
+            for index in range(nodes):
+                port = free_port()
+                config = os.path.join(self.dir, f"thumbor{index}.conf")
+                with open(config, "w") as conf:
+                    conf.write(
+                        "LOADER = 'thumbor.loaders.http_loader'\n"
+                        "STORAGE = 'thumbor.storages.file_storage'\n"
+                        f"FILE_STORAGE_ROOT_PATH = {os.path.join(self.dir, f'storage{index}')!r}\n"
+                        "RESULT_STORAGE = None\n"
+                        f"ENGINE_THREADPOOL_SIZE = {os.cpu_count() or 2}\n"
+                        "QUALITY = 80\nAUTO_WEBP = False\nMAX_AGE = 31536000\n")
+                process = subprocess.Popen(
+                    [thumbor, "--port", str(port), "--ip", "127.0.0.1", "--conf", config, "--log-level", "error"],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                self.processes.append(process)
+                addresses += ["--node", f"127.0.0.1:{port}"]
+                wait_for(f"http://127.0.0.1:{port}/healthcheck")
+            port = free_port()
+            run = os.path.join(self.dir, "nginx")
+            os.makedirs(run)
+            with open(os.path.join(run, "nginx.conf"), "w") as conf:
+                subprocess.run([CLUSTER, "config", "--listen", f"127.0.0.1:{port}", "--run", run] + addresses,
+                               check=True, stdout=conf)
+            self.processes.append(subprocess.Popen(
+                ["nginx", "-e", os.path.join(run, "error.log"), "-p", run + "/", "-c",
+                 os.path.join(run, "nginx.conf"), "-g", "daemon off;"]))
+            self.front = f"http://127.0.0.1:{port}"
+            self.pids = [process.pid for process in self.processes[:-1]]
+            wait_for(self.front + "/")
+
+    def path(self, photo, size):
+        source = f"http://127.0.0.1:{self.origin_port}/{photo}"
+        if self.kind == "webimage":
+            return sign(f"/rs:fit:{size}:{size}/q:80/plain/{source}@jpg")
+        return f"/unsafe/fit-in/{size}x{size}/filters:quality(80):format(jpeg)/{source[len('http://'):]}"
+
+    def access_log(self):
+        return os.path.join(self.dir, "nginx", "access.log")
+
+    def hit_ratio(self):
+        statuses = Counter()
+        with open(self.access_log()) as log:
+            for line in log:
+                match = re.search(r"cache=(\S+)", line)
+                if match:
+                    statuses[match.group(1)] += 1
+        total = sum(statuses.values())
+        return statuses["HIT"] / total if total else 0.0, statuses
+
+    def stop(self):
+        if self.kind == "webimage":
+            subprocess.run([CLUSTER, "down", "--dir", self.dir], stderr=subprocess.DEVNULL)
+        for process in reversed(self.processes):
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def zipf_paths(paths, count, seed):
+    """`count` requests over `paths`, the path of rank r drawn with weight 1/r."""
+    rng = random.Random(seed)
+    ranked = paths[:]
+    rng.shuffle(ranked)
+    weights = [1.0 / rank for rank in range(1, len(ranked) + 1)]
+    return rng.choices(ranked, weights=weights, k=count)
+
+
+def run_wrk(front, paths_file, duration, connections, during=None):
+    """wrk with cluster.lua replaying paths_file; `during` runs in a thread while it loads."""
+    environment = dict(os.environ, WRK_PATHS=paths_file)
+    process = subprocess.Popen(
+        ["wrk", "-t", "2", "-c", str(connections), "-d", f"{int(duration)}s", "--timeout", "30s", "-s", LUA, front],
+        env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if during:
+        during()
+    out, err = process.communicate()
+    for line in out.splitlines():
+        if line.startswith("{"):
+            return json.loads(line)
+    raise SystemExit(f"wrk printed no summary: {out}\n{err}")
+
+
+def cold_pass(front, paths, connections):
+    """Every path once, `connections` at a time: variants/s and failures."""
+    queue = list(paths)
+    lock = threading.Lock()
+    failures = Counter()
+    host, port = front[len("http://"):].split(":")
+
+    def client():
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        while True:
+            with lock:
+                if not queue:
+                    break
+                path = queue.pop()
+            try:
+                connection.request("GET", path)
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    failures[response.status] += 1
+            except (OSError, http.client.HTTPException) as error:
+                failures[type(error).__name__] += 1
+                connection.close()
+                connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        connection.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(paths) / (time.perf_counter() - started), failures
+
+
+def write_paths(workdir, name, paths):
+    path = os.path.join(workdir, name)
+    with open(path, "w") as out:
+        out.write("\n".join(paths) + "\n")
+    return path
+
+
+def wrk_row(label, result):
+    errors = result["errors"]
+    return (f"| {label} | {result['requests'] / (result['duration_us'] / 1e6):.0f} | {result['p50_ms']:.2f} "
+            f"| {result['p95_ms']:.2f} | {result['p99_ms']:.2f} | {result['requests']} "
+            f"| {errors['status']} | {errors['connect'] + errors['read'] + errors['write'] + errors['timeout']} |")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--webimage", required=True)
+    parser.add_argument("--thumbor", required=True)
+    parser.add_argument("--photos", required=True)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument("--duration", type=float, default=300, help="seconds of the mix and kill runs")
+    parser.add_argument("--warm-duration", type=float, default=60, help="seconds of the warm and ceiling runs")
+    parser.add_argument("--parts", default="cold,warm,mix,kill")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+
+    photos = sorted(name for name in os.listdir(args.photos) if name.endswith(".jpg"))
+    variants = [(photo, size) for photo in photos for size in SIZES]
+    workdir = tempfile.mkdtemp(prefix="webimage-cluster-bench-")
+    origin = Origin(args.photos, workdir)
+    fronts = []
+    out = []
+    try:
+        wait_for(f"http://127.0.0.1:{origin.port}/{photos[0]}")
+        header = "| run | req/s | p50 ms | p95 ms | p99 ms | requests | non-2xx | socket errors |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+        if parts & {"cold", "warm"}:
+            ours = Front("webimage", args.webimage, args.thumbor, origin.port, workdir, args.nodes)
+            fronts.append(ours)
+            ours_paths = [ours.path(photo, size) for photo, size in variants]
+            rate, failures = cold_pass(ours.front, random.Random(1).sample(ours_paths, len(ours_paths)),
+                                       args.connections)
+            out.append(f"\nCold variants ({len(variants)} distinct, each once, {args.connections} at a time, "
+                       f"{args.nodes} nodes behind nginx)\n")
+            out.append("| server | variants/s | failures |\n|---|---:|---:|")
+            out.append(f"| webimage serve | {rate:.1f} | {sum(failures.values())} |")
+            ours_cold = rate
+            if "cold" in parts:
+                theirs = Front("thumbor", args.webimage, args.thumbor, origin.port, workdir, args.nodes)
+                fronts.append(theirs)
+                thumbor_paths = [theirs.path(photo, size) for photo, size in variants]
+                rate, failures = cold_pass(theirs.front, random.Random(1).sample(thumbor_paths, len(thumbor_paths)),
+                                           args.connections)
+                out.append(f"| thumbor 7.8.0 | {rate:.1f} | {sum(failures.values())} |")
+                out.append(f"\nwebimage serve / thumbor, cold variants: {ours_cold / rate:.2f}x")
+                theirs.stop()
+                fronts.remove(theirs)
+            if "warm" in parts:
+                # The ceiling: the same bodies as static files from nginx, in the same Zipf order.
+                static = os.path.join(workdir, "static")
+                os.makedirs(static)
+                host, port = ours.front[len("http://"):].split(":")
+                connection = http.client.HTTPConnection(host, int(port), timeout=60)
+                for index, path in enumerate(ours_paths):
+                    connection.request("GET", path)
+                    response = connection.getresponse()
+                    with open(os.path.join(static, f"v{index}.jpg"), "wb") as body:
+                        body.write(response.read())
+                connection.close()
+                order = zipf_paths(list(range(len(ours_paths))), 200_000, seed=2)
+                warm = run_wrk(ours.front, write_paths(workdir, "warm.txt", [ours_paths[i] for i in order]),
+                               args.warm_duration, args.connections)
+                run = os.path.join(workdir, "static-nginx")
+                os.makedirs(run)
+                port = free_port()
+                with open(os.path.join(run, "nginx.conf"), "w") as conf:
+                    user = "user root root;" if os.getuid() == 0 else ""
+                    conf.write(f"""{user}
+worker_processes auto; pid {run}/nginx.pid; error_log {run}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{ access_log off; client_body_temp_path {run}/b; proxy_temp_path {run}/p; fastcgi_temp_path {run}/f;
+  uwsgi_temp_path {run}/u; scgi_temp_path {run}/s; default_type image/jpeg;
+  server {{ listen 127.0.0.1:{port}; root {static}; }} }}
+""")
+                ceiling_process = subprocess.Popen(["nginx", "-e", f"{run}/error.log", "-p", run + "/",
+                                                    "-c", f"{run}/nginx.conf", "-g", "daemon off;"])
+                try:
+                    wait_for(f"http://127.0.0.1:{port}/v0.jpg")
+                    ceiling = run_wrk(f"http://127.0.0.1:{port}",
+                                      write_paths(workdir, "ceiling.txt", [f"/v{i}.jpg" for i in order]),
+                                      args.warm_duration, args.connections)
+                finally:
+                    ceiling_process.terminate()
+                    ceiling_process.wait()
+                out.append(f"\nWarm: every variant cached, Zipf mix, {args.connections} connections, "
+                           f"{args.warm_duration:.0f} s\n")
+                out.append(header)
+                out.append(wrk_row("cluster front, all hits", warm))
+                out.append(wrk_row("nginx static files (ceiling)", ceiling))
+                warm_rate = warm["requests"] / warm["duration_us"]
+                ceiling_rate = ceiling["requests"] / ceiling["duration_us"]
+                out.append(f"\ncached hits / ceiling: {warm_rate / ceiling_rate:.3f}")
+            ours.stop()
+            fronts.remove(ours)
+
+        for part in ("mix", "kill"):
+            if part not in parts:
+                continue
+            origin.reset()
+            front = Front("webimage", args.webimage, args.thumbor, origin.port, workdir, args.nodes)
+            fronts.append(front)
+            paths = [front.path(photo, size) for photo, size in variants]
+            requests_file = write_paths(workdir, f"{part}.txt", zipf_paths(paths, 500_000, seed=3))
+            killed = []
+
+            def kill_halfway():
+                time.sleep(args.duration / 2)
+                os.kill(front.pids[0], signal.SIGKILL)
+                killed.append(time.time())
+
+            result = run_wrk(front.front, requests_file, args.duration, args.connections,
+                             during=None if part == "mix" else kill_halfway)
+            ratio, statuses = front.hit_ratio()
+            counts = origin.counts()
+            per_source = sorted(counts.values())
+            rss = [peak_rss_mb(pid) for pid in front.pids]
+            title = "Mix" if part == "mix" else "Mix with node 1 killed (SIGKILL) halfway"
+            out.append(f"\n{title}: {len(variants)} variants of {len(photos)} sources, Zipf, "
+                       f"{args.connections} connections, {args.duration:.0f} s, from a cold cluster\n")
+            out.append(header)
+            out.append(wrk_row(part, result))
+            out.append(f"\ncache: {ratio:.3f} hits ({dict(statuses)}); origin requests per source: "
+                       f"{len(counts)} sources fetched, max {per_source[-1] if per_source else 0}, "
+                       f"total {sum(per_source)}; node peak RSS MB: {', '.join(f'{mb:.0f}' for mb in rss)}")
+            front.stop()
+            fronts.remove(front)
+        print("\n".join(out))
+    finally:
+        for front in fronts:
+            front.stop()
+        origin.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

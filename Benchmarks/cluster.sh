@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The cluster load test (Benchmarks/cluster.py says what it measures): three `webimage serve`
+# nodes behind nginx (scripts/cluster.sh) under wrk, beside thumbor 7.8.0 behind the same nginx
+# configuration and nginx serving the same bytes as static files. Installs nginx, wrk and thumbor
+# (Benchmarks/.venv-thumbor) when missing, builds the release binary, writes 200 photos.
+#
+#   Benchmarks/cluster.sh [--duration 300] [--warm-duration 60] [--parts cold,warm,mix,kill]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/bootstrap.sh nginx wrk
+venv=Benchmarks/.venv-thumbor
+if ! "$venv/bin/thumbor" --version 2>/dev/null | grep -q "v7.8.0"; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet thumbor==7.8.0 >&2
+fi
+
+swift build -c release --product webimage >&2
+swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
+
+photos=$(mktemp -d "${TMPDIR:-/tmp}/webimage-cluster-photos-XXXXXX")
+trap 'rm -rf "$photos"' EXIT
+Benchmarks/.build/release/webimage-benchmarks --write-photos "$photos" 200 2000x1333 >&2
+python3 Benchmarks/cluster.py --webimage "$(pwd)/.build/release/webimage" --thumbor "$venv/bin/thumbor" \
+    --photos "$photos" "$@"
