@@ -183,6 +183,9 @@ up() {
         die "up: a cluster is already running from $dir (scripts/cluster.sh down --dir $dir)"
     fi
 
+    if [[ "$port" -ne 0 ]] && port_open 127.0.0.1 "$port"; then
+        die "up: 127.0.0.1:$port is taken (--port 0 picks a free one)"
+    fi
     scripts/bootstrap.sh nginx
     if [[ -z "$webimage" ]]; then
         local configuration=debug
