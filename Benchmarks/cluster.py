@@ -329,6 +329,7 @@ events {{ worker_connections 4096; }}
 http {{ access_log off; client_body_temp_path {run}/b; proxy_temp_path {run}/p; fastcgi_temp_path {run}/f;
   uwsgi_temp_path {run}/u; scgi_temp_path {run}/s; default_type image/jpeg;
   sendfile on; tcp_nopush on; keepalive_requests 10000;
+  open_file_cache max=20000 inactive=60s; open_file_cache_valid 30s;
   server {{ listen 127.0.0.1:{port}; root {static}; }} }}
 """)
                 ceiling_process = subprocess.Popen(["nginx", "-e", f"{run}/error.log", "-p", run + "/",
