@@ -9,11 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh
-venv=Benchmarks/.venv-thumbor
-if ! "$venv/bin/thumbor" --version 2>/dev/null | grep -q "v7.8.0"; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet thumbor==7.8.0 >&2
-fi
+thumbor=$(Benchmarks/thumbor-venv.sh)
 
 swift build -c release --product webimage >&2
 swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
@@ -21,5 +17,5 @@ swift build -c release --package-path Benchmarks --product webimage-benchmarks >
 photos=$(mktemp -d "${TMPDIR:-/tmp}/webimage-serve-photos-XXXXXX")
 trap 'rm -rf "$photos"' EXIT
 Benchmarks/.build/release/webimage-benchmarks --write-photos "$photos" 100 2000x1333
-"$venv/bin/python" Benchmarks/serve.py --webimage .build/release/webimage --thumbor "$venv/bin/thumbor" \
+"$(dirname "$thumbor")/python" Benchmarks/serve.py --webimage .build/release/webimage --thumbor "$thumbor" \
     --photos "$photos" "$@"
