@@ -28,14 +28,14 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter
+
+from serve import free_port, rss_kib, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
@@ -45,34 +45,8 @@ SIZES = [96, 128, 160, 200, 256, 320, 400, 512, 640, 800]
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cluster.lua")
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def peak_rss_mb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def wait_for(url, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"{url} did not answer within {timeout} s")
+    return rss_kib(pid, "VmHWM") / 1024
 
 
 def sign(path):
@@ -154,7 +128,7 @@ class Front:
                  os.path.join(run, "nginx.conf"), "-g", "daemon off;"]))
             self.front = f"http://127.0.0.1:{port}"
             self.pids = [process.pid for process in self.processes[:-1]]
-            wait_for(self.front + "/")
+            wait_for(self.front + "/", any_status=True)
 
     def path(self, photo, size):
         source = f"http://127.0.0.1:{self.origin_port}/{photo}"
@@ -280,7 +254,7 @@ def main():
     fronts = []
     out = []
     try:
-        wait_for(f"http://127.0.0.1:{origin.port}/{photos[0]}")
+        wait_for(f"http://127.0.0.1:{origin.port}/{photos[0]}", timeout=60)
         header = "| run | req/s | p50 ms | p95 ms | p99 ms | requests | non-2xx | socket errors |\n|---|---:|---:|---:|---:|---:|---:|---:|"
         if parts & {"cold", "warm"}:
             ours = Front("webimage", args.webimage, args.thumbor, origin.port, workdir, args.nodes)

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 FORMATS = {"jpeg": ("jpg", "image/jpeg"), "webp": ("webp", "image/webp"), "png": ("png", "image/png")}
@@ -52,13 +53,18 @@ def rss_kib(pid, field):
     return 0
 
 
-def wait_for(url, timeout=30):
+def wait_for(url, timeout=30, any_status=False):
+    """Until `url` answers 200 (any HTTP status with `any_status`)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
                     return
+        except urllib.error.HTTPError:
+            if any_status:
+                return
+            time.sleep(0.1)
         except OSError:
             time.sleep(0.1)
     raise SystemExit(f"{url} did not answer within {timeout} s")
