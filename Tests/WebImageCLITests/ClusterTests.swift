@@ -89,15 +89,19 @@ struct ClusterTests {
         /// Requests each node has answered so far (`webimage_requests_total`, every status).
         func requestsPerNode() async throws -> [Int] {
             var counts: [Int] = []
-            for node in nodes {
-                let (data, _) = try await session.data(for: HTTPSession.Request(url: node.metrics))
-                let total = String(decoding: data, as: UTF8.self).split(separator: "\n")
-                    .filter { $0.hasPrefix("webimage_requests_total{") }
-                    .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
-                    .reduce(0, +)
-                counts.append(Int(total))
-            }
+            for index in nodes.indices { counts.append(try await requests(atNode: index)) }
             return counts
+        }
+
+        /// `webimage_requests_total` of one node: every status, or the one given.
+        func requests(atNode index: Int, status: Int? = nil) async throws -> Int {
+            let prefix = status.map { "webimage_requests_total{status=\"\($0)\"}" } ?? "webimage_requests_total{"
+            let (data, _) = try await session.data(for: HTTPSession.Request(url: nodes[index].metrics))
+            let total = String(decoding: data, as: UTF8.self).split(separator: "\n")
+                .filter { $0.hasPrefix(prefix) }
+                .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+                .reduce(0, +)
+            return Int(total)
         }
 
         /// The node's metrics, once it answers again (after a restart).
@@ -115,20 +119,23 @@ struct ClusterTests {
         init(_ description: String) { self.description = description }
     }
 
-    static func photo() throws -> Data {
-        try JPEGCoder().encode(
+    /// An origin on 127.0.0.1 serving a 400×300 JPEG at `/photo.jpg`, counting requests.
+    static func startOrigin() async throws -> OriginServer {
+        let origin = try await OriginServer.start()
+        let photo = try JPEGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 400, height: 300), format: .jpeg),
             as: .jpeg,
             options: .init()
         )
+        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg"))
+        return origin
     }
 
     @Test(
         "The same signed URL twice through nginx reaches a node once; five sizes of one source share a node and one origin fetch"
     )
     func cachesAndRoutesBySource() async throws {
-        let origin = try await OriginServer.start()
-        origin.setRoute("/photo.jpg", .data(try Self.photo(), contentType: "image/jpeg"))
+        let origin = try await Self.startOrigin()
         let cluster = try await Cluster.up()
         do {
             let source = origin.url("/photo.jpg").absoluteString
@@ -168,8 +175,7 @@ struct ClusterTests {
 
     @Test("A node killed with SIGKILL: its sources are served by the next node; restarted, it takes them back")
     func survivesAKilledNode() async throws {
-        let origin = try await OriginServer.start()
-        origin.setRoute("/photo.jpg", .data(try Self.photo(), contentType: "image/jpeg"))
+        let origin = try await Self.startOrigin()
         let cluster = try await Cluster.up()
         do {
             let source = origin.url("/photo.jpg").absoluteString
@@ -185,14 +191,9 @@ struct ClusterTests {
                 #expect(try ImageCodersManager.shared.decode(data).width == width)
             }
             // The survivors answered those three: the killed node's count cannot have grown.
-            var survivors = 0.0
+            var survivors = 0
             for index in cluster.nodes.indices where index != owner {
-                let (data, _) = try await cluster.session.data(
-                    for: HTTPSession.Request(url: cluster.nodes[index].metrics)
-                )
-                survivors += String(decoding: data, as: UTF8.self).split(separator: "\n")
-                    .filter { $0.hasPrefix("webimage_requests_total{status=\"200\"}") }
-                    .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+                survivors += try await cluster.requests(atNode: index, status: 200)
             }
             #expect(survivors == 3)
 
@@ -221,8 +222,7 @@ struct ClusterTests {
         "200 concurrent requests for one cold variant make one origin request; Accept buckets key the cache under negotiation"
     )
     func coldVariantUnderLoad() async throws {
-        let origin = try await OriginServer.start()
-        origin.setRoute("/photo.jpg", .data(try Self.photo(), contentType: "image/jpeg"))
+        let origin = try await Self.startOrigin()
         let cluster = try await Cluster.up(serveOptions: ["--format-negotiation"])
         do {
             let source = origin.url("/photo.jpg").absoluteString
