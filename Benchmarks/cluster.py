@@ -6,12 +6,14 @@ requested with Zipf-like popularity (the variant of rank r weighs 1/r) by 20 wrk
 
   mix    a cold cluster under the Zipf mix for --duration seconds: requests/s, p50/p95/p99,
          nginx's cache hit ratio, origin requests per source, each node's peak RSS;
-  kill   the same on a new cluster, one node killed with SIGKILL halfway: errors seen by clients;
+  kill   a long tail (1,000 sizes of each photo, Zipf) on a new cluster, one node killed with SIGKILL
+         halfway while misses still arrive: errors seen by clients, what nginx logged after the kill;
   cold   every variant once through a new cluster's front (all misses), 20 at a time: variants/s;
          the same with thumbor 7.8.0 nodes (HTTP loader, file storage for originals) behind
          the same nginx configuration;
   warm   the Zipf mix again once every variant is cached (--warm-duration seconds), beside nginx
-         serving the same bytes as static files (the ceiling).
+         serving the same bytes as static files at the same URIs, with the same access log
+         (the ceiling).
 
 Prints one Markdown table per part. Run through Benchmarks/cluster.sh, which installs nginx, wrk
 and thumbor, builds the release binary and writes the photos.
@@ -42,6 +44,7 @@ CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
 SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 SIZES = [96, 128, 160, 200, 256, 320, 400, 512, 640, 800]
+KILL_SIZES = 1000
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cluster.lua")
 
 
@@ -148,6 +151,17 @@ class Front:
                     statuses[match.group(1)] += 1
         total = sum(statuses.values())
         return statuses["HIT"] / total if total else 0.0, statuses
+
+    def log_after(self, offset):
+        """(status, cache status) counts of the access log's lines after byte `offset`."""
+        counts = Counter()
+        with open(self.access_log(), "rb") as log:
+            log.seek(offset)
+            for line in log.read().decode(errors="replace").splitlines():
+                match = re.search(r'" (\d{3}) .*cache=(\S+)', line)
+                if match:
+                    counts[f"{match.group(1)} {match.group(2)}"] += 1
+        return counts
 
     def stop(self):
         if self.kind == "webimage":
@@ -278,41 +292,47 @@ def main():
                 theirs.stop()
                 fronts.remove(theirs)
             if "warm" in parts:
-                # The ceiling: the same bodies as static files from nginx, in the same Zipf order.
+                # The ceiling: nginx serving the same bodies as static files at the same URIs (so
+                # request parsing and wrk's work match), with the front's access log, same order.
                 static = os.path.join(workdir, "static")
-                os.makedirs(static)
                 host, port = ours.front[len("http://"):].split(":")
                 connection = http.client.HTTPConnection(host, int(port), timeout=60)
-                for index, path in enumerate(ours_paths):
+                for path in ours_paths:
                     connection.request("GET", path)
                     response = connection.getresponse()
-                    with open(os.path.join(static, f"v{index}.jpg"), "wb") as body:
+                    file = os.path.join(static, path.lstrip("/"))
+                    os.makedirs(os.path.dirname(file), exist_ok=True)
+                    with open(file, "wb") as body:
                         body.write(response.read())
                 connection.close()
                 order = zipf_paths(list(range(len(ours_paths))), 200_000, seed=2)
-                warm = run_wrk(ours.front, write_paths(workdir, "warm.txt", [ours_paths[i] for i in order]),
-                               args.warm_duration, args.connections)
+                requests_file = write_paths(workdir, "warm.txt", [ours_paths[i] for i in order])
+                warm = run_wrk(ours.front, requests_file, args.warm_duration, args.connections)
                 run = os.path.join(workdir, "static-nginx")
                 os.makedirs(run)
                 port = free_port()
+                with open(os.path.join(ours.dir, "nginx", "nginx.conf")) as front_conf:
+                    log = re.search(r"\n\s*(log_format webimage .*?;)\n\s*access_log [^;]*? webimage( [^;]*)?;",
+                                    front_conf.read(), re.S)
                 with open(os.path.join(run, "nginx.conf"), "w") as conf:
                     user = "user root root;" if os.getuid() == 0 else ""
                     conf.write(f"""{user}
 worker_processes auto; pid {run}/nginx.pid; error_log {run}/error.log warn;
 events {{ worker_connections 4096; }}
-http {{ access_log off; client_body_temp_path {run}/b; proxy_temp_path {run}/p; fastcgi_temp_path {run}/f;
-  uwsgi_temp_path {run}/u; scgi_temp_path {run}/s; default_type image/jpeg;
+http {{ client_body_temp_path {run}/b; proxy_temp_path {run}/p; fastcgi_temp_path {run}/f;
+  uwsgi_temp_path {run}/u; scgi_temp_path {run}/s; default_type image/jpeg; server_tokens off;
+  {log.group(1)}
+  access_log {run}/access.log webimage{log.group(2) or ""};
   sendfile on; tcp_nopush on; keepalive_requests 10000;
   open_file_cache max=20000 inactive=60s; open_file_cache_valid 30s;
-  server {{ listen 127.0.0.1:{port}; root {static}; }} }}
+  server {{ listen 127.0.0.1:{port}; merge_slashes off; root {static}; }} }}
 """)
                 ceiling_process = subprocess.Popen(["nginx", "-e", f"{run}/error.log", "-p", run + "/",
                                                     "-c", f"{run}/nginx.conf", "-g", "daemon off;"])
                 try:
-                    wait_for(f"http://127.0.0.1:{port}/v0.jpg")
-                    ceiling = run_wrk(f"http://127.0.0.1:{port}",
-                                      write_paths(workdir, "ceiling.txt", [f"/v{i}.jpg" for i in order]),
-                                      args.warm_duration, args.connections)
+                    wait_for(f"http://127.0.0.1:{port}{ours_paths[0]}")
+                    ceiling = run_wrk(f"http://127.0.0.1:{port}", requests_file, args.warm_duration,
+                                      args.connections)
                 finally:
                     ceiling_process.terminate()
                     ceiling_process.wait()
@@ -333,14 +353,18 @@ http {{ access_log off; client_body_temp_path {run}/b; proxy_temp_path {run}/p; 
             origin.reset()
             front = Front("webimage", args.webimage, args.thumbor, origin.port, workdir, args.nodes)
             fronts.append(front)
-            paths = [front.path(photo, size) for photo, size in variants]
+            # The kill run asks for a long tail (1,000 sizes of each photo): misses keep coming
+            # when the node dies, so clients see both its cached keys and its misses move.
+            run_variants = variants if part == "mix" else [
+                (photo, size) for photo in photos for size in range(64, 64 + KILL_SIZES)]
+            paths = [front.path(photo, size) for photo, size in run_variants]
             requests_file = write_paths(workdir, f"{part}.txt", zipf_paths(paths, 500_000, seed=3))
-            killed = []
+            log_at_kill = []
 
             def kill_halfway():
                 time.sleep(args.duration / 2)
+                log_at_kill.append(os.path.getsize(front.access_log()))
                 os.kill(front.pids[0], signal.SIGKILL)
-                killed.append(time.time())
 
             result = run_wrk(front.front, requests_file, args.duration, args.connections,
                              during=None if part == "mix" else kill_halfway)
@@ -348,14 +372,18 @@ http {{ access_log off; client_body_temp_path {run}/b; proxy_temp_path {run}/p; 
             counts = origin.counts()
             per_source = sorted(counts.values())
             rss = [peak_rss_mb(pid) for pid in front.pids]
-            title = "Mix" if part == "mix" else "Mix with node 1 killed (SIGKILL) halfway"
-            out.append(f"\n{title}: {len(variants)} variants of {len(photos)} sources, Zipf, "
+            title = "Mix" if part == "mix" else "Long-tail mix with node 1 killed (SIGKILL) halfway"
+            out.append(f"\n{title}: {len(run_variants)} variants of {len(photos)} sources, Zipf, "
                        f"{args.connections} connections, {args.duration:.0f} s, from a cold cluster\n")
             out.append(header)
             out.append(wrk_row(part, result))
             out.append(f"\ncache: {ratio:.3f} hits ({dict(statuses)}); origin requests per source: "
                        f"{len(counts)} sources fetched, max {per_source[-1] if per_source else 0}, "
                        f"total {sum(per_source)}; node peak RSS MB: {', '.join(f'{mb:.0f}' for mb in rss)}")
+            if log_at_kill:
+                after = front.log_after(log_at_kill[0])
+                out.append(f"after the kill: {sum(after.values())} requests logged by nginx, by status and cache: "
+                           f"{dict(sorted(after.items()))}")
             front.stop()
             fronts.remove(front)
         print("\n".join(out))
