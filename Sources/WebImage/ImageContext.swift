@@ -8,6 +8,9 @@ public struct ImageContext: Sendable {
     public var thumbnailPixelSize: PixelSize?
     /// With `scaleDownLargeImages`, the most bytes one decoded frame may take. Default 60 MB.
     public var scaleDownLimitBytes: Int
+    /// Where the load waits in the downloader's queue; `nil` (default) takes it from the options
+    /// (``ImageOptions/highPriority``, ``ImageOptions/lowPriority``).
+    public var priority: ImagePriority?
     /// Changes the request before it is sent, or returns `nil` to cancel the load.
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
     /// The coders to decode with (default: the shared registry).

@@ -1,4 +1,5 @@
 import Foundation
+import WebImageCoders
 import WebImageHTTP
 
 /// Why an image load failed. `code` is stable (its raw value is the CLI's `error.code`); the
@@ -50,6 +51,9 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
     public let statusCode: Int?
     /// The transport error, for `networkError` (and status errors).
     public let underlying: HTTPSessionError?
+    /// The decoder's error, for `badImageData` from a decode: its ``CoderError/code`` says what
+    /// was wrong with the data (truncated, too large, unsupported…).
+    public let coderError: CoderError?
 
     /// An error of `code` for `url`; `message` should name the URL and the cause.
     public init(
@@ -57,13 +61,15 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         url: URL?,
         message: String,
         statusCode: Int? = nil,
-        underlying: HTTPSessionError? = nil
+        underlying: HTTPSessionError? = nil,
+        coderError: CoderError? = nil
     ) {
         self.code = code
         self.url = url
         self.message = message
         self.statusCode = statusCode
         self.underlying = underlying
+        self.coderError = coderError
     }
 
     /// The message.

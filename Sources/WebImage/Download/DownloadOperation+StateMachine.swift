@@ -23,14 +23,25 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
     }
 
     private(set) var phase = Phase.waiting
-    /// The callers' combined options: high priority when any caller asked for it, low only when
-    /// every caller did.
-    private(set) var options: ImageOptions
-    private var handlers: [Caller: (order: UInt64, handler: Handler)] = [:]
+    /// The first caller's options without the priority flags.
+    private let baseOptions: ImageOptions
+    /// The priority while no caller waits: the first caller's.
+    private var restingPriority: ImagePriority
+    private var handlers: [Caller: (order: UInt64, handler: Handler, priority: ImagePriority)] = [:]
     private var nextOrder: UInt64 = 0
     private var work: Work?
 
-    init(options: ImageOptions) { self.options = options }
+    init(options: ImageOptions) {
+        baseOptions = options.subtracting([.highPriority, .lowPriority])
+        restingPriority = ImagePriority(options)
+    }
+
+    /// The highest priority a waiting caller asks for.
+    var priority: ImagePriority { handlers.values.lazy.map(\.priority).max() ?? restingPriority }
+
+    /// The callers' combined options: the first caller's, with high priority when any waiting
+    /// caller asks for it and low only when every one does.
+    var options: ImageOptions { baseOptions.union(priority.options) }
 
     /// Whether callers may still join.
     var isJoinable: Bool { phase != .finished }
@@ -47,14 +58,19 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
         return handlers.values.sorted { $0.order < $1.order }.map(\.handler)
     }
 
-    /// A caller joins; `false` once finished (the caller starts a new load).
+    /// A caller joins at the priority its options ask for; `false` once finished (the caller
+    /// starts a new load).
     mutating func join(_ caller: Caller, options callerOptions: ImageOptions, handler: Handler) -> Bool {
         guard isJoinable else { return false }
         nextOrder += 1
-        handlers[caller] = (nextOrder, handler)
-        // A high-priority caller raises a waiting load; low priority only when everyone is low.
-        if callerOptions.contains(.highPriority) { options.insert(.highPriority) }
-        if !callerOptions.contains(.lowPriority) { options.remove(.lowPriority) }
+        handlers[caller] = (nextOrder, handler, ImagePriority(callerOptions))
+        return true
+    }
+
+    /// Changes a waiting caller's priority; `false` when it is not waiting.
+    mutating func setPriority(_ priority: ImagePriority, for caller: Caller) -> Bool {
+        guard isWanted, handlers[caller] != nil else { return false }
+        handlers[caller]?.priority = priority
         return true
     }
 
@@ -70,7 +86,7 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
 
     /// A caller leaves; the last one to leave a load that has not delivered abandons it.
     mutating func leave(_ caller: Caller) -> LeaveAction {
-        guard let (_, handler) = handlers.removeValue(forKey: caller) else { return .none }
+        guard let (_, handler, _) = handlers.removeValue(forKey: caller) else { return .none }
         guard handlers.isEmpty, isWanted else { return .cancelCaller(handler) }
         phase = .finished
         defer { work = nil }

@@ -62,6 +62,14 @@ public final class DownloadOperation: ImageDownloadOperation {
     /// every caller did.
     public var options: ImageOptions { state.withLock { $0.machine.options } }
 
+    /// The highest priority a waiting caller asks for.
+    public var priority: ImagePriority { state.withLock { $0.machine.priority } }
+
+    /// Changes one waiting caller's priority; a load not started yet moves in the queue.
+    public func setPriority(_ priority: ImagePriority, for token: DownloadToken) {
+        _ = state.withLock { $0.machine.setPriority(priority, for: token) }
+    }
+
     /// Adds a caller; `false` once the operation has finished.
     public func addHandlers(
         for token: DownloadToken,
@@ -283,7 +291,13 @@ public final class DownloadOperation: ImageDownloadOperation {
                 finish(
                     image: nil,
                     data: data,
-                    error: WebImageError(.badImageData, url: url, message: "\(url): \(error)", statusCode: status)
+                    error: WebImageError(
+                        .badImageData,
+                        url: url,
+                        message: "\(url): \(error)",
+                        statusCode: status,
+                        coderError: error
+                    )
                 )
             case nil:
                 // Every caller cancelled while the decode waited: nobody to deliver to.

@@ -29,6 +29,11 @@ public final class DownloadToken: Sendable, Hashable {
     /// Cancels this caller's interest (same as `downloader.cancel(token)`).
     public func cancel() { downloaderReference.downloader?.cancel(self) }
 
+    /// Changes this caller's priority (same as `downloader.setPriority(priority, for: token)`).
+    public func setPriority(_ priority: ImagePriority) {
+        downloaderReference.downloader?.setPriority(priority, for: self)
+    }
+
     public static func == (lhs: DownloadToken, rhs: DownloadToken) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

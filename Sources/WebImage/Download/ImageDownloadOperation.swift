@@ -15,6 +15,11 @@ public protocol ImageDownloadOperation: AnyObject, Sendable {
     var options: ImageOptions { get }
     /// Whether every caller has had its final completion (or was cancelled).
     var isFinished: Bool { get }
+    /// Where the operation waits in the downloader's queue. Default: from ``options``.
+    var priority: ImagePriority { get }
+
+    /// Changes one caller's priority (``DownloadToken/setPriority(_:)``). Default: ignored.
+    func setPriority(_ priority: ImagePriority, for token: DownloadToken)
 
     /// Adds a caller. Returns `false` when the operation has already finished, so the downloader
     /// starts a new one.
@@ -36,6 +41,14 @@ public protocol ImageDownloadOperation: AnyObject, Sendable {
     /// `onFinish` exactly once, after the last completion was delivered (or at once when the
     /// operation was cancelled before it started), so the downloader can start the next load.
     func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void)
+}
+
+extension ImageDownloadOperation {
+    /// ``ImagePriority/init(_:)`` of ``options``.
+    public var priority: ImagePriority { ImagePriority(options) }
+
+    /// Ignores the change: the operation keeps the priority of its options.
+    public func setPriority(_ priority: ImagePriority, for token: DownloadToken) {}
 }
 
 /// What an ``ImageDownloadOperation`` runs with: the downloader's session, configuration and

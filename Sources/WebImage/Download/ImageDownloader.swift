@@ -137,6 +137,7 @@ public final class ImageDownloader: Sendable {
             if let existing = state.operations[key],
                 existing.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
             {
+                if let priority = context.priority { existing.operation.setPriority(priority, for: token) }
                 return (token, .joined)
             }
             let entry = Entry(
@@ -146,6 +147,7 @@ public final class ImageDownloader: Sendable {
             )
             guard entry.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
             else { return (token, .refused) }
+            if let priority = context.priority { entry.operation.setPriority(priority, for: token) }
             state.operations[key] = entry
             state.waiting.append(entry)
             return (token, .queued)
@@ -184,6 +186,12 @@ public final class ImageDownloader: Sendable {
                 state.waiting.removeAll { $0 === entry }
             }
         }
+    }
+
+    /// Changes one caller's priority. A download still waiting for a slot moves in the queue (it
+    /// runs at the highest priority of its callers); a running one is not affected.
+    public func setPriority(_ priority: ImagePriority, for token: DownloadToken) {
+        state.withLock { $0.operations[token.key] }?.operation.setPriority(priority, for: token)
     }
 
     /// Cancels every download; every caller gets `cancelled`.
@@ -369,11 +377,8 @@ public final class ImageDownloader: Sendable {
             self.operation = operation
         }
 
-        /// High wins over normal, normal over low.
-        var priority: Int {
-            let options = operation.options
-            return options.contains(.highPriority) ? 1 : options.contains(.lowPriority) ? -1 : 0
-        }
+        /// The operation's priority: the highest its waiting callers ask for.
+        var priority: ImagePriority { operation.priority }
     }
 
 }

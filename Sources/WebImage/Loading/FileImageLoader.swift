@@ -78,7 +78,12 @@ public final class FileImageLoader: ImageLoading {
                 case .success(let image):
                     finish(load, key: key, image: image, data: data, error: nil, metadata: metadata)
                 case .failure(let error):
-                    let failure = WebImageError(.badImageData, url: url, message: "\(url.path): \(error)")
+                    let failure = WebImageError(
+                        .badImageData,
+                        url: url,
+                        message: "\(url.path): \(error)",
+                        coderError: error
+                    )
                     finish(load, key: key, image: nil, data: nil, error: failure)
                 case nil:
                     break  // every caller cancelled; each has had its completion

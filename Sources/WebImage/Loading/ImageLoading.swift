@@ -41,6 +41,13 @@ public typealias ImageLoaderCompletion =
 public protocol ImageLoadingToken: Sendable {
     /// Stops this caller's interest; the load stops when no caller still wants it.
     func cancel()
+    /// Changes this caller's priority while its load waits to start. Default: ignored.
+    func setPriority(_ priority: ImagePriority)
+}
+
+extension ImageLoadingToken {
+    /// Ignores the change (a loader without a queue).
+    public func setPriority(_ priority: ImagePriority) {}
 }
 
 extension DownloadToken: ImageLoadingToken {}

@@ -9,11 +9,12 @@ public final class ImageLoadOperation: Sendable, Hashable {
     private struct State {
         var task: ImageLoadTask?
         var subscription: UInt64 = 0
+        var priority: ImagePriority
         var cancelled = false
         var finished = false
     }
 
-    private let state = Protected(State())
+    private let state: Protected<State>
     /// The URL being loaded (`nil` for a missing URL).
     public let url: URL?
     private let callbackQueue: DispatchQueue?
@@ -29,11 +30,13 @@ public final class ImageLoadOperation: Sendable, Hashable {
     /// before the final event goes out.
     init(
         url: URL?,
+        priority: ImagePriority = .normal,
         callbackQueue: DispatchQueue?,
         sink: @escaping @Sendable (ImageManager.Event) -> Void,
         onFinish: @escaping @Sendable (ImageLoadOperation) -> Void
     ) {
         Self.liveCount.add(1, ordering: .relaxed)
+        state = Protected(State(priority: priority))
         self.url = url
         self.callbackQueue = callbackQueue
         self.sink = sink
@@ -51,6 +54,20 @@ public final class ImageLoadOperation: Sendable, Hashable {
         guard first else { return }
         task?.unsubscribe(subscription)
         deliver(.failure(.cancelled(url), url))
+    }
+
+    /// Where this caller's load waits in the loader's queue. Setting it while the download waits
+    /// for a slot moves it (a shared load runs at the highest priority of its callers); a
+    /// running or finished load is not affected.
+    public var priority: ImagePriority {
+        get { state.withLock { $0.priority } }
+        set {
+            let (task, subscription) = state.withLock { state -> (ImageLoadTask?, UInt64) in
+                state.priority = newValue
+                return (state.task, state.subscription)
+            }
+            task?.setPriority(newValue, subscription: subscription)
+        }
     }
 
     /// Whether `cancel()` was called.

@@ -36,17 +36,22 @@ final class ImageLoadTask: Sendable {
 
         var phase = Phase.running
         var subscribers: [UInt64: ImageLoadOperation] = [:]
+        var priorities: [UInt64: ImagePriority] = [:]
         var nextID: UInt64 = 0
         var cacheOperation: (any ImageCacheOperation)?
         var loaderToken: (any ImageLoadingToken)?
 
-        /// Adds a subscriber; `nil` when the task is closed.
-        mutating func subscribe(_ operation: ImageLoadOperation) -> UInt64? {
+        /// Adds a subscriber at `priority`; `nil` when the task is closed.
+        mutating func subscribe(_ operation: ImageLoadOperation, priority: ImagePriority = .normal) -> UInt64? {
             guard !phase.isClosed else { return nil }
             nextID += 1
             subscribers[nextID] = operation
+            priorities[nextID] = priority
             return nextID
         }
+
+        /// The highest priority a subscriber asks for.
+        var priority: ImagePriority { priorities.values.max() ?? .normal }
 
         /// What to cancel when the last subscriber left a running task.
         struct Abandonment {
@@ -56,6 +61,7 @@ final class ImageLoadTask: Sendable {
 
         /// Removes a subscriber; the work to cancel when that abandons the task.
         mutating func unsubscribe(_ id: UInt64) -> Abandonment? {
+            priorities[id] = nil
             guard subscribers.removeValue(forKey: id) != nil, subscribers.isEmpty, phase == .running else { return nil }
             phase = .closed(abandoned: true)
             defer {
@@ -76,7 +82,10 @@ final class ImageLoadTask: Sendable {
                 return nil
             }
             phase = .delivering
-            defer { subscribers.removeAll() }
+            defer {
+                subscribers.removeAll()
+                priorities.removeAll()
+            }
             return subscribers.sorted { $0.key < $1.key }.map(\.value)
         }
     }
@@ -84,12 +93,49 @@ final class ImageLoadTask: Sendable {
     /// Whether every subscriber left before the result: stages skip their work.
     var isCancelled: Bool { state.withLock { $0.phase == .closed(abandoned: true) } }
 
-    /// Adds `operation`; `nil` when the task is closed (start a new one).
-    func subscribe(_ operation: ImageLoadOperation) -> UInt64? { state.withLock { $0.subscribe(operation) } }
+    /// Adds `operation` at `priority`: its subscription, and the raised task priority to pass to
+    /// the loader once the caller released its own locks (``PriorityChange/apply()``); `nil`
+    /// when the task is closed (start a new one).
+    func subscribe(_ operation: ImageLoadOperation, priority: ImagePriority) -> (id: UInt64, change: PriorityChange?)? {
+        state.withLock { state in
+            let before = state.priority
+            guard let id = state.subscribe(operation, priority: priority) else { return nil }
+            return (id, state.priorityChange(from: before))
+        }
+    }
 
-    /// Removes a subscriber; the last one to leave a running task cancels its work.
+    /// The task's priority: the highest its subscribers ask for.
+    var priority: ImagePriority { state.withLock { $0.priority } }
+
+    /// Changes one subscriber's priority; the loader's queue sees the task's new priority.
+    func setPriority(_ priority: ImagePriority, subscription: UInt64) {
+        let change = state.withLock { state -> PriorityChange? in
+            guard state.phase == .running, state.priorities[subscription] != nil else { return nil }
+            let before = state.priority
+            state.priorities[subscription] = priority
+            return state.priorityChange(from: before)
+        }
+        change?.apply()
+    }
+
+    /// A new task priority to pass to the loader, outside the lock.
+    struct PriorityChange {
+        var token: any ImageLoadingToken
+        var priority: ImagePriority
+
+        func apply() { token.setPriority(priority) }
+    }
+
+    /// Removes a subscriber; the last one to leave a running task cancels its work, and the
+    /// others keep the highest priority still asked for.
     func unsubscribe(_ id: UInt64) {
-        guard let abandonment = state.withLock({ $0.unsubscribe(id) }) else { return }
+        let (abandonment, change) = state.withLock { state -> (State.Abandonment?, PriorityChange?) in
+            let before = state.priority
+            let abandonment = state.unsubscribe(id)
+            return (abandonment, abandonment == nil ? state.priorityChange(from: before) : nil)
+        }
+        change?.apply()
+        guard let abandonment else { return }
         abandonment.cacheOperation?.cancel()
         abandonment.loaderToken?.cancel()
         onClose(self)
@@ -105,14 +151,16 @@ final class ImageLoadTask: Sendable {
         if abandoned { cacheOperation?.cancel() }
     }
 
-    /// Records the loader interest, cancelling it at once when the task was abandoned.
-    func attach(loaderToken: (any ImageLoadingToken)?) {
-        let abandoned = state.withLock { state in
-            guard state.phase == .running else { return state.phase == .closed(abandoned: true) }
+    /// Records the loader interest, cancelling it at once when the task was abandoned. The loader
+    /// was asked at `requestedPriority`; a change since then reaches it now.
+    func attach(loaderToken: (any ImageLoadingToken)?, requestedPriority: ImagePriority) {
+        let (abandoned, current) = state.withLock { state -> (Bool, ImagePriority) in
+            guard state.phase == .running else { return (state.phase == .closed(abandoned: true), requestedPriority) }
             state.loaderToken = loaderToken
-            return false
+            return (false, state.priority)
         }
         if abandoned { loaderToken?.cancel() }
+        if current != requestedPriority { loaderToken?.setPriority(current) }
     }
 
     /// Sends `event` to the subscribers. A final event goes to each subscriber once, including
@@ -127,6 +175,14 @@ final class ImageLoadTask: Sendable {
             for operation in batch { operation.deliver(event) }
         }
         onClose(self)
+    }
+}
+
+extension ImageLoadTask.State {
+    /// The change to pass to the loader when the task's priority moved from `before`.
+    func priorityChange(from before: ImagePriority) -> ImageLoadTask.PriorityChange? {
+        guard phase == .running, let loaderToken, priority != before else { return nil }
+        return ImageLoadTask.PriorityChange(token: loaderToken, priority: priority)
     }
 }
 

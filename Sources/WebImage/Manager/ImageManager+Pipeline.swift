@@ -32,7 +32,8 @@ extension ImageManager {
         context: ImageContext,
         sink: @escaping @Sendable (Event) -> Void
     ) -> ImageLoadOperation {
-        let operation = ImageLoadOperation(url: url, callbackQueue: callbackQueue, sink: sink) {
+        let priority = context.priority ?? ImagePriority(options)
+        let operation = ImageLoadOperation(url: url, priority: priority, callbackQueue: callbackQueue, sink: sink) {
             [weak self] operation in self?.running.withLock { _ = $0.remove(operation) }
         }
         running.withLock { _ = $0.insert(operation) }
@@ -65,8 +66,9 @@ extension ImageManager {
             context: context,
             unshareable: loadNumbers.add(1, ordering: .relaxed).newValue
         )
-        let (task, subscription, isNew) = tasks.withLock { tasks -> (ImageLoadTask, UInt64, Bool) in
-            if let existing = tasks[loadKey], let subscription = existing.subscribe(operation) {
+        let (task, subscription, isNew) = tasks.withLock {
+            tasks -> (ImageLoadTask, (id: UInt64, change: ImageLoadTask.PriorityChange?), Bool) in
+            if let existing = tasks[loadKey], let subscription = existing.subscribe(operation, priority: priority) {
                 return (existing, subscription, false)
             }
             let task = ImageLoadTask(key: loadKey) { [weak self] task in
@@ -74,11 +76,12 @@ extension ImageManager {
                     if tasks[task.key] === task { tasks[task.key] = nil }
                 }
             }
-            let subscription = task.subscribe(operation) ?? 0  // a new task is open
+            let subscription = task.subscribe(operation, priority: priority) ?? (0, nil)  // a new task is open
             tasks[loadKey] = task
             return (task, subscription, true)
         }
-        if !operation.attach(to: task, subscription: subscription) { task.unsubscribe(subscription) }
+        subscription.change?.apply()
+        if !operation.attach(to: task, subscription: subscription.id) { task.unsubscribe(subscription.id) }
         if isNew { run(task, url: url, key: key, options: options, context: context) }
         return operation
     }
@@ -205,6 +208,8 @@ extension ImageManager {
                 deliver: deliver
             )
         }
+        let requestedPriority = task.priority
+        downloadContext.priority = requestedPriority
         let token = loader.requestImage(
             with: url,
             options: options,
@@ -212,6 +217,6 @@ extension ImageManager {
             progress: { received, expected, url in deliver(.progress(received, expected, url)) },
             completed: handle
         )
-        task.attach(loaderToken: token)
+        task.attach(loaderToken: token, requestedPriority: requestedPriority)
     }
 }

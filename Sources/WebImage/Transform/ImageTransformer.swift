@@ -66,7 +66,8 @@ public struct PipelineTransformer: ImageTransformer {
 }
 
 /// Resizes to `size`: `.fit` inside it keeping the aspect ratio, `.fill` covering it and
-/// cropping the centre, `.exact` stretching to it.
+/// cropping the centre, `.exact` stretching to it. A side of 0 follows the aspect ratio (as in
+/// imgproxy): `200×0` is 200 pixels wide in every mode.
 public struct ResizeTransformer: BitmapTransformer {
     /// How the image meets the target size.
     public enum Mode: String, Sendable, Hashable {
@@ -94,28 +95,35 @@ public struct ResizeTransformer: BitmapTransformer {
     }
 
     public func transform(_ bitmap: Bitmap) -> Bitmap? {
-        guard size.width > 0, size.height > 0 else { return nil }
-        let scaleX = Double(size.width) / Double(bitmap.width)
-        let scaleY = Double(size.height) / Double(bitmap.height)
+        guard size.width >= 0, size.height >= 0, size.width > 0 || size.height > 0 else { return nil }
+        var scaleX = Double(size.width) / Double(bitmap.width)
+        var scaleY = Double(size.height) / Double(bitmap.height)
+        if size.width == 0 { scaleX = scaleY }
+        if size.height == 0 { scaleY = scaleX }
         switch mode {
         case .exact:
-            return bitmap.resized(to: size)
+            return bitmap.resized(to: scaled(bitmap, scaleX, scaleY))
         case .fit:
             let scale = min(scaleX, scaleY)
             return bitmap.resized(to: scaled(bitmap, scale))
         case .fill:
             let scale = max(scaleX, scaleY)
             let covering = bitmap.resized(to: scaled(bitmap, scale))
-            let cut = PixelSize(width: min(size.width, covering.width), height: min(size.height, covering.height))
+            let cut = PixelSize(
+                width: min(size.width == 0 ? covering.width : size.width, covering.width),
+                height: min(size.height == 0 ? covering.height : size.height, covering.height)
+            )
             let origin = gravity.origin(of: cut, in: PixelSize(width: covering.width, height: covering.height))
             return covering.cropped(x: origin.x, y: origin.y, width: cut.width, height: cut.height)
         }
     }
 
-    private func scaled(_ bitmap: Bitmap, _ scale: Double) -> PixelSize {
+    private func scaled(_ bitmap: Bitmap, _ scale: Double) -> PixelSize { scaled(bitmap, scale, scale) }
+
+    private func scaled(_ bitmap: Bitmap, _ scaleX: Double, _ scaleY: Double) -> PixelSize {
         PixelSize(
-            width: max(1, Int((Double(bitmap.width) * scale).rounded())),
-            height: max(1, Int((Double(bitmap.height) * scale).rounded()))
+            width: max(1, Int((Double(bitmap.width) * scaleX).rounded())),
+            height: max(1, Int((Double(bitmap.height) * scaleY).rounded()))
         )
     }
 }

@@ -43,12 +43,14 @@ struct FetchReport: Sendable {
         return .object(fields)
     }
 
-    /// `{code, message, status?}` for an error.
+    /// `{code, message, status?, coderCode?}` for an error; `coderCode` is the decoder's
+    /// ``CoderError/code``, the code `webimage info` reports for the same file.
     static func errorJSON(_ error: WebImageError) -> JSONValue {
         var details: [(String, JSONValue)] = [
             ("code", .string(error.code.rawValue)), ("message", .string(error.message)),
         ]
         if let status = error.statusCode { details.append(("status", .int(status))) }
+        if let coderError = error.coderError { details.append(("coderCode", .string(coderError.code))) }
         return .object(details)
     }
 

@@ -11,10 +11,10 @@ struct ManagerFixture {
     let downloader: ImageDownloader
     let manager: ImageManager
 
-    init() throws {
+    init(downloader: ImageDownloader = ImageDownloader()) throws {
         folder = try TemporaryDirectory()
         cache = CacheFixtures.cache(folder)
-        downloader = ImageDownloader()
+        self.downloader = downloader
         manager = ImageManager(cache: cache, loader: downloader)
     }
 

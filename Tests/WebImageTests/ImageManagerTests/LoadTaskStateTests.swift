@@ -24,6 +24,19 @@ struct LoadTaskStateTests {
         #expect(state.takeFinalBatch() == nil, "an abandoned task delivers nothing")
     }
 
+    @Test("The task runs at the highest priority a subscriber still asks for")
+    func priority() {
+        var state = ImageLoadTask.State()
+        #expect(state.priority == .normal)
+        let low = state.subscribe(operation(), priority: .low)
+        #expect(state.priority == .low)
+        let high = state.subscribe(operation(), priority: .veryHigh)
+        #expect(state.priority == .veryHigh)
+        _ = state.unsubscribe(high!)
+        #expect(state.priority == .low, "the one who asked for more left")
+        #expect(low != nil)
+    }
+
     @Test("The final event goes to every subscriber, including those joining while it goes out")
     func delivery() {
         var state = ImageLoadTask.State()

@@ -31,7 +31,15 @@ struct TransformerTests {
         #expect((fill.width, fill.height) == (50, 50))
         let exact = try apply(ResizeTransformer(size: PixelSize(width: 30, height: 70), mode: .exact), image)
         #expect((exact.width, exact.height) == (30, 70))
-        #expect(ResizeTransformer(size: PixelSize(width: 0, height: 5)).transform(image, forKey: "k") == nil)
+        // A side of 0 follows the aspect ratio (imgproxy's rule); both 0, or a negative side, fail.
+        let byHeight = try apply(ResizeTransformer(size: PixelSize(width: 0, height: 5)), image)
+        #expect((byHeight.width, byHeight.height) == (10, 5))
+        let byWidth = try apply(ResizeTransformer(size: PixelSize(width: 40, height: 0), mode: .fill), image)
+        #expect((byWidth.width, byWidth.height) == (40, 20))
+        let stretched = try apply(ResizeTransformer(size: PixelSize(width: 0, height: 50), mode: .exact), image)
+        #expect((stretched.width, stretched.height) == (100, 50))
+        #expect(ResizeTransformer(size: PixelSize(width: 0, height: 0)).transform(image, forKey: "k") == nil)
+        #expect(ResizeTransformer(size: PixelSize(width: -1, height: 5)).transform(image, forKey: "k") == nil)
     }
 
     @Test("Crop, flip and rotate move the right pixels")
