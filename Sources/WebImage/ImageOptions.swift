@@ -51,35 +51,4 @@ public struct ImageOptions: OptionSet, Sendable, Hashable {
     /// then means "on disk", and a failed write ends the load with `cacheStoreFailed`.
     /// ``ImagePrefetcher`` always sets it.
     public static let waitStoreCache = ImageOptions(rawValue: 1 << 19)
-
-    /// Every flag with its CLI name (kebab-case).
-    public static let namedOptions: [(name: String, option: ImageOptions)] = [
-        ("retry-failed", .retryFailed), ("low-priority", .lowPriority), ("cache-memory-only", .cacheMemoryOnly),
-        ("progressive-load", .progressiveLoad), ("refresh-cached", .refreshCached),
-        ("continue-in-background", .continueInBackground), ("handle-cookies", .handleCookies),
-        ("allow-invalid-ssl-certificates", .allowInvalidSSLCertificates), ("high-priority", .highPriority),
-        ("delay-placeholder", .delayPlaceholder), ("transform-animated-image", .transformAnimatedImage),
-        ("avoid-auto-set-image", .avoidAutoSetImage), ("scale-down-large-images", .scaleDownLargeImages),
-        ("from-cache-only", .fromCacheOnly), ("from-loader-only", .fromLoaderOnly),
-        ("query-memory-data", .queryMemoryData), ("decode-first-frame-only", .decodeFirstFrameOnly),
-        ("avoid-decode-image", .avoidDecodeImage), ("ignore-cached-response", .ignoreCachedResponse),
-        ("wait-store-cache", .waitStoreCache),
-    ]
-
-    /// Parses comma-separated CLI names (`retry-failed,refresh-cached`).
-    /// - Throws: an error naming the first unknown option.
-    public init(parsing text: String) throws(WebImageError) {
-        var options: ImageOptions = []
-        for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
-            guard let match = Self.namedOptions.first(where: { $0.name == name }) else {
-                throw WebImageError(
-                    .invalidOption,
-                    url: nil,
-                    message: "unknown option '\(name)'; known: \(Self.namedOptions.map(\.name).joined(separator: ", "))"
-                )
-            }
-            options.insert(match.option)
-        }
-        self = options
-    }
 }

@@ -6,39 +6,50 @@ import WebImageHTTP
 /// message names the URL.
 public struct WebImageError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure; the raw value is the CLI's `error.code`.
-    public enum Code: String, Sendable, Hashable {
+    ///
+    /// A struct with a static member per kind (AsyncHTTPClient's pattern), not an enum: new kinds
+    /// can be added without breaking a client's `switch`, which therefore needs a `default`.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The name, as the CLI prints it (`invalidURL`).
+        public let rawValue: String
+
+        /// The kind named `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public var description: String { rawValue }
+
         /// The URL is missing, empty, or not one the loader handles.
-        case invalidURL
+        public static let invalidURL = Code(rawValue: "invalidURL")
         /// The data is not a decodable image (or has no pixels).
-        case badImageData
+        public static let badImageData = Code(rawValue: "badImageData")
         /// The server (or the cached data) says the cached image is still current.
-        case cacheNotModified
+        public static let cacheNotModified = Code(rawValue: "cacheNotModified")
         /// The URL failed before and is not retried without `retryFailed`.
-        case blackListed
+        public static let blackListed = Code(rawValue: "blackListed")
         /// The download operation could not be created or started.
-        case invalidDownloadOperation
+        public static let invalidDownloadOperation = Code(rawValue: "invalidDownloadOperation")
         /// The server answered with a status the downloader does not accept.
-        case invalidDownloadStatusCode
+        public static let invalidDownloadStatusCode = Code(rawValue: "invalidDownloadStatusCode")
         /// The response modifier rejected the response.
-        case invalidDownloadResponse
+        public static let invalidDownloadResponse = Code(rawValue: "invalidDownloadResponse")
         /// The content type is not acceptable.
-        case invalidDownloadContentType
+        public static let invalidDownloadContentType = Code(rawValue: "invalidDownloadContentType")
         /// The caller cancelled.
-        case cancelled
+        public static let cancelled = Code(rawValue: "cancelled")
         /// The response is larger than the downloader's
         /// ``ImageDownloader/Configuration/maximumDownloadSize``; the download stopped there.
-        case downloadTooLarge
+        public static let downloadTooLarge = Code(rawValue: "downloadTooLarge")
         /// The network load failed (timeout, connection, TLS…); `underlying` says how.
-        case networkError
+        public static let networkError = Code(rawValue: "networkError")
         /// An option name was not recognised.
-        case invalidOption
+        public static let invalidOption = Code(rawValue: "invalidOption")
         /// The image is not cached and the load may not use the network (`fromCacheOnly`, or the
         /// manager's `shouldDownloadImage` said no).
-        case cacheMiss
+        public static let cacheMiss = Code(rawValue: "cacheMiss")
         /// The image loaded but could not be stored on disk (read-only folder, full file system);
         /// only with ``ImageOptions/waitStoreCache``, which waits for the write. The message names
         /// the file and the system's reason.
-        case cacheStoreFailed
+        public static let cacheStoreFailed = Code(rawValue: "cacheStoreFailed")
     }
 
     /// What kind of failure this is.

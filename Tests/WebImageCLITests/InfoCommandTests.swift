@@ -87,6 +87,28 @@ struct InfoCommandTests {
         #expect(missingError["code"] as? String == "fileNotFound")
     }
 
+    @Test("fetch and info give one damaged file the same decoder code (fetch as coderCode)")
+    func sameCodeAsFetch() throws {
+        defer { directory.remove() }
+        var png = try PNGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 64, height: 64), format: .png),
+            as: .png,
+            options: .init()
+        )
+        png.removeLast(png.count / 2)
+        let cut = try write(png, "cut.png")
+        let info = try CLIRunner.run(["info", "--json", cut])
+        let infoError = try #require(try info.jsonLines().first?["error"] as? [String: Any])
+        let fetch = try CLIRunner.run([
+            "fetch", "--json", "--cache-dir", directory.file("cache").path, URL(fileURLWithPath: cut).absoluteString,
+        ])
+        #expect(fetch.status == 9, "a decode failure: \(fetch.stderr)")
+        let fetchError = try #require(try fetch.jsonLines().first?["error"] as? [String: Any])
+        #expect(fetchError["code"] as? String == "badImageData")
+        #expect(infoError["code"] as? String == "truncatedData")
+        #expect(fetchError["coderCode"] as? String == infoError["code"] as? String)
+    }
+
     @Test("A format nothing decodes still gets its size from the header, with decoded: false; HEIC and JPEG XL decode")
     func headerOnly() throws {
         defer { directory.remove() }

@@ -11,7 +11,7 @@ extension ImageManager {
     /// stored as its own bytes under its key, and the original's bytes under the original's key,
     /// so another size or transformation of the same original needs no download.
     ///
-    /// Transforms (the context's transformer and ``transformDownloadedImage``) run on the
+    /// Transforms (the context's transformer and ``Configuration/transformDownloadedImage``) run on the
     /// context's transform queue (``ImageWorkQueue/transforming`` by default), not on the decode
     /// worker that produced the image; work whose load was cancelled meanwhile is skipped.
     func finishDownload(
@@ -27,7 +27,7 @@ extension ImageManager {
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         let transforms =
-            (context.transformer != nil || transformDownloadedImage != nil)
+            (context.transformer != nil || configuration.transformsDownloads)
             && image.map { !$0.isAnimated || options.contains(.transformAnimatedImage) } == true
         let finish: @Sendable () -> Void = { [self] in
             transformStoreAndDeliver(
@@ -69,7 +69,7 @@ extension ImageManager {
         var transformedHere = false
         if var transformed = image, !transformed.isAnimated || options.contains(.transformAnimatedImage) {
             var changed = false
-            if let hook = transformDownloadedImage, let result = hook(transformed, url) {
+            if let result = configuration.transformDownloaded(transformed, url: url, manager: self) {
                 transformed = result
                 changed = true
             }
@@ -92,7 +92,7 @@ extension ImageManager {
             }
             if changed {
                 delivered = transformed
-                storedData = cacheSerializer?(transformed, data, url)
+                storedData = configuration.cacheSerializer?(transformed, data, url)
                 transformedHere = true
             }
         }
@@ -101,7 +101,7 @@ extension ImageManager {
         {
             // The thumbnail's own bytes (re-encoded by the cache when the serializer gives none):
             // a thumbnail disk hit then decodes the thumbnail, not the whole original.
-            storedData = cacheSerializer?(delivered, data, url)
+            storedData = configuration.cacheSerializer?(delivered, data, url)
         }
         if Self.derivesImage(context), source == .none, !url.isFileURL, let data, storeType.includesDisk {
             imageCache.store(
@@ -114,7 +114,7 @@ extension ImageManager {
             )
         }
         let result = ImageLoadResult(image: delivered, data: data, cacheType: source, url: url)
-        logger.debug(
+        configuration.logger.debug(
             source == .disk ? "made from the original on disk" : "loaded",
             metadata: ["url": "\(url)", "key": "\(key)"]
         )

@@ -33,7 +33,12 @@ extension ImageManager {
         sink: @escaping @Sendable (Event) -> Void
     ) -> ImageLoadOperation {
         let priority = context.priority ?? ImagePriority(options)
-        let operation = ImageLoadOperation(url: url, priority: priority, callbackQueue: callbackQueue, sink: sink) {
+        let operation = ImageLoadOperation(
+            url: url,
+            priority: priority,
+            callbackQueue: configuration.callbackQueue,
+            sink: sink
+        ) {
             [weak self] operation in self?.running.withLock { _ = $0.remove(operation) }
         }
         running.withLock { _ = $0.insert(operation) }
@@ -149,7 +154,7 @@ extension ImageManager {
         task: ImageLoadTask,
         deliver: @escaping @Sendable (Event) -> Void
     ) {
-        let allowed = !options.contains(.fromCacheOnly) && (shouldDownloadImage?(url) ?? true)
+        let allowed = !options.contains(.fromCacheOnly) && configuration.shouldDownload(url, manager: self)
         guard allowed else {
             if let cached {
                 deliver(.notModified(cached.result))
@@ -189,9 +194,12 @@ extension ImageManager {
                     deliver(.notModified(cached.result))
                     return
                 }
-                if loader.shouldBlockFailedURL(url, error: error) {
+                if configuration.shouldBlock(url, error: error, loader: loader, manager: self) {
                     failed.withLock { _ = $0.insert(url) }
-                    logger.notice("URL blacklisted", metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"])
+                    configuration.logger.notice(
+                        "URL blacklisted",
+                        metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"]
+                    )
                 }
                 deliver(.failure(error, url))
                 return

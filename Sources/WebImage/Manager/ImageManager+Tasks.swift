@@ -23,7 +23,7 @@ extension ImageManager {
         try await imageTask(with: request).response
     }
 
-    /// Loads `url` and calls `completion` once with the result (on ``callbackQueue`` when set,
+    /// Loads `url` and calls `completion` once with the result (on ``Configuration/callbackQueue`` when set,
     /// else on the producing thread; at once on the caller's thread for a memory hit).
     /// `progress` receives bytes and the total when known; `preview` receives progressive
     /// previews (with ``ImageOptions/progressiveLoad``). Returns the operation that cancels it:

@@ -27,7 +27,7 @@ import WebImageHTTP
 /// operation.cancel()
 /// ```
 ///
-/// **Threads.** Completions run on ``callbackQueue`` when it is set; by default (`nil`) they run
+/// **Threads.** Completions run on ``Configuration/callbackQueue`` when it is set; by default (`nil`) they run
 /// directly on the thread that produced the result: the caller's thread for a memory hit the
 /// cache answers synchronously (``ImageCaching/imageFromMemoryCache(forKey:)``) and for URLs
 /// refused at once, a background thread otherwise, never an event loop. `async` APIs resume on
@@ -53,16 +53,7 @@ public final class ImageManager: Sendable {
     /// downloader's size limit).
     public let loaders: [any ImageLoading]
 
-    private struct Hooks: Sendable {
-        var cacheKeyFilter: (@Sendable (URL) -> String)?
-        var cacheSerializer: (@Sendable (DecodedImage, Data?, URL) -> Data?)?
-        var shouldDownloadImage: (@Sendable (URL) -> Bool)?
-        var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)?
-        var callbackQueue: DispatchQueue?
-        var logger = Logger.quiet("swift-web-image.manager")
-    }
-
-    private let hooks = Protected(Hooks())
+    private let settings: Protected<Configuration>
     let failed = Protected<Set<URL>>([])
     let running = Protected<Set<ImageLoadOperation>>([])
     /// The load tasks in flight, one per ``ImageLoadKey``.
@@ -71,8 +62,14 @@ public final class ImageManager: Sendable {
     let loadNumbers = Atomic<UInt64>(0)
 
     /// A manager over `cache` and `loader`; `additionalLoaders` are asked first, so they may take
-    /// over any URL (a custom scheme, say).
-    public init(cache: any ImageCaching, loader: ImageDownloader, additionalLoaders: [any ImageLoading] = []) {
+    /// over any URL (a custom scheme, say). `configuration` holds the hooks (default: none).
+    public init(
+        cache: any ImageCaching,
+        loader: ImageDownloader,
+        additionalLoaders: [any ImageLoading] = [],
+        configuration: Configuration = Configuration()
+    ) {
+        settings = Protected(configuration)
         imageCache = cache
         imageLoader = loader
         loaders =
@@ -82,45 +79,52 @@ public final class ImageManager: Sendable {
     /// The first loader that can request `url`.
     public func loader(for url: URL) -> (any ImageLoading)? { loaders.first { $0.canRequestImage(for: url) } }
 
-    // MARK: Hooks
+    /// The hooks and settings the manager was made with (a snapshot; the deprecated setters below
+    /// still change them).
+    public var configuration: Configuration { settings.withLock { $0 } }
 
-    /// Maps a URL to its cache key (SDWebImageCacheKeyFilter). Default: the absolute URL.
+    // MARK: Hooks (deprecated: set them in Configuration)
+
+    /// ``Configuration/cacheKeyFilter``.
+    @available(*, deprecated, message: "set ImageManager.Configuration.cacheKeyFilter at init")
     public var cacheKeyFilter: (@Sendable (URL) -> String)? {
-        get { hooks.withLock { $0.cacheKeyFilter } }
-        set { hooks.withLock { $0.cacheKeyFilter = newValue } }
+        get { configuration.cacheKeyFilter }
+        set { settings.withLock { $0.cacheKeyFilter = newValue } }
     }
 
-    /// The bytes stored on disk for a transformed image `(image, originalData, url)`; `nil`
-    /// stores the image re-encoded with our encoders (the default).
+    /// ``Configuration/cacheSerializer``.
+    @available(*, deprecated, message: "set ImageManager.Configuration.cacheSerializer at init")
     public var cacheSerializer: (@Sendable (DecodedImage, Data?, URL) -> Data?)? {
-        get { hooks.withLock { $0.cacheSerializer } }
-        set { hooks.withLock { $0.cacheSerializer = newValue } }
+        get { configuration.cacheSerializer }
+        set { settings.withLock { $0.cacheSerializer = newValue } }
     }
 
-    /// Whether to download a URL missing from the cache (the delegate's
-    /// `shouldDownloadImageForURL:`). A `false` ends the load with `cacheMiss`.
+    /// ``Configuration/shouldDownloadImage``.
+    @available(*, deprecated, message: "set ImageManager.Configuration.shouldDownloadImage at init")
     public var shouldDownloadImage: (@Sendable (URL) -> Bool)? {
-        get { hooks.withLock { $0.shouldDownloadImage } }
-        set { hooks.withLock { $0.shouldDownloadImage = newValue } }
+        get { configuration.shouldDownloadImage }
+        set { settings.withLock { $0.shouldDownloadImage = newValue } }
     }
 
-    /// Transforms each downloaded image before it is cached (the delegate's
-    /// `transformDownloadedImage:`); animated images only with `transformAnimatedImage`.
+    /// ``Configuration/transformDownloadedImage``.
+    @available(*, deprecated, message: "set ImageManager.Configuration.transformDownloadedImage at init")
     public var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)? {
-        get { hooks.withLock { $0.transformDownloadedImage } }
-        set { hooks.withLock { $0.transformDownloadedImage = newValue } }
+        get { configuration.transformDownloadedImage }
+        set { settings.withLock { $0.transformDownloadedImage = newValue } }
     }
 
-    /// Where completions and progress run; `nil` (default) runs them on the producing thread.
+    /// ``Configuration/callbackQueue``.
+    @available(*, deprecated, message: "set ImageManager.Configuration.callbackQueue at init")
     public var callbackQueue: DispatchQueue? {
-        get { hooks.withLock { $0.callbackQueue } }
-        set { hooks.withLock { $0.callbackQueue = newValue } }
+        get { configuration.callbackQueue }
+        set { settings.withLock { $0.callbackQueue = newValue } }
     }
 
-    /// Receives each load's outcome at `.debug` and blacklisted URLs at `.notice`. Default: none.
+    /// ``Configuration/logger``.
+    @available(*, deprecated, message: "set ImageManager.Configuration.logger at init")
     public var logger: Logger {
-        get { hooks.withLock { $0.logger } }
-        set { hooks.withLock { $0.logger = newValue } }
+        get { configuration.logger }
+        set { settings.withLock { $0.logger = newValue } }
     }
 
     // MARK: Keys and state
@@ -135,7 +139,7 @@ public final class ImageManager: Sendable {
     /// The typed cache key for `url` with `context`'s thumbnail and transformer.
     public func imageCacheKey(for url: URL, context: ImageContext? = nil) -> ImageCacheKey {
         ImageCacheKey(
-            source: cacheKeyFilter?(url) ?? url.absoluteString,
+            source: configuration.cacheKeyFilter?(url) ?? url.absoluteString,
             thumbnail: context?.thumbnailPixelSize,
             transformerKeys: context?.transformer.map(ImageCacheKey.keys(of:)) ?? []
         )

@@ -72,8 +72,13 @@ struct DemoCommand: AsyncParsableCommand {
         await cache.clear()
         var downloaderConfiguration = ImageDownloader.Configuration()
         downloaderConfiguration.logger = Verbosity.logger("downloader")
-        let manager = ImageManager(cache: cache, loader: ImageDownloader(configuration: downloaderConfiguration))
-        manager.logger = Verbosity.logger("manager")
+        var managerConfiguration = ImageManager.Configuration()
+        managerConfiguration.logger = Verbosity.logger("manager")
+        let manager = ImageManager(
+            cache: cache,
+            loader: ImageDownloader(configuration: downloaderConfiguration),
+            configuration: managerConfiguration
+        )
         let urls = images.map { origin.url("/demo/\($0.name)") }
         let totalBytes = images.reduce(0) { $0 + $1.data.count }
         if !json {

@@ -94,7 +94,7 @@ struct LoadingOptions: ParsableArguments {
 
     func validate() throws {
         if let options {
-            do { _ = try ImageOptions(parsing: options) } catch { throw ValidationError(error.message) }
+            _ = try ImageOptions(parsing: options)
         }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1, got \(maxDownloads)") }
         for header in headers where Self.parseHeader(header) == nil {
@@ -271,8 +271,8 @@ struct LoadingOptions: ParsableArguments {
             configuration: configuration,
             session: HTTPSession(configuration: sessionConfiguration, logger: Verbosity.logger("http"))
         )
-        let manager = ImageManager(cache: cache, loader: downloader)
-        manager.logger = Verbosity.logger("manager")
-        return manager
+        var managerConfiguration = ImageManager.Configuration()
+        managerConfiguration.logger = Verbosity.logger("manager")
+        return ImageManager(cache: cache, loader: downloader, configuration: managerConfiguration)
     }
 }

@@ -89,12 +89,13 @@ struct CacheKeyTests {
         #expect(typed.thumbnail == Self.thumbnail)
         #expect(typed.transformerKeys.count == 2)
         #expect(manager.cacheKey(for: url, context: context) == typed.rawValue)
-        manager.cacheKeyFilter = { $0.path }
-        #expect(manager.cacheKey(for: url) == "/a.png")
-        #expect(manager.imageCacheKey(for: url, context: context).original.rawValue == "/a.png")
+        var filtering = ImageManager.Configuration()
+        filtering.cacheKeyFilter = { $0.path }
+        let filtered = ImageManager(cache: manager.imageCache, loader: manager.imageLoader, configuration: filtering)
+        #expect(filtered.cacheKey(for: url) == "/a.png")
+        #expect(filtered.imageCacheKey(for: url, context: context).original.rawValue == "/a.png")
         // The old suffix form of the same thumbnail names another original now.
         let suffixed = URL(string: "https://e.com/a.png-thumbnail(64x64)")!
-        manager.cacheKeyFilter = nil
         var thumbnailOnly = ImageContext()
         thumbnailOnly.thumbnailPixelSize = Self.thumbnail
         #expect(

@@ -11,15 +11,31 @@ struct ManagerFixture {
     let downloader: ImageDownloader
     let manager: ImageManager
 
-    init(downloader: ImageDownloader = ImageDownloader()) throws {
+    init(
+        downloader: ImageDownloader = ImageDownloader(),
+        configuration: ImageManager.Configuration = ImageManager.Configuration()
+    ) throws {
         folder = try TemporaryDirectory()
         cache = CacheFixtures.cache(folder)
         self.downloader = downloader
-        manager = ImageManager(cache: cache, loader: downloader)
+        manager = ImageManager(cache: cache, loader: downloader, configuration: configuration)
     }
 
     /// Waits for the cache's I/O queue to finish earlier work (stores are asynchronous).
     func settle() async { _ = await cache.totalDiskCount() }
+}
+
+/// The deprecated setters, reached through a protocol so the test compiles without warnings.
+protocol LegacyManagerHooks {
+    func setLegacyHooks(keyFilter: (@Sendable (URL) -> String)?, shouldDownload: (@Sendable (URL) -> Bool)?)
+}
+
+extension ImageManager: LegacyManagerHooks {
+    @available(*, deprecated, message: "uses the deprecated hook properties on purpose")
+    func setLegacyHooks(keyFilter: (@Sendable (URL) -> String)?, shouldDownload: (@Sendable (URL) -> Bool)?) {
+        cacheKeyFilter = keyFilter
+        shouldDownloadImage = shouldDownload
+    }
 }
 
 enum ManagerImages {
@@ -389,15 +405,20 @@ struct ImageManagerTests {
 
     @Test("Hooks: cache key filter, should-download, transform before caching, cache serializer, saveImageToCache")
     func hooks() async throws {
-        let fixture = try ManagerFixture()
-        defer { fixture.folder.remove() }
         let origin = try await OriginServer.start()
         origin.setRoute("/h.png", .data(ManagerImages.redPNG, contentType: "image/png"))
         let url = origin.url("/h.png")
-        fixture.manager.cacheKeyFilter = { $0.path }
+        let downloads = Locked(false)
+        var configuration = ImageManager.Configuration()
+        configuration.cacheKeyFilter = { $0.path }
+        configuration.shouldDownloadImage = { _ in downloads.value }
+        // The downloaded image is turned blue before caching; the serializer decides the disk bytes.
+        configuration.transformDownloadedImage = { _, _ in ManagerImages.blue }
+        configuration.cacheSerializer = { _, _, _ in Data("custom bytes".utf8) }
+        let fixture = try ManagerFixture(configuration: configuration)
+        defer { fixture.folder.remove() }
         #expect(fixture.manager.cacheKey(for: url) == "/h.png")
 
-        fixture.manager.shouldDownloadImage = { _ in false }
         do {
             _ = try await fixture.manager.loadImage(with: url)
             Issue.record("a declined download loaded")
@@ -405,11 +426,8 @@ struct ImageManagerTests {
             #expect(error.code == .cacheMiss)
         }
         #expect(origin.requestCount(for: "/h.png") == 0)
-        fixture.manager.shouldDownloadImage = nil
 
-        // The downloaded image is turned blue before caching; the serializer decides the disk bytes.
-        fixture.manager.transformDownloadedImage = { _, _ in ManagerImages.blue }
-        fixture.manager.cacheSerializer = { _, _, _ in Data("custom bytes".utf8) }
+        downloads.withLock { $0 = true }
         let result = try await fixture.manager.loadImage(with: url)
         #expect(result.image?.bitmap[0, 0].b == 255)
         await fixture.settle()
@@ -422,14 +440,66 @@ struct ImageManagerTests {
         await origin.stop()
     }
 
-    @Test("Completions run on the callback queue when one is set")
-    func callbackQueue() async throws {
+    @Test("The deprecated hook properties still change the manager's configuration")
+    func deprecatedHooks() async throws {
         let fixture = try ManagerFixture()
         defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/h.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        let url = origin.url("/h.png")
+        let legacy: any LegacyManagerHooks = fixture.manager
+        legacy.setLegacyHooks(keyFilter: { $0.path }, shouldDownload: { _ in false })
+        #expect(fixture.manager.cacheKey(for: url) == "/h.png")
+        #expect(fixture.manager.configuration.cacheKeyFilter != nil)
+        do {
+            _ = try await fixture.manager.loadImage(with: url)
+            Issue.record("a declined download loaded")
+        } catch {
+            #expect(error.code == .cacheMiss)
+        }
+        legacy.setLegacyHooks(keyFilter: nil, shouldDownload: nil)
+        #expect(fixture.manager.cacheKey(for: url) == url.absoluteString)
+        #expect(try await fixture.manager.loadImage(with: url).cacheType == .none)
+        await origin.stop()
+    }
+
+    @Test("A delegate answers what the configuration's closures leave open")
+    func delegate() async throws {
+        final class Recorder: ImageManagerDelegate {
+            let asked = Locked<[String]>([])
+            func imageManager(_ manager: ImageManager, shouldDownloadImageFor url: URL) -> Bool {
+                asked.withLock { $0.append("download \(url.lastPathComponent)") }
+                return url.lastPathComponent != "no.png"
+            }
+            func imageManager(_ manager: ImageManager, shouldBlockFailedURL url: URL, error: WebImageError) -> Bool? {
+                asked.withLock { $0.append("block \(url.lastPathComponent)") }
+                return false
+            }
+        }
+        let recorder = Recorder()
+        var configuration = ImageManager.Configuration()
+        configuration.delegate = recorder
+        let fixture = try ManagerFixture(configuration: configuration)
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        origin.setRoute("/gone.png", OriginRoute(status: 404))
+        await #expect(throws: WebImageError.self) { try await fixture.manager.loadImage(with: origin.url("/no.png")) }
+        await #expect(throws: WebImageError.self) { try await fixture.manager.loadImage(with: origin.url("/gone.png")) }
+        #expect(recorder.asked.value == ["download no.png", "download gone.png", "block gone.png"])
+        #expect(fixture.manager.failedURLs.isEmpty, "the delegate said a 404 is not for good")
+        #expect(origin.requests.map(\.path) == ["/gone.png"])
+        await origin.stop()
+    }
+
+    @Test("Completions run on the callback queue when one is set")
+    func callbackQueue() async throws {
         let queue = DispatchQueue(label: "test.callbacks")
         let key = DispatchSpecificKey<Int>()
         queue.setSpecific(key: key, value: 7)
-        fixture.manager.callbackQueue = queue
+        var configuration = ImageManager.Configuration()
+        configuration.callbackQueue = queue
+        let fixture = try ManagerFixture(configuration: configuration)
+        defer { fixture.folder.remove() }
         try await fixture.cache.store(ManagerImages.red, data: nil, forKey: "https://example.com/q.png")
         let onQueue = await withCheckedContinuation { continuation in
             fixture.manager.loadImage(with: URL(string: "https://example.com/q.png")) { _, _, _, _, _, _ in

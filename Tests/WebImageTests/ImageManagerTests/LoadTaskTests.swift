@@ -129,23 +129,48 @@ struct LoadTaskTests {
         origin.setRoute("/b.png", DownloaderFixtures.route())
         let manager = fixture.manager
         let nested = Locked<[String]>([])
-        manager.shouldDownloadImage = { url in
-            // A hook asking the manager about itself and starting another load.
-            _ = manager.isRunning
-            _ = manager.failedURLs
-            if url.path == "/a.png" {
-                manager.loadImage(with: origin.url("/b.png")) { _, _, error, _, finished, _ in
-                    if finished { nested.withLock { $0.append(error?.code.rawValue ?? "ok") } }
-                }
+        // The delegate is called with the manager: it asks about it and starts another load.
+        final class Reentrant: ImageManagerDelegate {
+            let nested: Locked<[String]>
+            let other: URL
+            init(nested: Locked<[String]>, other: URL) {
+                self.nested = nested
+                self.other = other
             }
-            return true
+            func imageManager(_ manager: ImageManager, shouldDownloadImageFor url: URL) -> Bool {
+                _ = manager.isRunning
+                _ = manager.failedURLs
+                if url.path == "/a.png" {
+                    manager.loadImage(with: other) { [nested] _, _, error, _, finished, _ in
+                        if finished { nested.withLock { $0.append(error?.code.rawValue ?? "ok") } }
+                    }
+                }
+                return true
+            }
+            func imageManager(
+                _ manager: ImageManager,
+                transformDownloadedImage image: DecodedImage,
+                for url: URL
+            )
+                -> DecodedImage?
+            {
+                _ = manager.cacheKey(for: other)
+                return image
+            }
         }
-        manager.transformDownloadedImage = { image, _ in
-            _ = manager.cacheKey(for: origin.url("/c.png"))
-            return image
-        }
-        let result = try await manager.loadImage(with: origin.url("/a.png"))
+        let delegate = Reentrant(nested: nested, other: origin.url("/b.png"))
+        let delegating = ImageManager(
+            cache: manager.imageCache,
+            loader: manager.imageLoader,
+            configuration: { () -> ImageManager.Configuration in
+                var configuration = ImageManager.Configuration()
+                configuration.delegate = delegate
+                return configuration
+            }()
+        )
+        let result = try await delegating.loadImage(with: origin.url("/a.png"))
         #expect(result.image?.width == 32)
+        withExtendedLifetime(delegate) {}
         await DownloaderFixtures.wait { nested.value.count == 1 }
         #expect(nested.value == ["ok"])
         // A completion that starts a load of the same key, synchronously, gets it too.

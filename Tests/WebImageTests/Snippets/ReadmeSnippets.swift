@@ -20,6 +20,16 @@ func readmeCompletion(url: URL) {
     operation.cancel()  // stops only this caller's interest
 }
 
+/// README: Quick start — a request and a task.
+func readmeTask(url: URL) async throws {
+    let request = ImageRequest(url: url, priority: .high, transformers: [.resize(width: 200), .roundCorners(16)])
+    let task = ImageManager.shared.imageTask(with: request)
+    task.priority = .veryHigh  // moves the download while it waits for a slot
+    for await progress in task.progress { print(progress.fraction ?? 0) }
+    let image = try await task.image  // throws WebImageError, typed
+    print(image.width)
+}
+
 /// README: Quick start — a transformer.
 func readmeTransformer(url: URL) async throws {
     let context = ImageContext(

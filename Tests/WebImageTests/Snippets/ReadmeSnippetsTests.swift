@@ -6,11 +6,14 @@ struct ReadmeSnippetsTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
 
-    @Test("Every Swift block of the README is compiled code from ReadmeSnippets.swift")
-    func snippetsCompile() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+    @Test(
+        "Every Swift block of the README and MIGRATING.md is compiled code from its snippets file",
+        arguments: [("README.md", "ReadmeSnippets.swift", 5), ("MIGRATING.md", "MigratingSnippets.swift", 12)]
+    )
+    func snippetsCompile(document: String, snippets: String, minimumBlocks: Int) throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
         let source = try String(
-            contentsOf: Self.root.appendingPathComponent("Tests/WebImageTests/Snippets/ReadmeSnippets.swift"),
+            contentsOf: Self.root.appendingPathComponent("Tests/WebImageTests/Snippets/\(snippets)"),
             encoding: .utf8
         )
         let sourceLines = source.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -27,12 +30,12 @@ struct ReadmeSnippetsTests {
                 if !trimmed.isEmpty { current!.append(trimmed) }
             }
         }
-        #expect(blocks.count >= 5)
+        #expect(blocks.count >= minimumBlocks)
         for (index, block) in blocks.enumerated() {
             var position = 0
             for line in block {
                 guard let found = sourceLines[position...].firstIndex(of: line) else {
-                    Issue.record("README Swift block \(index + 1): '\(line)' is not in ReadmeSnippets.swift (in order)")
+                    Issue.record("\(document) Swift block \(index + 1): '\(line)' is not in \(snippets) (in order)")
                     break
                 }
                 position = found + 1

@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import WebImageCoders
+
+extension ImageManager {
+    /// A manager's hooks and settings, given at init (SDWebImageManager's properties and
+    /// `SDWebImageManagerDelegate`, as one value).
+    ///
+    /// ```swift
+    /// var configuration = ImageManager.Configuration()
+    /// configuration.cacheKeyFilter = { url in url.path }  // one entry whatever the query string
+    /// let manager = ImageManager(cache: .shared, loader: .shared, configuration: configuration)
+    /// ```
+    ///
+    /// The closures are called from the manager's threads (never with one of its locks held)
+    /// and must be thread-safe.
+    public struct Configuration: Sendable {
+        /// Maps a URL to its cache key (SDWebImageCacheKeyFilter). Default `nil`: the absolute URL.
+        public var cacheKeyFilter: (@Sendable (URL) -> String)?
+        /// The bytes stored on disk for a transformed image `(image, originalData, url)`; `nil`
+        /// (default) stores the image re-encoded with our encoders.
+        public var cacheSerializer: (@Sendable (DecodedImage, Data?, URL) -> Data?)?
+        /// Whether to download a URL missing from the cache; `false` ends the load with
+        /// ``WebImageError/Code/cacheMiss``. Default `nil`: ask the ``delegate``, else yes.
+        public var shouldDownloadImage: (@Sendable (URL) -> Bool)?
+        /// Transforms each downloaded image before it is cached (animated images only with
+        /// ``ImageOptions/transformAnimatedImage``). Default `nil`: ask the ``delegate``, else none.
+        public var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)?
+        /// Where completions and progress run; `nil` (default) runs them on the producing thread.
+        public var callbackQueue: DispatchQueue?
+        /// Receives each load's outcome at `.debug` and blacklisted URLs at `.notice`. Default: none.
+        public var logger = Logger.quiet("swift-web-image.manager")
+        /// Asked what the closures above do not answer; held weakly. Default `nil`.
+        public weak var delegate: (any ImageManagerDelegate)?
+
+        /// No hooks, no callback queue, no logging.
+        public init() {}
+
+        /// Whether a transform hook is set (closure or delegate).
+        var transformsDownloads: Bool { transformDownloadedImage != nil || delegate != nil }
+
+        func transformDownloaded(_ image: DecodedImage, url: URL, manager: ImageManager) -> DecodedImage? {
+            if let transformDownloadedImage { return transformDownloadedImage(image, url) }
+            return delegate?.imageManager(manager, transformDownloadedImage: image, for: url)
+        }
+
+        func shouldDownload(_ url: URL, manager: ImageManager) -> Bool {
+            if let shouldDownloadImage { return shouldDownloadImage(url) }
+            return delegate?.imageManager(manager, shouldDownloadImageFor: url) ?? true
+        }
+
+        func shouldBlock(_ url: URL, error: WebImageError, loader: any ImageLoading, manager: ImageManager) -> Bool {
+            delegate?.imageManager(manager, shouldBlockFailedURL: url, error: error)
+                ?? loader.shouldBlockFailedURL(url, error: error)
+        }
+    }
+}
+
+/// What an ``ImageManager`` asks its owner (SDWebImageManagerDelegate); every method has a
+/// default. Called from the manager's threads, never with one of its locks held.
+public protocol ImageManagerDelegate: AnyObject, Sendable {
+    /// Whether to download `url`, missing from the cache. Default `true`.
+    func imageManager(_ manager: ImageManager, shouldDownloadImageFor url: URL) -> Bool
+    /// Whether to remember `url` as failed after `error`; `nil` (default) lets the loader decide.
+    func imageManager(_ manager: ImageManager, shouldBlockFailedURL url: URL, error: WebImageError) -> Bool?
+    /// The image to cache and deliver instead of `image`; `nil` (default) keeps it.
+    func imageManager(
+        _ manager: ImageManager,
+        transformDownloadedImage image: DecodedImage,
+        for url: URL
+    ) -> DecodedImage?
+}
+
+extension ImageManagerDelegate {
+    public func imageManager(_ manager: ImageManager, shouldDownloadImageFor url: URL) -> Bool { true }
+    public func imageManager(_ manager: ImageManager, shouldBlockFailedURL url: URL, error: WebImageError) -> Bool? {
+        nil
+    }
+    public func imageManager(
+        _ manager: ImageManager,
+        transformDownloadedImage image: DecodedImage,
+        for url: URL
+    ) -> DecodedImage? { nil }
+}
