@@ -62,7 +62,7 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
     public let statusCode: Int?
     /// The transport error, for `networkError` (and status errors).
     public let underlying: HTTPSessionError?
-    /// The decoder's error, for `badImageData` from a decode: its ``CoderError/code`` says what
+    /// The decoder's error, for `badImageData` from a decode: its `code` says what
     /// was wrong with the data (truncated, too large, unsupported…).
     public let coderError: CoderError?
 

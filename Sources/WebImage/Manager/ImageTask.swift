@@ -2,7 +2,7 @@ import Foundation
 import WebImageCoders
 
 /// One image load you can watch, reprioritise and cancel (Nuke's `ImageTask`): made by
-/// ``ImageManager/imageTask(with:)``, which starts it at once.
+/// `ImageManager.imageTask(with:)`, which starts it at once.
 ///
 /// ```swift
 /// let task = ImageManager.shared.imageTask(with: ImageRequest(url: url))
