@@ -63,6 +63,7 @@ public final class ImageTask: Sendable, Hashable {
 
     struct Store {
         var operation: ImageLoadOperation?
+        var priority: ImagePriority
         var progress = Progress(completed: 0, total: nil)
         var cached: ImageLoadResult?
         var outcome: Result<ImageLoadResult, WebImageError>?
@@ -77,15 +78,24 @@ public final class ImageTask: Sendable, Hashable {
         case end(Result<ImageLoadResult, WebImageError>)
     }
 
-    let store = Protected(Store())
+    let store: Protected<Store>
 
-    init(request: ImageRequest) { self.request = request }
+    init(request: ImageRequest) {
+        self.request = request
+        store = Protected(Store(priority: request.priority))
+    }
 
     /// Where this task's download waits in the queue; changing it while the download waits for
     /// a slot moves it (a load shared with other callers runs at the highest priority asked).
     public var priority: ImagePriority {
-        get { store.withLock { $0.operation }?.priority ?? request.priority }
-        set { store.withLock { $0.operation }?.priority = newValue }
+        get { store.withLock { $0.priority } }
+        set {
+            let operation = store.withLock { store -> ImageLoadOperation? in
+                store.priority = newValue
+                return store.operation
+            }
+            operation?.priority = newValue
+        }
     }
 
     /// Where the task is now.
