@@ -90,7 +90,7 @@ final class TargetLoads: Sendable {
     }
 
     private struct Entry {
-        weak var target: (any ImageTarget)?
+        weak var target: (any AnyObject & Sendable)?
         var loads: [String: Load] = [:]
     }
 
@@ -103,7 +103,7 @@ final class TargetLoads: Sendable {
     private let state = Protected(State())
 
     /// Cancels the key's previous load and records a new one; returns its id.
-    func begin(_ target: any ImageTarget, key: String, url: URL?) -> UInt64 {
+    func begin(_ target: any AnyObject & Sendable, key: String, url: URL?) -> UInt64 {
         let (id, previous) = state.withLock { state -> (UInt64, ImageLoadOperation?) in
             let id = state.nextID
             state.nextID += 1
@@ -122,7 +122,7 @@ final class TargetLoads: Sendable {
         return id
     }
 
-    func attach(_ operation: ImageLoadOperation, to target: any ImageTarget, key: String, loadID: UInt64) {
+    func attach(_ operation: ImageLoadOperation, to target: any AnyObject & Sendable, key: String, loadID: UInt64) {
         state.withLock { state in
             let identifier = ObjectIdentifier(target)
             guard state.entries[identifier]?.loads[key]?.id == loadID,
@@ -132,11 +132,11 @@ final class TargetLoads: Sendable {
         }
     }
 
-    func isCurrent(_ target: any ImageTarget, key: String, loadID: UInt64) -> Bool {
+    func isCurrent(_ target: any AnyObject & Sendable, key: String, loadID: UInt64) -> Bool {
         state.withLock { $0.entries[ObjectIdentifier(target)]?.loads[key]?.id == loadID }
     }
 
-    func end(_ target: any ImageTarget, key: String, loadID: UInt64) {
+    func end(_ target: any AnyObject & Sendable, key: String, loadID: UInt64) {
         state.withLock { state in
             let identifier = ObjectIdentifier(target)
             guard state.entries[identifier]?.loads[key]?.id == loadID else { return }
@@ -145,7 +145,7 @@ final class TargetLoads: Sendable {
         }
     }
 
-    func cancel(_ target: any ImageTarget, key: String) {
+    func cancel(_ target: any AnyObject & Sendable, key: String) {
         let operation = state.withLock { state -> ImageLoadOperation? in
             let identifier = ObjectIdentifier(target)
             guard state.entries[identifier]?.target === target else { return nil }
@@ -160,7 +160,7 @@ final class TargetLoads: Sendable {
         operation?.cancel()
     }
 
-    func url(_ target: any ImageTarget, key: String) -> URL? {
+    func url(_ target: any AnyObject & Sendable, key: String) -> URL? {
         state.withLock { state in
             let entry = state.entries[ObjectIdentifier(target)]
             return entry?.target === target ? entry?.loads[key]?.url : nil
