@@ -29,6 +29,8 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         /// The download operation could not be created or started.
         public static let invalidDownloadOperation = Code(rawValue: "invalidDownloadOperation")
         /// The server answered with a status the downloader does not accept.
+        // swift-format-ignore: DontRepeatTypeInStaticProperties
+        // (the name is the CLI's and SDWebImage's error code)
         public static let invalidDownloadStatusCode = Code(rawValue: "invalidDownloadStatusCode")
         /// The response modifier rejected the response.
         public static let invalidDownloadResponse = Code(rawValue: "invalidDownloadResponse")
