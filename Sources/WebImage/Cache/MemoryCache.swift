@@ -100,9 +100,15 @@ public final class MemoryCache: Sendable {
     }
 
     /// Stores `image` under `key` (replacing any other) and purges if the limits are passed.
-    /// `cost` defaults to the image's bytes.
+    /// `cost` defaults to the image's bytes. An image costing more than the whole
+    /// ``Limits/costLimit`` is not kept at all, not even weakly (NSCache's rule): the key's
+    /// previous image is removed.
     public func setImage(_ image: DecodedImage, forKey key: String, cost: Int? = nil) {
         let cost = max(0, cost ?? image.cost)
+        guard cost <= limits.costLimit else {
+            removeImage(forKey: key)
+            return
+        }
         let key = MemoryCacheShard.Key(key)
         apply(shards.withLock(shard(for: key)) { $0.insert(image, cost: cost, forKey: key) })
     }

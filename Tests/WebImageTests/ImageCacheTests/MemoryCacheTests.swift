@@ -29,6 +29,18 @@ struct MemoryCacheTests {
         #expect(!cache.contains("k2"))
     }
 
+    @Test("An image over the whole cost limit is not kept, not even weakly, and drops the key's older image")
+    func oversizedImage() {
+        let cache = MemoryCache(limits: .init(costLimit: 1000))
+        let small = costImage(10)
+        cache.setImage(small, forKey: "k")
+        let large = costImage(300)  // 1,200 bytes
+        cache.setImage(large, forKey: "k")
+        #expect(cache.image(forKey: "k") == nil, "held here, yet not findable")
+        #expect(cache.totalCost == 0 && cache.count == 0)
+        withExtendedLifetime((small, large)) {}
+    }
+
     @Test("Touching the newest entry again, or storing over it, keeps one entry per key in order")
     func newestTouchedAgain() {
         let cache = MemoryCache(limits: .init(costLimit: 1 << 20))
