@@ -32,9 +32,28 @@ extension ImageManager {
         public var logger = Logger.quiet("swift-web-image.manager")
         /// Asked what the closures above do not answer; held weakly. Default `nil`.
         public weak var delegate: (any ImageManagerDelegate)?
+        /// Where this manager's loads decode (downloads, files, disk hits) when their
+        /// ``ImageContext`` names no queue. Default `nil`: ``ImageWorkQueue/decoding``, one
+        /// decode per core, shared by the process.
+        public var decodeQueue: ImageWorkQueue?
+        /// Where this manager's transforms run when the context names no queue. Default `nil`:
+        /// ``ImageWorkQueue/transforming``.
+        public var transformQueue: ImageWorkQueue?
+        /// The budget this manager's decodes reserve pixel memory from when the context names
+        /// none. Default `nil`: ``DecodingMemoryBudget/shared``.
+        public var decodingMemoryBudget: DecodingMemoryBudget?
 
         /// No hooks, no callback queue, no logging.
         public init() {}
+
+        /// `context` with this configuration's queues and budget where it names none.
+        func filling(_ context: ImageContext) -> ImageContext {
+            var filled = context
+            if filled.decodeQueue == nil { filled.decodeQueue = decodeQueue }
+            if filled.transformQueue == nil { filled.transformQueue = transformQueue }
+            if filled.decodingMemoryBudget == nil { filled.decodingMemoryBudget = decodingMemoryBudget }
+            return filled
+        }
 
         /// Whether a transform hook is set (closure or delegate).
         var transformsDownloads: Bool { transformDownloadedImage != nil || delegate != nil }

@@ -32,6 +32,7 @@ extension ImageManager {
         context: ImageContext,
         sink: @escaping @Sendable (Event) -> Void
     ) -> ImageLoadOperation {
+        let context = configuration.filling(context)
         let priority = context.priority ?? ImagePriority(options)
         let operation = ImageLoadOperation(
             url: url,

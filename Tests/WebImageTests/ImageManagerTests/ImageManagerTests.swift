@@ -491,6 +491,42 @@ struct ImageManagerTests {
         await origin.stop()
     }
 
+    @Test("The configuration's decode and transform queues serve loads whose context names none")
+    func configurationQueues() async throws {
+        let decodes = ImageWorkQueue(width: 1, name: "test-decode")
+        let transforms = ImageWorkQueue(width: 1, name: "test-transform")
+        var configuration = ImageManager.Configuration()
+        configuration.decodeQueue = decodes
+        configuration.transformQueue = transforms
+        let fixture = try ManagerFixture(configuration: configuration)
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        for index in 0..<4 { origin.setRoute("/\(index).png", .data(ManagerImages.redPNG, contentType: "image/png")) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    let request = ImageRequest(url: origin.url("/\(index).png"), transformers: [.resize(width: 20)])
+                    let result = try await fixture.manager.loadImage(with: request)
+                    #expect(result.image?.width == 20)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(decodes.peakRunningCount == 1, "every decode ran on the configured queue, one at a time")
+        #expect(transforms.peakRunningCount == 1)
+        // A context naming its own queue keeps it.
+        let own = ImageWorkQueue(width: 2, name: "test-own")
+        var context = ImageContext()
+        context.decodeQueue = own
+        origin.setRoute("/own.png", .data(ManagerImages.bluePNG, contentType: "image/png"))
+        let blue = try await fixture.manager.loadImage(
+            with: ImageRequest(url: origin.url("/own.png"), context: context)
+        )
+        #expect(blue.image?.width == 40)
+        #expect(own.peakRunningCount == 1, "the context's own queue decoded it")
+        await origin.stop()
+    }
+
     @Test("Completions run on the callback queue when one is set")
     func callbackQueue() async throws {
         let queue = DispatchQueue(label: "test.callbacks")
