@@ -137,8 +137,7 @@ public final class ImageDownloader: Sendable {
             if let existing = state.operations[key],
                 existing.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
             {
-                if let priority = context.priority { existing.operation.setPriority(priority, for: token) }
-                return (token, .joined)
+                return (token, .joined(existing.operation))
             }
             let entry = Entry(
                 key: key,
@@ -147,10 +146,16 @@ public final class ImageDownloader: Sendable {
             )
             guard entry.operation.addHandlers(for: token, options: options, progress: progress, completed: completed)
             else { return (token, .refused) }
-            if let priority = context.priority { entry.operation.setPriority(priority, for: token) }
             state.operations[key] = entry
             state.waiting.append(entry)
-            return (token, .queued)
+            return (token, .queued(entry.operation))
+        }
+        // The caller's priority reaches the operation outside the downloader's lock (a custom
+        // operation's code never runs under it); the queue reads it when a slot frees.
+        switch outcome {
+        case .joined(let operation), .queued(let operation):
+            if let priority = context.priority { operation.setPriority(priority, for: token) }
+        case .refused: break
         }
         switch outcome {
         case .joined: break
@@ -174,7 +179,11 @@ public final class ImageDownloader: Sendable {
         return token
     }
 
-    private enum JoinOutcome { case joined, queued, refused }
+    private enum JoinOutcome {
+        case joined(any ImageDownloadOperation)
+        case queued(any ImageDownloadOperation)
+        case refused
+    }
 
     /// Cancels one caller's interest: its completion gets `cancelled`; the load stops when it was
     /// the last caller.
