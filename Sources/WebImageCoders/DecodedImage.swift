@@ -142,6 +142,11 @@ public struct PixelSize: Sendable, Hashable, Codable, CustomStringConvertible {
         self.height = height
     }
 
-    public var pixelCount: Int { width * height }
+    /// `width × height`, or `Int.max` when the product does not fit (a header may declare
+    /// 2³²-pixel sides; limits compare against this before anything is allocated).
+    public var pixelCount: Int {
+        let product = width.multipliedReportingOverflow(by: height)
+        return product.overflow ? Int.max : product.partialValue
+    }
     public var description: String { "\(width)×\(height)" }
 }

@@ -74,8 +74,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
             if orientation.swapsDimensions { box = PixelSize(width: box.height, height: box.width) }
             scale = min(scale, Double(box.width) / Double(source.width), Double(box.height) / Double(source.height))
         }
-        if let limit = scaleDownLimitBytes, limit > 0, source.pixelCount * 4 > limit {
-            scale = min(scale, (Double(limit / 4) / Double(source.pixelCount)).squareRoot())
+        let sourceBytes = Double(source.width) * Double(source.height) * 4
+        if let limit = scaleDownLimitBytes, limit > 0, sourceBytes > Double(limit) {
+            scale = min(scale, (Double(limit) / sourceBytes).squareRoot())
         }
         guard scale < 1 else { return source }
         return PixelSize(

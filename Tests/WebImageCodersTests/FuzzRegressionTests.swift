@@ -35,4 +35,39 @@ struct FuzzRegressionTests {
         default: Issue.record("the incremental and one-shot decodes disagree: \(final) vs \(oneShot)")
         }
     }
+
+    /// `jxl` crash (2026-11-25): the header reader of a 123-byte ICO whose entry embeds a PNG
+    /// `IHDR` of 4,216,241,277 × 4,294,967,295 multiplied the sides to compare entries and
+    /// trapped on the overflow. `PixelSize.pixelCount` now saturates at `Int.max`.
+    static let icoWithHugeEmbeddedPNG = Data(
+        base64Encoded:
+            "AAABAG1saWEAAAAsbWRoZAEAAAAAUklGRhwAAAAAAAnnLKDoAAAAACznoG1pbWXoAAAAAQAAAACJUE5HDQ0aDQAAAA1JSERS+068ff///////wAAAAAAABoKAAAnUkldRggAAAAAAOgDAAAAV0VCUFZQOAAAANbNqO+/"
+    )!
+
+    @Test("An ICO entry declaring 2³²-pixel sides is read without trapping, and refused by the limits")
+    func icoHugeEmbeddedPNG() throws {
+        let header = try #require(ImageHeader(Self.icoWithHugeEmbeddedPNG))
+        #expect(header.format == .ico)
+        #expect(header.size.pixelCount == Int.max)
+        #expect(header.decodedByteCount(with: .init()) == 0)
+
+        // Two entries, the second a PNG whose IHDR states 0xFFFFFFFF × 0xFFFFFFFF: compared
+        // with the first entry's 16×16, it is the larger, without overflowing.
+        var ico = Data([0, 0, 1, 0, 2, 0])
+        let pngOffset = 6 + 2 * 16
+        for (side, offset) in [(16, 0), (0, pngOffset)] {
+            ico += [UInt8(side), UInt8(side), 0, 0, 1, 0, 32, 0, 0, 0, 0, 0]
+            ico += withUnsafeBytes(of: UInt32(offset).littleEndian) { Data($0) }
+        }
+        ico += [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13] + Array("IHDR".utf8)
+        ico += [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 8, 6, 0, 0, 0]
+        let built = try #require(ImageHeader(ico))
+        #expect(built.size == PixelSize(width: 0xFFFF_FFFF, height: 0xFFFF_FFFF))
+        #expect(PixelSize(width: Int.max, height: 2).pixelCount == Int.max)
+        #expect(PixelSize(width: 3, height: 5).pixelCount == 15)
+
+        let options = ImageDecodingOptions(scaleDownLimitBytes: 1 << 20)
+        let target = options.targetSize(forSource: built.size)
+        #expect(target.width * target.height * 4 <= 1 << 20)
+    }
 }
