@@ -128,7 +128,7 @@ struct SoakRun: Sendable {
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.memoryLimits = .init(costLimit: settings.memoryLimit)
         cacheConfiguration.disk.maxSize = settings.diskLimit
-        cacheConfiguration.cleanupInterval = 1
+        cacheConfiguration.cleanupInterval = .seconds(1)
         let cache = ImageCache(directory: folder, configuration: cacheConfiguration)
         var sessionConfiguration = HTTPSession.Configuration()
         sessionConfiguration.maximumConnectionsPerHost = 6

@@ -29,8 +29,8 @@ extension HTTPSession.Configuration {
         // Redirects are ours (decision hook, cycle detection, header rules).
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(
-            connect: .nanoseconds(Int64(connectTimeout * 1e9)),
-            read: .nanoseconds(Int64(readTimeout * 1e9))
+            connect: connectTimeout.clampedForDeadline.timeAmount,
+            read: readTimeout.clampedForDeadline.timeAmount
         )
         var pool = HTTPClient.Configuration.ConnectionPool(
             idleTimeout: .seconds(60),

@@ -53,15 +53,15 @@ extension HTTPSession {
             }
         }
 
-        /// Seconds allowed to open a connection. Default 10.
-        public var connectTimeout: TimeInterval = 10
-        /// Seconds allowed between two reads once connected (an idle timeout). Default 60.
-        public var readTimeout: TimeInterval = 60
-        /// Seconds allowed for one request and its response body; a request's own `timeout`
-        /// wins. Default 60.
-        public var requestTimeout: TimeInterval = 60
-        /// Seconds allowed for a whole task, redirects and retries included. Default 7 days.
-        public var resourceTimeout: TimeInterval = 7 * 24 * 3600
+        /// Time allowed to open a connection. Default 10 s.
+        public var connectTimeout: Duration = .seconds(10)
+        /// Time allowed between two reads once connected (an idle timeout). Default 60 s.
+        public var readTimeout: Duration = .seconds(60)
+        /// Time allowed for one request and its response body; a request's own `timeout`
+        /// wins. Default 60 s.
+        public var requestTimeout: Duration = .seconds(60)
+        /// Time allowed for a whole task, redirects and retries included. Default 7 days.
+        public var resourceTimeout: Duration = .seconds(7 * 24 * 3600)
         /// Connections kept per host (HTTP/1.1). Default 6.
         public var maximumConnectionsPerHost = 6
         public var httpVersion: HTTPVersion = .automatic

@@ -48,7 +48,7 @@ extension HTTPSession {
     {
         let clock = ContinuousClock()
         let start = clock.now
-        let taskDeadline = start + .nanoseconds(Int64(min(configuration.resourceTimeout, 1e9) * 1e9))
+        let taskDeadline = start + configuration.resourceTimeout.clampedForDeadline
         var metrics = HTTPTaskMetrics(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
         var request = task.originalRequest
         var visited: Set<String> = [request.url.absoluteString]
@@ -64,7 +64,7 @@ extension HTTPSession {
             // AsyncHTTPClient enforces it until the head; each body chunk checks it after (and the
             // read timeout ends a body that stalls outright). No timers, so no event-loop wake-ups.
             let timeout = request.timeout ?? configuration.requestTimeout
-            let requestEnd = clock.now + .nanoseconds(Int64(min(timeout, 1e9) * 1e9))
+            let requestEnd = clock.now + timeout.clampedForDeadline
             let deadline = Swift.min(requestEnd, taskDeadline)
             let bodyLimit = request.maximumBodySize ?? configuration.maximumResponseBodySize
             let expired: @Sendable () -> HTTPSessionError = { [url = request.url] in
@@ -72,8 +72,8 @@ extension HTTPSession {
                     .timedOut,
                     url: url,
                     message: deadline == requestEnd
-                        ? "\(url): no complete response within \(timeout) s"
-                        : "\(url): the task took longer than \(self.configuration.resourceTimeout) s"
+                        ? "\(url): no complete response within \(timeout)"
+                        : "\(url): the task took longer than \(self.configuration.resourceTimeout)"
                 )
             }
             guard clock.now < deadline else { throw expired() }
@@ -81,7 +81,7 @@ extension HTTPSession {
             do {
                 response = try await client(for: request.url).execute(
                     makeClientRequest(request, task: task),
-                    deadline: .now() + .nanoseconds(Int64((deadline - clock.now).secondsValue * 1e9)),
+                    deadline: .now() + (deadline - clock.now).timeAmount,
                     logger: logger
                 )
             } catch let error as HTTPClientError where error == .deadlineExceeded {
@@ -274,8 +274,21 @@ extension HTTPSession {
 }
 
 extension Duration {
-    var secondsValue: TimeInterval {
+    /// Seconds as a `Double` (for `Date` arithmetic and JSON).
+    package var secondsValue: TimeInterval {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
+    /// NIO's `TimeAmount` for this duration, whole nanoseconds, saturating at `Int64`'s range.
+    package var timeAmount: TimeAmount {
+        let nanoseconds = self / .nanoseconds(1)
+        return .nanoseconds(Int64(exactly: nanoseconds.rounded(.down)) ?? (nanoseconds < 0 ? 0 : .max))
+    }
+
+    /// At most 10⁹ s (about 31 years), the longest a deadline here is ever set (a negative
+    /// setting counts as 0), so adding it to an instant never overflows.
+    var clampedForDeadline: Duration {
+        Swift.min(Swift.max(self, .zero), .seconds(1_000_000_000))
     }
 }
 

@@ -15,8 +15,8 @@ extension HTTPSession {
         public var method: HTTPMethod
         public var headers: HTTPHeaderFields
         public var body: Body?
-        /// Seconds to wait for the whole exchange; `nil` uses the session's request timeout.
-        public var timeout: TimeInterval?
+        /// Time to wait for the whole exchange; `nil` uses the session's request timeout.
+        public var timeout: Duration?
         /// Send and store cookies when the session has a cookie store. Default `true`.
         public var handlesCookies = true
         /// The most body bytes to accept (after decompression); past it the task stops reading and
@@ -30,7 +30,7 @@ extension HTTPSession {
             method: HTTPMethod = .get,
             headers: HTTPHeaderFields = [:],
             body: Body? = nil,
-            timeout: TimeInterval? = nil
+            timeout: Duration? = nil
         ) {
             self.url = url
             self.method = method

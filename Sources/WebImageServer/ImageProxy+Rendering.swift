@@ -19,7 +19,7 @@ extension ImageProxy {
         _ body: @escaping @Sendable () throws(ProxyError) -> Value
     ) async throws(ProxyError) -> Value {
         let outcome = Outcome<Value>()
-        let timeout = Duration.milliseconds(Int64(configuration.processingTimeout * 1000))
+        let timeout = configuration.processingTimeout
         let timer = Task {
             try await Task.sleep(for: timeout)
             outcome.resolve(.failure(.processingTimedOut(configuration.processingTimeout)))
@@ -101,7 +101,7 @@ extension ImageProxy {
             maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
             maxFrameCount: max(configuration.maxAnimationFrames, sourceFrames)
         )
-        decoding.maxDecodeDuration = .milliseconds(Int64(configuration.processingTimeout * 1000))
+        decoding.maxDecodeDuration = configuration.processingTimeout
         decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(storedSize: storedSize, options: options)
         var image: DecodedImage
         do {

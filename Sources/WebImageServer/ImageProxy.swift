@@ -23,10 +23,10 @@ public struct ImageProxyConfiguration: Sendable {
     public var maxResultDimension = 8192
     /// The most frames an animated result keeps. Default 256.
     public var maxAnimationFrames = 256
-    /// Seconds allowed for fetching a source. Default 5.
-    public var downloadTimeout: TimeInterval = 5
-    /// Seconds allowed for decoding, processing and encoding. Default 10.
-    public var processingTimeout: TimeInterval = 10
+    /// Time allowed for fetching a source. Default 5 s.
+    public var downloadTimeout: Duration = .seconds(5)
+    /// Time allowed for decoding, processing and encoding. Default 10 s.
+    public var processingTimeout: Duration = .seconds(10)
     /// Pick AVIF or WebP from `Accept` when the URL names no format (and send `Vary: Accept`).
     public var formatNegotiation = false
     /// The quality when the URL sets none, 1–100. Default 80.

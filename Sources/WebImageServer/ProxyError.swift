@@ -27,8 +27,12 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The client went away (or the work was stopped) before the answer was ready: nginx's
     /// 499, seen only in logs and metrics.
     static let cancelled = ProxyError(status: 499, code: "cancelled", message: "the request was cancelled")
-    static func processingTimedOut(_ seconds: Double) -> ProxyError {
-        .init(status: 504, code: "timedOut", message: "processing took longer than --processing-timeout \(seconds) s")
+    static func processingTimedOut(_ limit: Duration) -> ProxyError {
+        .init(
+            status: 504,
+            code: "timedOut",
+            message: "processing took longer than --processing-timeout \(limit / .seconds(1)) s"
+        )
     }
     static func sourceNotAllowed(_ message: String) -> ProxyError {
         .init(status: 403, code: "sourceNotAllowed", message: message)

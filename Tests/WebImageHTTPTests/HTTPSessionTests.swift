@@ -226,7 +226,7 @@ struct HTTPSessionTests {
     @Test("A server that never answers times out within the timeout plus a margin")
     func timeout() async throws {
         var configuration = HTTPSession.Configuration()
-        configuration.requestTimeout = 0.5
+        configuration.requestTimeout = .milliseconds(500)
         let context = try await HTTPTestContext.make(configuration: configuration)
         context.origin.setRoute("/stall", OriginRoute(behavior: .init(stall: true)))
         let clock = ContinuousClock()

@@ -113,7 +113,7 @@ struct ProxyLoadTests {
 
     @Test("The processing timeout answers 504 timedOut")
     func processingTimeout() async throws {
-        let fixture = try await ImageProxyServerTests.start { $0.processingTimeout = 0.001 }
+        let fixture = try await ImageProxyServerTests.start { $0.processingTimeout = .milliseconds(1) }
         defer { Task { await fixture.stop() } }
         let large = try JPEGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 3000, height: 2000), format: .jpeg),

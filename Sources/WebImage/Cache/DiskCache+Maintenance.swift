@@ -72,7 +72,7 @@ extension DiskCache {
                 }
                 continue
             }
-            if let maxAge = configuration.maxAge, now - date(of: file) > maxAge {
+            if let maxAge = configuration.maxAge.map({ $0 / .seconds(1) }), now - date(of: file) > maxAge {
                 unlinkat(fd, file.name, 0)
                 result.expiredRemoved += 1
             } else {

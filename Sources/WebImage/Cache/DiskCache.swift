@@ -42,7 +42,7 @@ public final class DiskCache: Sendable {
     public struct Configuration: Sendable {
         /// Entries older than this (by `expireType`) are removed by cleanup. `nil`: never.
         /// Default one week.
-        public var maxAge: TimeInterval? = 7 * 24 * 60 * 60
+        public var maxAge: Duration? = .seconds(7 * 24 * 60 * 60)
         /// Which date `maxAge` counts from. Default `.modificationDate`.
         public var expireType: ExpireType = .modificationDate
         /// Cleanup trims the folder, oldest first, to half this many bytes once it is over.

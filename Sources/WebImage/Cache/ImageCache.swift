@@ -40,9 +40,9 @@ public final class ImageCache: ImageCaching {
         /// Disk expiry, size limit, durability and clock. Defaults: a week by modification date,
         /// 1 GiB trimmed to half, no fsync.
         public var disk = DiskCache.Configuration()
-        /// Seconds between automatic expired-file cleanups; `nil` turns them off. Default one
+        /// Time between automatic expired-file cleanups; `nil` turns them off. Default one
         /// hour (the first runs an interval after the cache opens, never at open).
-        public var cleanupInterval: TimeInterval? = 60 * 60
+        public var cleanupInterval: Duration? = .seconds(60 * 60)
         /// Receives failed disk writes at `.warning` and cleanups at `.debug`. Default: none.
         public var logger = Logger.quiet("swift-web-image.cache")
         /// Called with the key and the cause when a disk write fails (full disk, read-only
@@ -125,13 +125,13 @@ public final class ImageCache: ImageCaching {
         // Background priority: loads (decoding, the network) get the CPU before the cache's writes;
         // `maximumQueuedWriteBytes` bounds what waits meanwhile.
         writeQueue = DispatchQueue(label: "swift-web-image.ImageCache.write", qos: .background)
-        if let interval = configuration.cleanupInterval, interval > 0, configuration.usesDiskCache {
+        if let interval = configuration.cleanupInterval, interval > .zero, configuration.usesDiskCache {
             let disk = diskCache
             let queue = writeQueue
             let logger = configuration.logger
             cleanupTask = Task.detached(priority: .background) {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(interval))
+                    try? await Task.sleep(for: interval)
                     if Task.isCancelled { break }
                     queue.async {
                         let result = disk.removeExpiredEntries()

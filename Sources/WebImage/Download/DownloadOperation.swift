@@ -116,7 +116,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         var request = HTTPSession.Request(
             url: url,
             headers: hooks.headers,
-            timeout: configuration.maximumDownloadDuration ?? .infinity
+            timeout: configuration.maximumDownloadDuration ?? .seconds(1_000_000_000)
         )
         request.handlesCookies = options.contains(.handleCookies)
         request.maximumBodySize = configuration.maximumDownloadSize
@@ -337,11 +337,11 @@ public final class DownloadOperation: ImageDownloadOperation {
     }
 
     /// Reports progress to every caller: the first and final reports always, others at most
-    /// every `interval` seconds.
-    func report(received: Int64, expected: Int64, final: Bool, interval: TimeInterval = 0) {
+    /// every `interval`.
+    func report(received: Int64, expected: Int64, final: Bool, interval: Duration = .zero) {
         let now = ContinuousClock.now
         let handlers = state.withLock { state -> [Progress] in
-            if let last = state.lastProgress, !final, now - last < .nanoseconds(Int64(interval * 1e9)) { return [] }
+            if let last = state.lastProgress, !final, now - last < interval { return [] }
             state.lastProgress = now
             return state.machine.waitingHandlers.compactMap(\.progress)
         }
@@ -352,13 +352,13 @@ public final class DownloadOperation: ImageDownloadOperation {
 /// Turns an HTTP task's chunks into throttled progress reports.
 private final class ProgressReporter: HTTPSessionTaskDelegate {
     let operation: DownloadOperation
-    let interval: TimeInterval
+    let interval: Duration
     let skipsBody: @Sendable (HTTPSession.Response) -> Bool
     let events: @Sendable (ImageDownloaderEvent) -> Void
 
     init(
         operation: DownloadOperation,
-        interval: TimeInterval,
+        interval: Duration,
         skipsBody: @escaping @Sendable (HTTPSession.Response) -> Bool,
         events: @escaping @Sendable (ImageDownloaderEvent) -> Void
     ) {

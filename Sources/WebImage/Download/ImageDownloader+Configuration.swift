@@ -16,23 +16,23 @@ extension ImageDownloader {
     public struct Configuration: Sendable {
         /// Network loads running at once. Default 6.
         public var maxConcurrentDownloads = 6
-        /// Seconds a download may go without receiving anything (an idle timeout, as
+        /// How long a download may go without receiving anything (an idle timeout, as
         /// NSURLRequest's `timeoutInterval` in the seeds): a large image on a slow but steady link
-        /// loads; a server that stops sending fails with a timeout. 0 means the default, 15.
-        /// Enforced by the downloader's own session (its read and connect timeouts); a session
-        /// passed in keeps its own read timeout.
-        public var downloadTimeout: TimeInterval = 15
-        /// Seconds a whole download may take, however steadily the bytes arrive; `nil` (default):
-        /// no overall deadline, only ``downloadTimeout``.
-        public var maximumDownloadDuration: TimeInterval?
+        /// loads; a server that stops sending fails with a timeout. Zero (or less) means the
+        /// default, 15 s. Enforced by the downloader's own session (its read and connect
+        /// timeouts); a session passed in keeps its own read timeout.
+        public var downloadTimeout: Duration = .seconds(15)
+        /// How long a whole download may take, however steadily the bytes arrive; `nil`
+        /// (default): no overall deadline, only ``downloadTimeout``.
+        public var maximumDownloadDuration: Duration?
 
-        /// ``downloadTimeout``, with 0 (or less) meaning the default.
-        var effectiveDownloadTimeout: TimeInterval { downloadTimeout > 0 ? downloadTimeout : 15 }
+        /// ``downloadTimeout``, with zero (or less) meaning the default.
+        var effectiveDownloadTimeout: Duration { downloadTimeout > .zero ? downloadTimeout : .seconds(15) }
         /// Which waiting download starts first. Default `.fifo`.
         public var executionOrder: ExecutionOrder = .fifo
-        /// Progress callbacks are at least this many seconds apart (the final one always comes).
-        /// Default 0.1.
-        public var minimumProgressInterval: TimeInterval = 0.1
+        /// Progress callbacks are at least this far apart (the final one always comes).
+        /// Default 100 ms.
+        public var minimumProgressInterval: Duration = .milliseconds(100)
         /// The most bytes one download may have. A longer response stops being read there and its
         /// callers get ``WebImageError/Code/downloadTooLarge`` (a `Content-Length` over it fails
         /// before the body is read). A request modifier may change it per load

@@ -119,10 +119,10 @@ private final class XMLTreeBuilder: NSObject, XMLParserDelegate {
 /// Parameters as a property-list body (`application/x-plist`); GET, HEAD and DELETE use a
 /// query string (AFPropertyListRequestSerializer).
 public struct PropertyListRequestSerializer: RequestSerializer {
-    public var timeout: TimeInterval?
+    public var timeout: Duration?
     public var format: PropertyListSerialization.PropertyListFormat
 
-    public init(timeout: TimeInterval? = nil, format: PropertyListSerialization.PropertyListFormat = .xml) {
+    public init(timeout: Duration? = nil, format: PropertyListSerialization.PropertyListFormat = .xml) {
         self.timeout = timeout
         self.format = format
     }

@@ -15,10 +15,10 @@ public protocol RequestSerializer: Sendable {
 /// Parameters as a query string for GET, HEAD and DELETE, else as an
 /// `application/x-www-form-urlencoded` body (AFHTTPRequestSerializer).
 public struct URLEncodedRequestSerializer: RequestSerializer {
-    /// Per-request timeout in seconds; `nil` uses the session's.
-    public var timeout: TimeInterval?
+    /// Per-request timeout; `nil` uses the session's.
+    public var timeout: Duration?
 
-    public init(timeout: TimeInterval? = nil) { self.timeout = timeout }
+    public init(timeout: Duration? = nil) { self.timeout = timeout }
 
     public func request(
         method: HTTPMethod,
@@ -54,10 +54,10 @@ public struct URLEncodedRequestSerializer: RequestSerializer {
 /// Parameters as a JSON body (`application/json`); GET, HEAD and DELETE use a query string
 /// (AFJSONRequestSerializer).
 public struct JSONRequestSerializer: RequestSerializer {
-    public var timeout: TimeInterval?
+    public var timeout: Duration?
     public var writingOptions: JSONSerialization.WritingOptions
 
-    public init(timeout: TimeInterval? = nil, writingOptions: JSONSerialization.WritingOptions = [.sortedKeys]) {
+    public init(timeout: Duration? = nil, writingOptions: JSONSerialization.WritingOptions = [.sortedKeys]) {
         self.timeout = timeout
         self.writingOptions = writingOptions
     }
@@ -90,7 +90,7 @@ func bodyRequest(
     url: URL,
     parameters: HTTPParameters?,
     headers: HTTPHeaderFields,
-    timeout: TimeInterval?,
+    timeout: Duration?,
     contentType: String,
     formatName: String,
     encode: (Any) throws -> Data

@@ -129,7 +129,7 @@ struct CacheCommand: AsyncParsableCommand {
 
         func run() throws {
             var configuration = DiskCache.Configuration()
-            configuration.maxAge = maxAge
+            configuration.maxAge = .seconds(maxAge)
             configuration.maxSize = Int(clamping: maxSize)
             configuration.expireType = Self.expireType(expireType) ?? .modificationDate
             let cache = DiskCache(directory: folder.url, configuration: configuration)

@@ -241,8 +241,10 @@ struct LoadingOptions: ParsableArguments {
         var sessionConfiguration = HTTPSession.Configuration()
         sessionConfiguration.maximumConnectionsPerHost = maxDownloads
         // --timeout is the longest wait for a byte (connect, head, each body chunk).
-        sessionConfiguration.readTimeout = timeout
-        sessionConfiguration.connectTimeout = connectTimeout ?? min(sessionConfiguration.connectTimeout, timeout)
+        sessionConfiguration.readTimeout = .seconds(timeout)
+        sessionConfiguration.connectTimeout =
+            connectTimeout.map(Duration.seconds)
+            ?? min(sessionConfiguration.connectTimeout, .seconds(timeout))
         sessionConfiguration.cookieStore = .shared
         if !pinnedCertificates.isEmpty {
             let certificates = try pinnedCertificates.map {
@@ -259,7 +261,7 @@ struct LoadingOptions: ParsableArguments {
         var configuration = ImageDownloader.Configuration()
         configuration.logger = Verbosity.logger("downloader")
         configuration.maxConcurrentDownloads = maxDownloads
-        configuration.downloadTimeout = timeout
+        configuration.downloadTimeout = .seconds(timeout)
         if let limit = maxDownloadSize {
             configuration.maximumDownloadSize = limit == 0 ? nil : limit
         }

@@ -207,8 +207,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxSourceResolution = maxSourceResolution
         configuration.maxResultDimension = maxResultDimension
         configuration.maxAnimationFrames = maxAnimationFrames
-        configuration.downloadTimeout = downloadTimeout
-        configuration.processingTimeout = processingTimeout
+        configuration.downloadTimeout = .seconds(downloadTimeout)
+        configuration.processingTimeout = .seconds(processingTimeout)
         configuration.workers = workers
         configuration.queueLimit = queue
         return configuration

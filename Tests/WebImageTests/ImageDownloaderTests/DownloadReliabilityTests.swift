@@ -90,7 +90,7 @@ struct DownloadReliabilityTests {
         )
         origin.setRoute("/stalled.png", DownloaderFixtures.route(behavior: .init(stall: true)))
         var configuration = ImageDownloader.Configuration()
-        configuration.downloadTimeout = 4
+        configuration.downloadTimeout = .seconds(4)
         let downloader = ImageDownloader(configuration: configuration)
         // About 6.4 s in all, never more than 0.4 s without a byte: 3.6 s of slack for an origin
         // that shares two cores with the rest of the suite.
@@ -101,7 +101,7 @@ struct DownloadReliabilityTests {
         #expect(stalled?.code == .networkError)
         #expect(stalled?.underlying?.code == .timedOut)
         // 0 means the default, not "no time at all"
-        configuration.downloadTimeout = 0
+        configuration.downloadTimeout = .zero
         let defaulted = try await ImageDownloader(configuration: configuration).image(with: origin.url("/steady.png"))
         #expect(defaulted.data == png)
         await origin.stop()

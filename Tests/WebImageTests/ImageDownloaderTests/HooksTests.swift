@@ -116,7 +116,7 @@ struct HooksTests {
         #expect(try await downloader.image(with: origin.url("/private.png")).image?.width == 32)
         // Only the stalled load needs a short timeout (a busy machine must not fail the others).
         var impatient = ImageDownloader.Configuration()
-        impatient.downloadTimeout = 0.3
+        impatient.downloadTimeout = .milliseconds(300)
         let cases = [
             ("/stall.png", HTTPSessionError.Code.timedOut, ImageDownloader(configuration: impatient)),
             ("/stalled-body.png", .timedOut, ImageDownloader(configuration: impatient)),

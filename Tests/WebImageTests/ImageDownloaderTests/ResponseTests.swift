@@ -99,7 +99,7 @@ struct ResponseTests {
             DownloaderFixtures.route(body, behavior: .init(chunkSize: 10_000, chunkInterval: .milliseconds(2)))
         )
         var configuration = ImageDownloader.Configuration()
-        configuration.minimumProgressInterval = 0.05
+        configuration.minimumProgressInterval = .milliseconds(50)
         let downloader = ImageDownloader(configuration: configuration)
         let reports = Locked<[(received: Int64, at: ContinuousClock.Instant)]>([])
         let finished = Locked(false)

@@ -33,7 +33,7 @@ func migratingTransform(url: URL) async throws {
 /// MIGRATING: 4. A cache of your own.
 func migratingCache() -> ImageManager {
     var configuration = ImageCache.Configuration()
-    configuration.disk.maxAge = 3 * 24 * 3600
+    configuration.disk.maxAge = .seconds(3 * 24 * 3600)
     configuration.disk.maxSize = 512 << 20
     let cache = ImageCache(namespace: "avatars", configuration: configuration)
     return ImageManager(cache: cache, loader: .shared)

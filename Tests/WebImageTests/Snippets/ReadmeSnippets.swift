@@ -63,7 +63,7 @@ func readmeTarget(thumbnail: Thumbnail, url: URL, placeholder: DecodedImage) {
 func readmeConfiguration(pinnedCertificate: URL) throws -> ImageManager {
     var cacheConfiguration = ImageCache.Configuration()
     cacheConfiguration.memoryLimits = MemoryCache.Limits(costLimit: 256 << 20)
-    cacheConfiguration.disk.maxAge = 3 * 24 * 3600
+    cacheConfiguration.disk.maxAge = .seconds(3 * 24 * 3600)
     cacheConfiguration.disk.maxSize = 512 << 20
     let cache = ImageCache(namespace: "avatars", configuration: cacheConfiguration)
 
@@ -73,7 +73,7 @@ func readmeConfiguration(pinnedCertificate: URL) throws -> ImageManager {
     )
     var downloaderConfiguration = ImageDownloader.Configuration()
     downloaderConfiguration.maxConcurrentDownloads = 4
-    downloaderConfiguration.downloadTimeout = 30
+    downloaderConfiguration.downloadTimeout = .seconds(30)
     downloaderConfiguration.headers["Authorization"] = "Bearer abc123"
     let downloader = ImageDownloader(
         configuration: downloaderConfiguration,
