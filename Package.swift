@@ -133,7 +133,7 @@ let package = Package(
         .executableTarget(
             name: "webimage",
             dependencies: [
-                "WebImageCoders", "WebImage", "WebImageOrigin", "WebImageServer",
+                "WebImageCoders", "WebImage", "WebImageHTTP", "WebImageOrigin", "WebImageServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -150,7 +150,7 @@ let package = Package(
         .executableTarget(
             name: "webimage-soak",
             dependencies: [
-                "WebImage", "WebImageOrigin", "WebImageTestSupport",
+                "WebImage", "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/SoakTool",
@@ -213,7 +213,8 @@ let package = Package(
         .testTarget(
             name: "WebImageTests",
             dependencies: [
-                "WebImage", "WebImageOrigin", "WebImageTestSupport", "webimage-cache-stress", "webimage-soak",
+                "WebImage", "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport", "webimage-cache-stress",
+                "webimage-soak",
             ],
             swiftSettings: swiftSettings
         ),

@@ -16,6 +16,7 @@ let package = Package(
             dependencies: [
                 "FuzzSupport",
                 .product(name: "WebImage", package: "swift-web-image"),
+                .product(name: "WebImageHTTP", package: "swift-web-image"),
                 .product(name: "WebImageTestEncoders", package: "swift-web-image"),
             ],
             path: "Sources/WebImageFuzz"

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import WebImage
 import WebImageCoders
+import WebImageHTTP
 
 /// The `webimage` root command. `main` is ours so exit codes follow the contract:
 /// 0 every item succeeded, 1 some item failed, 2 usage error.

@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageHTTP
 
 /// Every fuzz target: a name and what it does with one input. Each must survive any bytes:
 /// errors are fine, crashes, hangs and unbounded memory are not.

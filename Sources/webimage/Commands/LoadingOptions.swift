@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import WebImage
+import WebImageHTTP
 
 /// The options `fetch` and `prefetch` share: where the cache lives, how the network behaves.
 struct LoadingOptions: ParsableArguments {

@@ -7,6 +7,7 @@ import WebImageTestSupport
 
 #if canImport(Glibc)
 import Glibc
+import WebImageHTTP
 #endif
 
 /// What a hostile or odd origin must not do to a load: trap on a port, cache a redirect's body,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WebImage
+import WebImageHTTP
 import WebImageOrigin
 
 @Suite("ImageDownloader headers, modifiers, decryptor and HTTP caching", .timeLimit(.minutes(1)))

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WebImage
+import WebImageHTTP
 import WebImageOrigin
 import WebImageTestSupport
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WebImage
 import WebImageCoders
+import WebImageHTTP
 import WebImageOrigin
 import WebImageTestSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageHTTP
 
 // Every ```swift block of MIGRATING.md, compiled: ReadmeSnippetsTests checks that each block's
 // lines appear here in order, so the guide cannot show code that does not build.

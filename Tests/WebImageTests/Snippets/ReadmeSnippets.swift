@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageHTTP
 
 // Every ```swift block of README.md, compiled: ReadmeSnippetsTests checks that each block's
 // lines appear here in order, so the README cannot show code that does not build.
