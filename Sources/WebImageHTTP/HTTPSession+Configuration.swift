@@ -97,7 +97,7 @@ extension HTTPSession {
         public var credential: HTTPCredential?
         /// Headers every request gets unless it sets them itself: `User-Agent`,
         /// `Accept-Language` and `Accept-Encoding` by default.
-        public var defaultHeaders: HTTPHeaderFields = Configuration.standardHeaders
+        public var defaultHeaders: HTTPFields = Configuration.standardHeaders
 
         public init() {}
 
@@ -105,11 +105,11 @@ extension HTTPSession {
 
         /// `User-Agent: swift-web-image/<version>`, `Accept-Language` from the environment's
         /// `LANG` (else `en`), and `Accept-Encoding: gzip, deflate`.
-        public static var standardHeaders: HTTPHeaderFields {
-            var headers = HTTPHeaderFields()
-            headers["User-Agent"] = "swift-web-image/\(HTTPSession.version)"
-            headers["Accept-Language"] = acceptLanguage
-            headers["Accept-Encoding"] = "gzip, deflate"
+        public static var standardHeaders: HTTPFields {
+            var headers = HTTPFields()
+            headers[.userAgent] = "swift-web-image/\(HTTPSession.version)"
+            headers[.acceptLanguage] = acceptLanguage
+            headers[.acceptEncoding] = "gzip, deflate"
             return headers
         }
 

@@ -90,13 +90,13 @@ extension HTTPSession {
             let head = Response(
                 url: request.url,
                 statusCode: Int(response.status.code),
-                headers: HTTPHeaderFields(response.headers.map { ($0.name, $0.value) }),
+                headers: HTTPFields(response.headers),
                 httpVersion: response.version.major == 2
                     ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
             )
             metrics.responseStartInterval = clock.now.secondsSince(start)
             if request.handlesCookies, let store = configuration.cookieStore {
-                store.store(setCookieHeaders: head.headers.values(for: "Set-Cookie"), from: request.url)
+                store.store(setCookieHeaders: head.headers[values: .setCookie], from: request.url)
             }
 
             if let next = try await redirect(
@@ -133,7 +133,7 @@ extension HTTPSession {
                 request.method != .head && !(100..<200).contains(head.statusCode) && head.statusCode != 204
                 && head.statusCode != 304
             if let limit = bodyLimit, let expected = head.expectedContentLength, expected > limit,
-                head.headers["Content-Encoding"] == nil, hasBody
+                head.headers[.contentEncoding] == nil, hasBody
             {
                 throw Self.bodyTooLarge(head, limit: limit, detail: "its Content-Length of \(expected) bytes")
             }
@@ -185,7 +185,7 @@ extension HTTPSession {
             }
             try Task.checkCancellation()
             if let expected = head.expectedContentLength, received < expected, hasBody,
-                head.headers["Content-Encoding"] == nil
+                head.headers[.contentEncoding] == nil
             {
                 throw HTTPSessionError(
                     .connectionLost,
@@ -220,7 +220,7 @@ extension HTTPSession {
     }
 
     private static func challenge(in head: Response, failures: Int) -> HTTPAuthenticationChallenge? {
-        guard let header = head.headers["WWW-Authenticate"] else { return nil }
+        guard let header = head.headers[values: .wwwAuthenticate].first else { return nil }
         let scheme = header.split(separator: " ").first.map(String.init) ?? header
         guard scheme.lowercased() == "basic" else { return nil }
         var realm: String?
@@ -233,17 +233,21 @@ extension HTTPSession {
     /// The AsyncHTTPClient request for `request`, with default headers and a streamed body.
     private func makeClientRequest(_ request: Request, task: HTTPSessionTask) throws -> HTTPClientRequest {
         var clientRequest = HTTPClientRequest(url: request.url.absoluteString)
-        clientRequest.method = NIOHTTP1.HTTPMethod(rawValue: request.method.rawValue)
+        clientRequest.method = request.method.nioMethod
         var headers = configuration.defaultHeaders.merging(request.headers)
-        if request.handlesCookies, !headers.contains("Cookie"),
+        if request.handlesCookies, !headers.contains(.cookie),
             let cookie = configuration.cookieStore?.cookieHeader(for: request.url)
         {
-            headers["Cookie"] = cookie
+            headers[.cookie] = cookie
         }
-        for field in headers
-        where !(field.name.caseInsensitiveEquals("Accept-Encoding") && !configuration.decompressesResponses) {
-            clientRequest.headers.add(name: field.name, value: field.value)
+        if !configuration.decompressesResponses { headers[.acceptEncoding] = nil }
+        // HTTPFields keeps each cookie as a field of its own (HTTP/2's form); HTTP/1.1 allows one
+        // Cookie line (RFC 6265 §5.4), so they go as one, joined with "; ".
+        let cookie = headers[.cookie]
+        for field in headers where field.name != .cookie {
+            clientRequest.headers.add(name: field.name.rawName, value: field.value)
         }
+        if let cookie { clientRequest.headers.add(name: "Cookie", value: cookie) }
         switch request.body {
         case .data(let data)?:
             clientRequest.body = .stream(

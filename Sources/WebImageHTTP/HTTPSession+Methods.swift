@@ -7,10 +7,10 @@ extension HTTPSession {
     /// Sends `method` to `path` (resolved against ``baseURL``) and serializes the response.
     /// Cancelling the Swift task cancels the request.
     public func request<Serializer: ResponseSerializer>(
-        _ method: HTTPMethod,
+        _ method: HTTPRequest.Method,
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestSerializer: some RequestSerializer = .urlEncoded,
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
@@ -27,7 +27,7 @@ extension HTTPSession {
     public func get<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
         try await request(.get, path, parameters: parameters, headers: headers, serializer: serializer)
@@ -37,7 +37,7 @@ extension HTTPSession {
     public func head(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:]
+        headers: HTTPFields = [:]
     )
         async throws(HTTPSessionError) -> HTTPSession.Response
     {
@@ -47,7 +47,7 @@ extension HTTPSession {
     public func post<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestSerializer: some RequestSerializer = .urlEncoded,
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
@@ -64,7 +64,7 @@ extension HTTPSession {
     public func put<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestSerializer: some RequestSerializer = .urlEncoded,
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
@@ -81,7 +81,7 @@ extension HTTPSession {
     public func patch<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestSerializer: some RequestSerializer = .urlEncoded,
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
@@ -98,7 +98,7 @@ extension HTTPSession {
     public func delete<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
         try await request(.delete, path, parameters: parameters, headers: headers, serializer: serializer)
@@ -111,10 +111,10 @@ extension HTTPSession {
     /// (`failure` has then been called).
     @discardableResult
     public func request<Serializer: ResponseSerializer>(
-        _ method: HTTPMethod,
+        _ method: HTTPRequest.Method,
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestSerializer: some RequestSerializer = .urlEncoded,
         serializer: Serializer,
         progress: (@Sendable (Progress) -> Void)? = nil,
@@ -154,7 +154,7 @@ extension HTTPSession {
     public func get<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         serializer: Serializer,
         progress: (@Sendable (Progress) -> Void)? = nil,
         success: @escaping @Sendable (HTTPSessionTask, Serializer.Value) -> Void,
@@ -176,7 +176,7 @@ extension HTTPSession {
     public func post<Serializer: ResponseSerializer>(
         _ path: String,
         parameters: HTTPParameters? = nil,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestSerializer: some RequestSerializer = .urlEncoded,
         serializer: Serializer,
         progress: (@Sendable (Progress) -> Void)? = nil,

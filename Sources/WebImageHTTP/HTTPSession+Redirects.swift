@@ -12,7 +12,7 @@ extension HTTPSession {
     ) async throws -> Request? {
         let policy = configuration.redirectPolicy
         guard policy.follow, [301, 302, 303, 307, 308].contains(head.statusCode),
-            let location = head.headers["Location"]
+            let location = head.headers[.location]
         else { return nil }
         func refuse(_ reason: String) -> HTTPSessionError {
             HTTPSessionError(
@@ -54,8 +54,8 @@ extension HTTPSession {
         if head.statusCode == 303 || ([301, 302].contains(head.statusCode) && request.method == .post) {
             if next.method != .head { next.method = .get }
             next.body = nil
-            next.headers.remove(name: "Content-Type")
-            next.headers.remove(name: "Content-Length")
+            next.headers[.contentType] = nil
+            next.headers[.contentLength] = nil
         }
         // Across origins only headers known to be safe go along (the session's default headers
         // are added again when the request is made): credentials, cookies, proxy credentials and
@@ -63,11 +63,7 @@ extension HTTPSession {
         if target.host?.lowercased() != request.url.host?.lowercased() || target.port != request.url.port
             || target.scheme?.lowercased() != request.url.scheme?.lowercased()
         {
-            next.headers = HTTPHeaderFields(
-                next.headers.filter { field in
-                    Self.crossOriginSafeHeaders.contains(where: { field.name.caseInsensitiveEquals($0) })
-                }.map { ($0.name, $0.value) }
-            )
+            next.headers.removeAll { !Self.crossOriginSafeHeaders.contains($0.name) }
         }
         if let delegate { return await delegate.task(task, willPerformRedirection: head, newRequest: next) }
         return next
@@ -75,8 +71,8 @@ extension HTTPSession {
 
     /// Headers a redirect to another origin keeps (what they say is no secret and no instruction
     /// about a resource on the first origin).
-    static let crossOriginSafeHeaders = [
-        "Accept", "Accept-Language", "Accept-Encoding", "User-Agent", "Content-Type", "Content-Length",
-        "Cache-Control", "Pragma",
+    static let crossOriginSafeHeaders: Set<HTTPField.Name> = [
+        .accept, .acceptLanguage, .acceptEncoding, .userAgent, .contentType, .contentLength, .cacheControl,
+        HTTPField.Name("Pragma")!,
     ]
 }

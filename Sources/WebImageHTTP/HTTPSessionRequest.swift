@@ -12,8 +12,8 @@ extension HTTPSession {
         }
 
         public var url: URL
-        public var method: HTTPMethod
-        public var headers: HTTPHeaderFields
+        public var method: HTTPRequest.Method
+        public var headers: HTTPFields
         public var body: Body?
         /// Time to wait for the whole exchange; `nil` uses the session's request timeout.
         public var timeout: Duration?
@@ -27,8 +27,8 @@ extension HTTPSession {
 
         public init(
             url: URL,
-            method: HTTPMethod = .get,
-            headers: HTTPHeaderFields = [:],
+            method: HTTPRequest.Method = .get,
+            headers: HTTPFields = [:],
             body: Body? = nil,
             timeout: Duration? = nil
         ) {
@@ -41,12 +41,12 @@ extension HTTPSession {
 
         /// Sets `Authorization: Basic …` for `username` and `password`.
         public mutating func setBasicAuthorization(username: String, password: String) {
-            headers["Authorization"] = "Basic " + Data("\(username):\(password)".utf8).base64EncodedString()
+            headers[.authorization] = "Basic " + Data("\(username):\(password)".utf8).base64EncodedString()
         }
 
         /// Sets `Authorization: Bearer TOKEN`.
         public mutating func setBearerAuthorization(_ token: String) {
-            headers["Authorization"] = "Bearer \(token)"
+            headers[.authorization] = "Bearer \(token)"
         }
     }
 
@@ -55,11 +55,11 @@ extension HTTPSession {
         /// The URL that answered (after any redirects).
         public var url: URL
         public var statusCode: Int
-        public var headers: HTTPHeaderFields
+        public var headers: HTTPFields
         /// The protocol that carried the response: `HTTP/1.1` or `HTTP/2`.
         public var httpVersion: String
 
-        public init(url: URL, statusCode: Int, headers: HTTPHeaderFields, httpVersion: String = "HTTP/1.1") {
+        public init(url: URL, statusCode: Int, headers: HTTPFields, httpVersion: String = "HTTP/1.1") {
             self.url = url
             self.statusCode = statusCode
             self.headers = headers
@@ -68,7 +68,7 @@ extension HTTPSession {
 
         /// `Content-Length`, when the server sent a valid one.
         public var expectedContentLength: Int64? {
-            guard let value = headers["Content-Length"] else { return nil }
+            guard let value = headers[values: .contentLength].first else { return nil }
             let digits = value.utf8.drop { $0 == 0x20 || $0 == 0x09 }.prefix { $0 != 0x20 && $0 != 0x09 }
             guard let length = Int64(Substring(digits)), length >= 0 else { return nil }
             return length
@@ -76,14 +76,14 @@ extension HTTPSession {
 
         /// The media type of `Content-Type` without parameters, lowercased (`image/png`).
         public var mimeType: String? {
-            headers["Content-Type"]?.split(separator: ";").first.map {
+            headers[values: .contentType].first?.split(separator: ";").first.map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()
             }
         }
 
         /// The `charset` parameter of `Content-Type`, lowercased.
         public var textEncodingName: String? {
-            guard let contentType = headers["Content-Type"] else { return nil }
+            guard let contentType = headers[values: .contentType].first else { return nil }
             for parameter in contentType.split(separator: ";").dropFirst() {
                 let parts = parameter.split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" {

@@ -88,7 +88,7 @@ struct ServeCommandTests {
                 url: try #require(URL(string: "\(server.url)/_/w:60/plain/\(origin.url("/a.png").absoluteString)"))
             )
         )
-        #expect(response.statusCode == 200 && response.headers["Content-Type"] == "image/png")
+        #expect(response.statusCode == 200 && response.headers[.contentType] == "image/png")
         let image = try ImageCodersManager.shared.decode(data)
         #expect(image.width == 60 && image.height == 40)
         let metricsURL = try #require(server.metricsURL.flatMap(URL.init(string:)))

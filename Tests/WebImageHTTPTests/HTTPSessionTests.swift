@@ -60,7 +60,7 @@ struct HTTPSessionTests {
             "name": "a b&c", "n": 5, "flag": true, "tags": ["x", "y"], "filter": ["size": "large"],
         ]
         let expectedQuery = "filter%5Bsize%5D=large&flag=1&n=5&name=a%20b%26c&tags%5B%5D=x&tags%5B%5D=y"
-        for method in [HTTPMethod.get, .delete] {
+        for method in [HTTPRequest.Method.get, .delete] {
             let (_, data) = try await context.session.request(method, url, parameters: parameters, serializer: .data)
             let echo = try HTTPTestContext.echo(data)
             #expect(echo["method"] as? String == method.rawValue)
@@ -69,7 +69,7 @@ struct HTTPSessionTests {
         let head = try await context.session.head(url, parameters: ["q": 1])
         #expect(head.statusCode == 200)
         #expect(context.origin.requests.last?.method == "HEAD" && context.origin.requests.last?.query == "q=1")
-        for method in [HTTPMethod.post, .put, .patch] {
+        for method in [HTTPRequest.Method.post, .put, .patch] {
             let (_, data) = try await context.session.request(method, url, parameters: parameters, serializer: .data)
             let echo = try HTTPTestContext.echo(data)
             #expect(echo["method"] as? String == method.rawValue)
@@ -134,7 +134,7 @@ struct HTTPSessionTests {
             } catch {
                 #expect(error.code == .unacceptableStatusCode)
                 #expect(error.statusCode == status)
-                #expect(error.response?.headers["X-Why"] == "because")
+                #expect(error.response?.headers[HTTPField.Name("X-Why")!] == "because")
                 #expect(error.body == Data("detail \(status)".utf8))
                 #expect(error.message.contains("/e\(status)"))
             }

@@ -87,11 +87,11 @@ struct RedirectSafetyTests {
         context.origin.setRoute("/away", .redirect(to: other.url("/landing").absoluteString))
         context.origin.setRoute("/home", .redirect(to: "/landing"))
         var request = HTTPSession.Request(url: context.origin.url("/away"))
-        request.headers["X-Api-Key"] = "secret-key"
-        request.headers["Authorization"] = "Bearer secret"
-        request.headers["Proxy-Authorization"] = "Basic c2VjcmV0"
-        request.headers["Cookie"] = "session=secret"
-        request.headers["Accept"] = "image/png"
+        request.headers[HTTPField.Name("X-Api-Key")!] = "secret-key"
+        request.headers[.authorization] = "Bearer secret"
+        request.headers[.proxyAuthorization] = "Basic c2VjcmV0"
+        request.headers[.cookie] = "session=secret"
+        request.headers[.accept] = "image/png"
         _ = try await context.session.data(for: request)
         let received = try #require(other.requests.first { $0.path == "/landing" })
         for name in ["x-api-key", "authorization", "proxy-authorization", "cookie"] {
@@ -116,13 +116,13 @@ struct RedirectSafetyTests {
         defer { server.stop() }
         let session = HTTPSession()
         var request = HTTPSession.Request(url: server.url("/img"))
-        request.headers["If-None-Match"] = "\"v1\""
+        request.headers[.ifNoneMatch] = "\"v1\""
         let result: Result<(Data, HTTPSession.Response), HTTPSessionError>
         do { result = .success(try await session.data(for: request)) } catch { result = .failure(error) }
         try? await session.shutdown()
         let (data, response) = try result.get()
         #expect(response.statusCode == 304)
-        #expect(response.headers["Content-Length"] == "5000")
+        #expect(response.headers[.contentLength] == "5000")
         #expect(data.isEmpty)
     }
 

@@ -40,9 +40,8 @@ struct ImageProxyServerTests {
             return server.baseURL + (info ? "/info" : "") + "/" + signer.signature(for: signedPath) + signedPath
         }
 
-        func get(_ url: String, headers: [String: String] = [:]) async throws -> (HTTPSession.Response, Data) {
-            var request = HTTPSession.Request(url: try #require(URL(string: url)))
-            for (name, value) in headers { request.headers[name] = value }
+        func get(_ url: String, headers: HTTPFields = [:]) async throws -> (HTTPSession.Response, Data) {
+            let request = HTTPSession.Request(url: try #require(URL(string: url)), headers: headers)
             let (data, response) = try await session.data(for: request)
             return (response, data)
         }
@@ -88,22 +87,22 @@ struct ImageProxyServerTests {
         defer { Task { await fixture.stop() } }
         let (response, body) = try await fixture.get(fixture.url("rs:fit:300:200", "/photo.jpg", suffix: "@webp"))
         #expect(response.statusCode == 200)
-        #expect(response.headers["Content-Type"] == "image/webp")
-        #expect(response.headers["Cache-Control"] == "public, max-age=31536000")
-        #expect(response.headers["Vary"] == nil, "no negotiation: Accept is never named")
+        #expect(response.headers[.contentType] == "image/webp")
+        #expect(response.headers[.cacheControl] == "public, max-age=31536000")
+        #expect(response.headers[.vary] == nil, "no negotiation: Accept is never named")
         let image = try ImageCodersManager.shared.decode(body)
         #expect(image.format == .webp && image.width == 267 && image.height == 200)
-        let etag = try #require(response.headers["ETag"])
+        let etag = try #require(response.headers[.eTag])
         let (again, sameBody) = try await fixture.get(fixture.url("rs:fit:300:200", "/photo.jpg", suffix: "@webp"))
-        #expect(again.headers["ETag"] == etag && sameBody == body)
+        #expect(again.headers[.eTag] == etag && sameBody == body)
         let (notModified, empty) = try await fixture.get(
             fixture.url("rs:fit:300:200", "/photo.jpg", suffix: "@webp"),
-            headers: ["If-None-Match": etag]
+            headers: [.ifNoneMatch: etag]
         )
         #expect(notModified.statusCode == 304 && empty.isEmpty)
         #expect(fixture.origin.requests.count == 1, "the original is fetched once, then read from the disk cache")
         let (fill, filled) = try await fixture.get(fixture.url("rs:fill:100:100/q:60", "/photo.jpg"))
-        #expect(fill.headers["Content-Type"] == "image/jpeg")
+        #expect(fill.headers[.contentType] == "image/jpeg")
         let square = try ImageCodersManager.shared.decode(filled)
         #expect(square.width == 100 && square.height == 100)
         await fixture.stop()
@@ -116,11 +115,11 @@ struct ImageProxyServerTests {
         let fixture = try await Self.start()
         defer { Task { await fixture.stop() } }
         let (translucent, body) = try await fixture.get(fixture.url("w:32", "/translucent.heic"))
-        #expect(translucent.statusCode == 200 && translucent.headers["Content-Type"] == "image/png")
+        #expect(translucent.statusCode == 200 && translucent.headers[.contentType] == "image/png")
         let image = try ImageCodersManager.shared.decode(body)
         #expect(image.width == 32 && image.hasAlpha && image.bitmap.containsTransparency)
         let (opaque, _) = try await fixture.get(fixture.url("w:32", "/opaque.heic"))
-        #expect(opaque.headers["Content-Type"] == "image/jpeg")
+        #expect(opaque.headers[.contentType] == "image/jpeg")
         await fixture.stop()
     }
 
@@ -131,8 +130,8 @@ struct ImageProxyServerTests {
         func expectFailure(_ url: String, status: Int, code: String) async throws {
             let (response, body) = try await fixture.get(url)
             #expect(response.statusCode == status, "\(url)")
-            #expect(response.headers["Content-Type"] == "application/json")
-            #expect(response.headers["Cache-Control"] == "no-cache")
+            #expect(response.headers[.contentType] == "application/json")
+            #expect(response.headers[.cacheControl] == "no-cache")
             let object = try JSONSerialization.jsonObject(with: body) as? [String: [String: String]]
             #expect(object?["error"]?["code"] == code, "\(String(decoding: body, as: UTF8.self))")
         }
@@ -151,7 +150,7 @@ struct ImageProxyServerTests {
         let healthObject = try JSONSerialization.jsonObject(with: body) as? [String: Any]
         #expect(health.statusCode == 200 && healthObject?["status"] as? String == "ok")
         #expect(Set(healthObject?["codecs"] as? [String] ?? []) == ["avif", "gif", "jpeg", "png", "webp"])
-        #expect(health.headers["Cache-Control"] == "no-cache")
+        #expect(health.headers[.cacheControl] == "no-cache")
         await fixture.stop()
     }
 
@@ -219,10 +218,10 @@ struct ImageProxyServerTests {
     func negotiationAndInfo() async throws {
         let fixture = try await Self.start { $0.formatNegotiation = true }
         defer { Task { await fixture.stop() } }
-        let (webp, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: ["Accept": "image/webp,*/*"])
-        #expect(webp.headers["Content-Type"] == "image/webp" && webp.headers["Vary"] == "Accept")
-        let (plain, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: ["Accept": "*/*"])
-        #expect(plain.headers["Content-Type"] == "image/jpeg" && plain.headers["Vary"] == "Accept")
+        let (webp, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: [.accept: "image/webp,*/*"])
+        #expect(webp.headers[.contentType] == "image/webp" && webp.headers[.vary] == "Accept")
+        let (plain, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: [.accept: "*/*"])
+        #expect(plain.headers[.contentType] == "image/jpeg" && plain.headers[.vary] == "Accept")
         let (info, body) = try await fixture.get(fixture.url("", "/photo.jpg", info: true))
         #expect(info.statusCode == 200)
         let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])

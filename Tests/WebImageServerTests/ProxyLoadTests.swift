@@ -38,7 +38,7 @@ struct ProxyLoadTests {
         #expect(await waitUntil { fixture.proxy.load.working == 1 })
         let (busy, body) = try await fixture.get(fixture.url("w:200", "/photo.jpg"))
         #expect(busy.statusCode == 503)
-        #expect(busy.headers["Retry-After"] == "1")
+        #expect(busy.headers[.retryAfter] == "1")
         #expect(Self.errorCode(body) == "busy")
         gate.open()
         let (answer, _) = try await working.value
@@ -140,7 +140,7 @@ struct ProxyLoadTests {
         #expect(forbidden.statusCode == 403)
         let metricsURL = "http://127.0.0.1:\(try #require(fixture.server.metricsPort))/metrics"
         let (response, _) = try await fixture.get(metricsURL)
-        #expect(response.headers["Content-Type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
         let text = try await Self.metrics(fixture)
         let (_, photo) = try await fixture.get(fixture.origin.url("/photo.jpg").absoluteString)
         let (_, smaller) = try await fixture.get(fixture.url("w:50", "/photo.jpg"))

@@ -79,7 +79,7 @@ struct ProxyOptionsOverHTTPTests {
         }
         defer { Task { await open.stop() } }
         let (thumb, body) = try await open.get(open.url("pr:thumb", "/photo.jpg"))
-        #expect(thumb.statusCode == 200 && thumb.headers["Content-Type"] == "image/webp")
+        #expect(thumb.statusCode == 200 && thumb.headers[.contentType] == "image/webp")
         let image = try ImageCodersManager.shared.decode(body)
         #expect(image.width == 100 && image.height == 100)
         let (unknown, _) = try await open.get(open.url("pr:nope", "/photo.jpg"))
@@ -150,14 +150,14 @@ struct ProxyOptionsOverHTTPTests {
         fixture.origin.setRoute("/dance.gif", .data(gif, contentType: "image/gif"))
         for (suffix, type) in [("", "image/gif"), ("@webp", "image/webp"), ("@png", "image/png")] {
             let (response, body) = try await fixture.get(fixture.url("w:40", "/dance.gif", suffix: suffix))
-            #expect(response.statusCode == 200 && response.headers["Content-Type"] == type, "\(suffix)")
+            #expect(response.statusCode == 200 && response.headers[.contentType] == type, "\(suffix)")
             let image = try ImageCodersManager.shared.decode(body)
             #expect(image.frames.count == 3, "\(suffix): \(image.frames.count) frames")
             #expect(image.frames.map { ($0.duration * 100).rounded() } == [10, 20, 30], "\(suffix)")
             #expect(image.width == 40, "\(suffix)")
         }
         let (still, body) = try await fixture.get(fixture.url("w:40", "/dance.gif", suffix: "@jpg"))
-        #expect(still.headers["Content-Type"] == "image/jpeg")
+        #expect(still.headers[.contentType] == "image/jpeg")
         #expect(try ImageCodersManager.shared.decode(body).frames.count == 1)
         let (info, facts) = try await fixture.get(fixture.url("", "/dance.gif", info: true))
         #expect(info.statusCode == 200)

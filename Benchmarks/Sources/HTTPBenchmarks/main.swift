@@ -78,7 +78,9 @@ let sessionHeaders = HTTPSession.Configuration.standardHeaders
 
 func rawLoad(_ client: HTTPClient, headers: Bool) async throws -> Int {
     var clientRequest = HTTPClientRequest(url: url.absoluteString)
-    if headers { for field in sessionHeaders { clientRequest.headers.add(name: field.name, value: field.value) } }
+    if headers {
+        for field in sessionHeaders { clientRequest.headers.add(name: field.name.rawName, value: field.value) }
+    }
     let response = try await client.execute(clientRequest, timeout: .seconds(30))
     let expected = response.headers.first(name: "content-length").flatMap(Int.init) ?? 1024 * 1024
     return try await response.body.collect(upTo: expected).readableBytes

@@ -93,10 +93,12 @@ enum FuzzTargets {
     static func http(_ data: Data) {
         let text = String(decoding: data, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        var headers = HTTPHeaderFields()
+        var headers = HTTPFields()
         for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.add(name: String(line[..<colon]), value: String(line[line.index(after: colon)...]))
+            guard let colon = line.firstIndex(of: ":"), let name = HTTPField.Name(String(line[..<colon])) else {
+                continue
+            }
+            headers.append(HTTPField(name: name, value: String(line[line.index(after: colon)...])))
         }
         let url = URL(string: lines.first ?? "") ?? URL(string: "https://fuzz.example/a/b.png")!
         let response = HTTPSession.Response(url: url, statusCode: 200, headers: headers)

@@ -122,8 +122,8 @@ public final class DownloadOperation: ImageDownloadOperation {
         request.maximumBodySize = configuration.maximumDownloadSize
         // refreshCached: revalidate what the caller has.
         if options.contains(.refreshCached), let cached = context.cachedResponse {
-            if let etag = cached.etag { request.headers["If-None-Match"] = etag }
-            if let lastModified = cached.lastModified { request.headers["If-Modified-Since"] = lastModified }
+            if let etag = cached.etag { request.headers[.ifNoneMatch] = etag }
+            if let lastModified = cached.lastModified { request.headers[.ifModifiedSince] = lastModified }
         }
         for modifier in [context.requestModifier, hooks.requestModifier].compactMap({ $0 }) {
             guard let modified = modifier(request) else {
@@ -245,7 +245,8 @@ public final class DownloadOperation: ImageDownloadOperation {
         // A redirect that reached us was not followed (refused target, no Location, or a delegate
         // declined it): its body is never the image.
         if (300..<400).contains(status) {
-            let target = response.headers["Location"].map { "to \($0.prefix(200)) " } ?? "without a Location "
+            let target =
+                response.headers[values: .location].first.map { "to \($0.prefix(200)) " } ?? "without a Location "
             return fail(.invalidDownloadStatusCode, "HTTP \(status) redirect \(target)not followed", status: status)
         }
         guard configuration.acceptableStatusCodes.contains(status) else {

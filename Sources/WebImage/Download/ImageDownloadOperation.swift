@@ -59,7 +59,7 @@ public struct ImageDownloadEnvironment: Sendable {
     /// The downloader's configuration.
     public var configuration: ImageDownloader.Configuration
     /// Headers every request sends (``ImageDownloader/setValue(_:forHTTPHeaderField:)``).
-    public var headers: HTTPHeaderFields
+    public var headers: HTTPFields
     /// ``ImageDownloader/requestModifier``.
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
     /// ``ImageDownloader/responseModifier``.
@@ -73,7 +73,7 @@ public struct ImageDownloadEnvironment: Sendable {
     public init(
         session: HTTPSession,
         configuration: ImageDownloader.Configuration,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? = nil,
         responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)? = nil,
         decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)? = nil,

@@ -52,7 +52,7 @@ extension ImageDownloader {
         /// shared coders decode when the configuration is made
         /// (`ImageCodersManager.acceptHeaderValue`): a negotiating server or CDN never picks a
         /// format that would fail to decode (and blacklist the URL).
-        public var headers: HTTPHeaderFields = ["Accept": ImageCodersManager.shared.acceptHeaderValue]
+        public var headers: HTTPFields = [.accept: ImageCodersManager.shared.acceptHeaderValue]
 
         /// Makes the operation for a new network load: `(url, first caller's options, context)`.
         /// Default: ``DownloadOperation``. Replace it to run loads your own way.

@@ -53,7 +53,7 @@ public final class ImageDownloader: Sendable {
 
     /// Downloader-wide request/response hooks (SDWebImageDownloader's modifiers and decryptor).
     struct Hooks: Sendable {
-        var headers: HTTPHeaderFields
+        var headers: HTTPFields
         var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
         var responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)?
         var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)?
@@ -215,13 +215,20 @@ public final class ImageDownloader: Sendable {
         for entry in operations { entry.operation.cancel() }
     }
 
-    /// Sets (or with `nil` removes) a header every download sends from now on.
+    /// Sets (or with `nil` removes) a header every download sends from now on. A `field` that
+    /// is not a valid HTTP field name (empty, or with a space, colon or control character) is
+    /// ignored: no request could carry it.
     public func setValue(_ value: String?, forHTTPHeaderField field: String) {
-        hooks.withLock { $0.headers[field] = value }
+        guard let name = HTTPField.Name(field) else { return }
+        hooks.withLock { $0.headers[name] = value }
     }
 
-    /// The value of a header every download sends.
-    public func value(forHTTPHeaderField field: String) -> String? { hooks.withLock { $0.headers[field] } }
+    /// The value of a header every download sends (repeated fields joined with commas); `nil`
+    /// when it is not set or `field` is not a valid field name.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        guard let name = HTTPField.Name(field) else { return nil }
+        return hooks.withLock { $0.headers[name] }
+    }
 
     /// Changes each request before it is sent (after the context's modifier), or returns `nil` to
     /// cancel that load (its callers get `cancelled`).

@@ -76,8 +76,8 @@ extension ImageDownloader: ImageLoading {
     static func metadata(of response: HTTPSession.Response) -> DiskCacheMetadata {
         DiskCacheMetadata(
             contentType: response.mimeType,
-            etag: response.headers["ETag"],
-            lastModified: response.headers["Last-Modified"]
+            etag: response.headers[values: .eTag].first,
+            lastModified: response.headers[values: .lastModified].first
         )
     }
 

@@ -36,7 +36,7 @@ final class FileBodySink: ResponseBodySink {
     }
 
     /// `Range`/`If-Range` headers that resume a partial download of `request`, when one exists.
-    func resumeHeaders(for request: HTTPSession.Request) -> [(String, String)] {
+    func resumeHeaders(for request: HTTPSession.Request) -> [(HTTPField.Name, String)] {
         guard
             let size = (try? FileManager.default.attributesOfItem(atPath: partialURL.path)[.size] as? NSNumber)?
                 .int64Value,
@@ -44,7 +44,7 @@ final class FileBodySink: ResponseBodySink {
             !validator.isEmpty
         else { return [] }
         state.withLock { $0.resumeOffset = size }
-        return [("Range", "bytes=\(size)-"), ("If-Range", validator)]
+        return [(.range, "bytes=\(size)-"), (.ifRange, validator)]
     }
 
     var metrics: HTTPTaskMetrics? {
@@ -63,7 +63,7 @@ final class FileBodySink: ResponseBodySink {
             state.withLock { $0.resumeOffset = 0 }
         }
         // Keep the validator so an interrupted download can resume.
-        if let validator = response.headers["ETag"] ?? response.headers["Last-Modified"] {
+        if let validator = response.headers[.eTag] ?? response.headers[.lastModified] {
             try Data(validator.utf8).write(to: validatorURL, options: .atomic)
         } else {
             try? fileManager.removeItem(at: validatorURL)

@@ -116,11 +116,11 @@ extension HTTPSession {
     public func post<Serializer: ResponseSerializer>(
         _ path: String,
         multipart form: MultipartFormData,
-        headers: HTTPHeaderFields = [:],
+        headers: HTTPFields = [:],
         serializer: Serializer
     ) async throws(HTTPSessionError) -> (HTTPSession.Response, Serializer.Value) {
         var request = Request(url: try url(for: path), method: .post, headers: headers, body: .data(form.encoded()))
-        request.headers["Content-Type"] = form.contentType
+        request.headers[.contentType] = form.contentType
         let (data, response) = try await data(for: request)
         return (response, try serializer.value(for: response, data: data))
     }

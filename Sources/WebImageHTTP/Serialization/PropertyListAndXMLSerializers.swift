@@ -128,10 +128,10 @@ public struct PropertyListRequestSerializer: RequestSerializer {
     }
 
     public func request(
-        method: HTTPMethod,
+        method: HTTPRequest.Method,
         url: URL,
         parameters: HTTPParameters?,
-        headers: HTTPHeaderFields
+        headers: HTTPFields
     )
         throws(HTTPSessionError) -> HTTPSession.Request
     {

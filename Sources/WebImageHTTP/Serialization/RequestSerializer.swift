@@ -4,10 +4,10 @@ import Foundation
 public protocol RequestSerializer: Sendable {
     /// Builds the request; `parameters` go where the serializer puts them.
     func request(
-        method: HTTPMethod,
+        method: HTTPRequest.Method,
         url: URL,
         parameters: HTTPParameters?,
-        headers: HTTPHeaderFields
+        headers: HTTPFields
     )
         throws(HTTPSessionError) -> HTTPSession.Request
 }
@@ -20,18 +20,22 @@ public struct URLEncodedRequestSerializer: RequestSerializer {
 
     public init(timeout: Duration? = nil) { self.timeout = timeout }
 
+    /// Methods whose parameters go in the query string (AFNetworking's
+    /// `HTTPMethodsEncodingParametersInURI`): GET, HEAD and DELETE.
+    public static let methodsEncodingParametersInURI: Set<HTTPRequest.Method> = [.get, .head, .delete]
+
     public func request(
-        method: HTTPMethod,
+        method: HTTPRequest.Method,
         url: URL,
         parameters: HTTPParameters?,
-        headers: HTTPHeaderFields
+        headers: HTTPFields
     )
         throws(HTTPSessionError) -> HTTPSession.Request
     {
         var request = HTTPSession.Request(url: url, method: method, headers: headers, timeout: timeout)
         guard let parameters, !parameters.isEmpty else { return request }
         let query = QueryStringEncoding.queryString(from: parameters)
-        if method.encodesParametersInURL {
+        if Self.methodsEncodingParametersInURI.contains(method) {
             guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
                 throw HTTPSessionError(.invalidURL, url: url, message: "\(url): cannot add a query string")
             }
@@ -42,8 +46,8 @@ public struct URLEncodedRequestSerializer: RequestSerializer {
             }
             request.url = withQuery
         } else {
-            if !request.headers.contains("Content-Type") {
-                request.headers["Content-Type"] = "application/x-www-form-urlencoded"
+            if !request.headers.contains(.contentType) {
+                request.headers[.contentType] = "application/x-www-form-urlencoded"
             }
             request.body = .data(Data(query.utf8))
         }
@@ -63,10 +67,10 @@ public struct JSONRequestSerializer: RequestSerializer {
     }
 
     public func request(
-        method: HTTPMethod,
+        method: HTTPRequest.Method,
         url: URL,
         parameters: HTTPParameters?,
-        headers: HTTPHeaderFields
+        headers: HTTPFields
     )
         throws(HTTPSessionError) -> HTTPSession.Request
     {
@@ -86,16 +90,16 @@ public struct JSONRequestSerializer: RequestSerializer {
 /// string; other methods get a body made by `encode` (from JSON-compatible objects) and, unless
 /// the caller set one, `contentType`.
 func bodyRequest(
-    method: HTTPMethod,
+    method: HTTPRequest.Method,
     url: URL,
     parameters: HTTPParameters?,
-    headers: HTTPHeaderFields,
+    headers: HTTPFields,
     timeout: Duration?,
     contentType: String,
     formatName: String,
     encode: (Any) throws -> Data
 ) throws(HTTPSessionError) -> HTTPSession.Request {
-    if method.encodesParametersInURL {
+    if URLEncodedRequestSerializer.methodsEncodingParametersInURI.contains(method) {
         return try URLEncodedRequestSerializer(timeout: timeout).request(
             method: method,
             url: url,
@@ -114,7 +118,7 @@ func bodyRequest(
             message: "\(url): cannot encode the parameters as \(formatName): \(error)"
         )
     }
-    if !request.headers.contains("Content-Type") { request.headers["Content-Type"] = contentType }
+    if !request.headers.contains(.contentType) { request.headers[.contentType] = contentType }
     return request
 }
 

@@ -171,7 +171,7 @@ struct LoadingOptions: ParsableArguments {
 
     /// `Name: value` with an RFC 9110 token for a name and no CR, LF or NUL anywhere (they would
     /// split the request); `nil` otherwise.
-    static func parseHeader(_ text: String) -> (String, String)? {
+    static func parseHeader(_ text: String) -> (HTTPField.Name, String)? {
         guard let colon = text.firstIndex(of: ":"),
             !text.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" })
         else { return nil }
@@ -181,9 +181,10 @@ struct LoadingOptions: ParsableArguments {
         guard !name.isEmpty,
             name.unicodeScalars.allSatisfy({
                 $0.isASCII && (CharacterSet.alphanumerics.contains($0) || tokenSymbols.contains($0))
-            })
+            }),
+            let fieldName = HTTPField.Name(name)
         else { return nil }
-        return (name, value)
+        return (fieldName, value)
     }
 
     var imageOptions: ImageOptions {
@@ -269,7 +270,7 @@ struct LoadingOptions: ParsableArguments {
         for header in headers {
             if let (name, value) = Self.parseHeader(header) { configuration.headers[name] = value }
         }
-        if let userAgent { configuration.headers["User-Agent"] = userAgent }
+        if let userAgent { configuration.headers[.userAgent] = userAgent }
         let downloader = ImageDownloader(
             configuration: configuration,
             session: HTTPSession(configuration: sessionConfiguration, logger: Verbosity.logger("http"))

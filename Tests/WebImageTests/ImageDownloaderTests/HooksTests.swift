@@ -17,7 +17,7 @@ struct HooksTests {
         downloader.requestModifier = { request in
             guard !request.url.path.contains("blocked") else { return nil }
             var changed = request
-            changed.headers["X-Modified"] = "yes"
+            changed.headers[HTTPField.Name("X-Modified")!] = "yes"
             return changed
         }
         _ = try await downloader.image(with: origin.url("/a.png"))
@@ -44,7 +44,7 @@ struct HooksTests {
             OriginRoute(headers: [("Content-Type", "image/png"), ("X-Reject", "1")], body: DownloaderFixtures.png)
         )
         let downloader = ImageDownloader()
-        downloader.responseModifier = { $0.headers["X-Reject"] == nil ? $0 : nil }
+        downloader.responseModifier = { $0.headers[HTTPField.Name("X-Reject")!] == nil ? $0 : nil }
         downloader.decryptor = { data, _ in Data(data.map { $0 ^ 0x5A }) }
         let decrypted = try await downloader.image(with: origin.url("/secret.bin"))
         #expect(decrypted.image?.width == 32 && decrypted.data == DownloaderFixtures.png)

@@ -46,7 +46,7 @@ func migratingHeaders(url: URL) async throws {
     var context = ImageContext()
     context.requestModifier = { request in
         var request = request
-        request.headers["X-Client"] = "gallery"
+        request.headers[HTTPField.Name("X-Client")!] = "gallery"
         return request
     }
     _ = try await ImageManager.shared.loadImage(with: ImageRequest(url: url, context: context))

@@ -75,7 +75,7 @@ func readmeConfiguration(pinnedCertificate: URL) throws -> ImageManager {
     var downloaderConfiguration = ImageDownloader.Configuration()
     downloaderConfiguration.maxConcurrentDownloads = 4
     downloaderConfiguration.downloadTimeout = .seconds(30)
-    downloaderConfiguration.headers["Authorization"] = "Bearer abc123"
+    downloaderConfiguration.headers[.authorization] = "Bearer abc123"
     let downloader = ImageDownloader(
         configuration: downloaderConfiguration,
         session: HTTPSession(configuration: sessionConfiguration)
