@@ -23,7 +23,7 @@ public protocol MainActorImageTarget: AnyObject, Sendable {
 }
 
 extension MainActorImageTarget {
-    /// Loads `url` into this target; see ``ImageTarget/setImage(with:placeholder:options:context:operationKey:manager:progress:completed:)``
+    /// Loads `url` into this target; see ``ImageTarget/setImage(with:placeholder:options:context:operationKey:manager:progress:completed:)-(URL?,_,_,_,_,_,_,_)``
     /// for the placeholder and option rules. `completed` runs once on the main actor with the
     /// outcome (`cancelled` when a later load or ``cancelCurrentImageLoad(operationKey:)``
     /// replaced this one).

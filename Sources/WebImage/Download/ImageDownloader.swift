@@ -103,7 +103,7 @@ public final class ImageDownloader: Sendable {
         }
     }
 
-    /// ``download(with:options:context:progress:completed:)`` whose completion also gets the
+    /// ``download(with:options:context:progress:completed:)-(URL?,_,_,_,_)`` whose completion also gets the
     /// response head of the load the caller joined (its validators and content type), however
     /// soon the completion runs: even while the call has not returned its token yet.
     @discardableResult
@@ -399,7 +399,7 @@ public final class ImageDownloader: Sendable {
 
 }
 
-/// One step of ``ImageDownloader/events(with:options:context:)``.
+/// One step of ``ImageDownloader/events(with:options:context:)-(URL?,_,_)``.
 public enum ImageDownloadEvent: Sendable {
     /// Bytes received so far and expected (0 when unknown).
     case progress(received: Int64, expected: Int64)

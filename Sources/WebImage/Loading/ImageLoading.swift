@@ -58,7 +58,7 @@ extension ImageDownloader: ImageLoading {
         ["http", "https"].contains(url.scheme?.lowercased()) && url.httpValidationFailure == nil
     }
 
-    /// ``download(with:options:context:progress:completed:)``, with the response's content type
+    /// ``download(with:options:context:progress:completed:)-(URL?,_,_,_,_)``, with the response's content type
     /// and validators in the final completion.
     public func requestImage(
         with url: URL,

@@ -118,7 +118,7 @@ public struct ImageLoadResult: Sendable {
     public var url: URL
 }
 
-/// One step of ``ImageManager/images(with:options:context:)``.
+/// One step of ``ImageManager/images(with:options:context:)-(URL?,_,_)``.
 public enum ImageLoadEvent: Sendable {
     /// Bytes received and expected (0 when unknown).
     case progress(received: Int64, expected: Int64)

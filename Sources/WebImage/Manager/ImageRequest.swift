@@ -11,7 +11,7 @@ import WebImageCoders
 /// ```
 ///
 /// A request maps onto the SDWebImage-shaped API: ``options`` and ``context`` are what
-/// ``ImageManager/loadImage(with:options:context:progress:completed:)`` receives, with the
+/// ``ImageManager/loadImage(with:options:context:progress:completed:)-(URL?,_,_,_,_)`` receives, with the
 /// cache policy, priority, thumbnail and transformers folded in.
 public struct ImageRequest: Sendable {
     /// How a load uses the caches.
