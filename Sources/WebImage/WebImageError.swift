@@ -43,8 +43,6 @@ public struct WebImageError: Error, Sendable, CustomStringConvertible {
         public static let downloadTooLarge = Code(rawValue: "downloadTooLarge")
         /// The network load failed (timeout, connection, TLS…); `underlying` says how.
         public static let networkError = Code(rawValue: "networkError")
-        /// An option name was not recognised.
-        public static let invalidOption = Code(rawValue: "invalidOption")
         /// The image is not cached and the load may not use the network (`fromCacheOnly`, or the
         /// manager's `shouldDownloadImage` said no).
         public static let cacheMiss = Code(rawValue: "cacheMiss")

@@ -32,7 +32,7 @@ extension HTTPSession {
             metrics.bytesReceived = task.countOfBytesReceived
             metrics.bytesSent = task.countOfBytesSent
         }
-        metrics.duration = clock.now.secondsSince(start)
+        metrics.duration = clock.now - start
         body.metrics = metrics
         task.finish(outcome)
     }
@@ -49,7 +49,13 @@ extension HTTPSession {
         let clock = ContinuousClock()
         let start = clock.now
         let taskDeadline = start + configuration.resourceTimeout.clampedForDeadline
-        var metrics = HTTPTaskMetrics(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+        var metrics = HTTPTaskMetrics(
+            startDate: Date(),
+            duration: .zero,
+            redirectCount: 0,
+            bytesReceived: 0,
+            bytesSent: 0
+        )
         var request = task.originalRequest
         var visited: Set<String> = [request.url.absoluteString]
         var authenticationAttempts = 0
@@ -94,7 +100,7 @@ extension HTTPSession {
                 httpVersion: response.version.major == 2
                     ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
             )
-            metrics.responseStartInterval = clock.now.secondsSince(start)
+            metrics.responseStartInterval = clock.now - start
             if request.handlesCookies, let store = configuration.cookieStore {
                 store.store(setCookieHeaders: head.headers[values: .setCookie], from: request.url)
             }
@@ -278,13 +284,8 @@ extension HTTPSession {
 }
 
 extension Duration {
-    /// Seconds as a `Double` (for `Date` arithmetic and JSON).
-    package var secondsValue: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-
     /// NIO's `TimeAmount` for this duration, whole nanoseconds, saturating at `Int64`'s range.
-    package var timeAmount: TimeAmount {
+    var timeAmount: TimeAmount {
         let nanoseconds = self / .nanoseconds(1)
         return .nanoseconds(Int64(exactly: nanoseconds.rounded(.down)) ?? (nanoseconds < 0 ? 0 : .max))
     }
@@ -293,12 +294,5 @@ extension Duration {
     /// setting counts as 0), so adding it to an instant never overflows.
     var clampedForDeadline: Duration {
         Swift.min(Swift.max(self, .zero), .seconds(1_000_000_000))
-    }
-}
-
-extension ContinuousClock.Instant {
-    func secondsSince(_ start: ContinuousClock.Instant) -> TimeInterval {
-        let duration = self - start
-        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

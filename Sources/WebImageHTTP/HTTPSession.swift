@@ -147,7 +147,13 @@ public final class HTTPSession: Sendable {
                         task,
                         didCompleteWith: error,
                         metrics: body.metrics
-                            ?? .init(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+                            ?? .init(
+                                startDate: Date(),
+                                duration: .zero,
+                                redirectCount: 0,
+                                bytesReceived: 0,
+                                bytesSent: 0
+                            )
                     )
                 }
                 completion?(data, task.response, error)

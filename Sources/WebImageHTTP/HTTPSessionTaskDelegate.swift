@@ -87,9 +87,9 @@ public struct HTTPTaskMetrics: Sendable, Hashable {
     /// When the task started.
     public var startDate: Date
     /// Until the response head arrived (the last one, after redirects).
-    public var responseStartInterval: TimeInterval?
+    public var responseStartInterval: Duration?
     /// The whole task.
-    public var duration: TimeInterval
+    public var duration: Duration
     /// How many redirects were followed.
     public var redirectCount: Int
     /// Body bytes received.
@@ -98,7 +98,7 @@ public struct HTTPTaskMetrics: Sendable, Hashable {
     public var bytesSent: Int64
 
     static var empty: HTTPTaskMetrics {
-        HTTPTaskMetrics(startDate: Date(), duration: 0, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+        HTTPTaskMetrics(startDate: Date(), duration: .zero, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
     }
 }
 

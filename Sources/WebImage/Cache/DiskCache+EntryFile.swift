@@ -16,6 +16,20 @@ struct EntryFile {
             device = UInt64(status.st_dev)
             inode = UInt64(status.st_ino)
         }
+
+        /// The identity of the file (or link) named `path` now; `nil` when there is none.
+        init?(linkAtPath path: String) {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return nil }
+            self.init(status)
+        }
+    }
+
+    /// The identity and stamp of the open file `fd`; `nil` when `fstat` fails.
+    static func identityAndStamp(of fd: Int32) -> (Identity, Stamp)? {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { return nil }
+        return (Identity(status), Stamp(status))
     }
 
     /// What changes when anyone writes the file: its size, modification and change times. The

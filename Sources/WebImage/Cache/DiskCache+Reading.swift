@@ -119,10 +119,7 @@ extension DiskCache {
     /// Removes the damaged or foreign file at `path`, unless another writer has replaced it
     /// meanwhile (a different file now has the name).
     private func removeDamaged(path: String, identity: EntryFile.Identity) {
-        var status = stat()
-        guard lstat(path, &status) == 0, status.st_dev == identity.device, status.st_ino == identity.inode else {
-            return
-        }
+        guard EntryFile.Identity(linkAtPath: path) == identity else { return }
         unlink(path)
     }
 

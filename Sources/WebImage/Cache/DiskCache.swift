@@ -187,9 +187,8 @@ public final class DiskCache: Sendable {
         guard rename(temporaryPath, finalPath) == 0 else { throw DiskCacheError("rename", path: finalPath) }
         renamed = true
         // We wrote these bytes: the first read of this file need not hash them again.
-        var status = stat()
-        if fstat(fd, &status) == 0 {
-            verifiedChecksums.remember(EntryFile.Identity(status), stamp: EntryFile.Stamp(status))
+        if let (identity, stamp) = EntryFile.identityAndStamp(of: fd) {
+            verifiedChecksums.remember(identity, stamp: stamp)
         }
     }
 
