@@ -38,11 +38,16 @@ extension ImageTarget {
     ) -> ImageLoadOperation? {
         let key = operationKey ?? String(describing: type(of: self))
         let table = TargetLoads.shared
-        let loadID = table.begin(self, key: key, url: url)
-        if !options.contains(.delayPlaceholder) { display(placeholder) }
-        guard let url else {
-            table.end(self, key: key, loadID: loadID)
-            if options.contains(.delayPlaceholder) { display(placeholder) }
+        guard
+            let (loadID, url) = table.start(
+                self,
+                key: key,
+                url: url,
+                placeholder: placeholder,
+                options: options,
+                display: display
+            )
+        else {
             completed?(nil, nil, .invalidURL(""), .none, true, nil)
             return nil
         }
@@ -120,6 +125,28 @@ final class TargetLoads: Sendable {
         }
         previous?.cancel()
         return id
+    }
+
+    /// The first steps of every `setImage`: records the load (cancelling the key's previous
+    /// one) and shows `placeholder` unless `delayPlaceholder`. With no URL the load ends here:
+    /// the placeholder shows (delayed or not) and the result is `nil`; otherwise it is the new
+    /// load's id and the URL to load. `display` runs on the caller's thread before this returns.
+    func start(
+        _ target: any AnyObject & Sendable,
+        key: String,
+        url: URL?,
+        placeholder: DecodedImage?,
+        options: ImageOptions,
+        display: (DecodedImage?) -> Void
+    ) -> (loadID: UInt64, url: URL)? {
+        let loadID = begin(target, key: key, url: url)
+        if !options.contains(.delayPlaceholder) { display(placeholder) }
+        guard let url else {
+            end(target, key: key, loadID: loadID)
+            if options.contains(.delayPlaceholder) { display(placeholder) }
+            return nil
+        }
+        return (loadID, url)
     }
 
     func attach(_ operation: ImageLoadOperation, to target: any AnyObject & Sendable, key: String, loadID: UInt64) {

@@ -39,11 +39,16 @@ extension MainActorImageTarget {
     ) -> ImageLoadOperation? {
         let key = operationKey ?? String(describing: type(of: self))
         let table = TargetLoads.shared
-        let loadID = table.begin(self, key: key, url: url)
-        if !options.contains(.delayPlaceholder) { display(placeholder) }
-        guard let url else {
-            table.end(self, key: key, loadID: loadID)
-            if options.contains(.delayPlaceholder) { display(placeholder) }
+        guard
+            let (loadID, url) = table.start(
+                self,
+                key: key,
+                url: url,
+                placeholder: placeholder,
+                options: options,
+                display: { display($0) }
+            )
+        else {
             completed?(.failure(.invalidURL("")))
             return nil
         }
