@@ -70,4 +70,20 @@ struct FuzzRegressionTests {
         let target = options.targetSize(forSource: built.size)
         #expect(target.width * target.height * 4 <= 1 << 20)
     }
+
+    /// `heic` report (2026-11-19): ASan saw a stack overflow inside libheif's memory reader on
+    /// this 429-byte AVIF-branded file fed straight to HEIFCoder (production sends AVIF to
+    /// libavif). It never recurred: not alone (hundreds of runs under ASan), not in 1,000,000
+    /// heic runs. Kept so every CI run decodes it once more through libheif.
+    static let avifBrandedForLibheif = Data(
+        base64Encoded:
+            "AAAALGZ0eXCpdmkyAAAAAGF2aWZhdmlzbXNmMWlzbzhtaWYxbWlhZk1BMUIAAADybWV0YQAAAAAAAAAoaGRscgAAAAAAAAAAcGljdAAAAAAAAAAAAAAAAGxpYmF2aWYAAAAADnBpdG0AAAAAAAEAAAAeaWxvYwAAAABEAAABAAEAAAABAAADzwAAACEAAAAoaWluZgAAAAAAAQAAABppbmZlAgAAAAABAABhdjAxQ29sb3IAAAAAamlwcnAAAABLaXBjbwAAABRpc3BlAAAAACgAAAABAAAAAQAAMRBwaXhpAAAAAAMICAgAAAAMYXYxQ4EADAAAAAATY29scm5jbHgAAgACAAKAAAAAF2lwbWEAAAAAAAAAAQABBAECgwQAAAKpbRdvdgAAAAAAAAAAAAAAAAAY//8AAAAMYXYxQ4EADAAAAAATY29scm5jbHgAAgACAAKAAAAAEGNjc3QAAAAAfAAAAAAAAEdtZGF0EgAKCQAAAAAAbXyEIDISEAC+AEkkkiQUgACud8+veaGVEgAyGjADgID9+Ea+AFFFFCQQQgAfgO88hC482e/A"
+    )!
+
+    @Test("The AVIF-branded file from the libheif report is refused with a CoderError by both decoders")
+    func avifBrandedThroughLibheif() {
+        let data = Self.avifBrandedForLibheif
+        #expect(throws: CoderError.self) { try HEIFCoder().decode(data, options: .init()) }
+        #expect(throws: CoderError.self) { try ImageCodersManager.shared.decode(data, options: .init()) }
+    }
 }
