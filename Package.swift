@@ -203,6 +203,8 @@ let package = Package(
             dependencies: [
                 "WebImageServer", "WebImageCoders", "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport",
                 "WebImageTestEncoders",
+                // NIOHTTP1 beside WebImage: a server app's imports, which must not collide.
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
