@@ -168,7 +168,7 @@ origin.setRoute("/large.jpg", .data(largeJPEG, contentType: "image/jpeg", behavi
 let junkCost = await progressiveCost("/large-junk")
 let jpegCost = await progressiveCost("/large.jpg")
 
-try await client.shutdown()
+try await client.shutdown().get()
 await origin.stop()
 
 let medians = rates.map(median)

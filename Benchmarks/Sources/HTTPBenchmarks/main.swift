@@ -102,8 +102,8 @@ for round in 0...rounds {
     }
 }
 try await session.shutdown()
-try await rawDefault.shutdown()
-try await rawMatched.shutdown()
+try await rawDefault.shutdown().get()
+try await rawMatched.shutdown().get()
 await origin.stop()
 
 let medians = rates.map(median)
