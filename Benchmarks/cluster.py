@@ -8,7 +8,7 @@ requested with Zipf-like popularity (the variant of rank r weighs 1/r) by 20 wrk
          nginx's cache hit ratio, origin requests per source, each node's peak RSS;
   kill   a long tail (1,000 sizes of each photo, Zipf) on a new cluster, one node killed with SIGKILL
          halfway while misses still arrive: errors seen by clients, what nginx logged after the kill;
-  cold   every variant once through a new cluster's front (all misses), 20 at a time: variants/s,
+  cold   every variant once through a new cluster's front (all misses), 20 wrk connections: variants/s,
          beside thumbor 7.8.0 nodes (HTTP loader, file storage for originals) behind the same
          nginx configuration; --cold-rounds turns, the ratio's median;
   warm   the Zipf mix again once every variant is cached, taking turns (--warm-rounds of
@@ -16,7 +16,8 @@ requested with Zipf-like popularity (the variant of rank r weighs 1/r) by 20 wrk
          serving the same bytes as static files at the same URIs, with the same access log
          (the ceiling).
 
-Prints one Markdown table per part. Run through Benchmarks/cluster.sh, which installs nginx, wrk
+CLUSTER_SERVE_EXTRA (environment) adds options to every node's `webimage serve`, for experiments
+(`CLUSTER_SERVE_EXTRA="--workers 4"`). Prints one Markdown table per part. Run through Benchmarks/cluster.sh, which installs nginx, wrk
 and thumbor, builds the release binary and writes the photos.
 """
 
@@ -47,6 +48,8 @@ SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 SIZES = [96, 128, 160, 200, 256, 320, 400, 512, 640, 800]
 KILL_SIZES = 1000
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cluster.lua")
+SERVE_EXTRA = os.environ.get("CLUSTER_SERVE_EXTRA", "").split()
+COLD_LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cluster-cold.lua")
 
 
 def peak_rss_mb(pid):
@@ -96,7 +99,7 @@ class Front:
         if kind == "webimage":
             environment = dict(os.environ, WEBIMAGE_KEY=KEY, WEBIMAGE_SALT=SALT)
             subprocess.run([CLUSTER, "up", "--detach", "--dir", self.dir, "--nodes", str(nodes), "--port", "0",
-                            "--webimage", webimage, "--", "--allow-loopback"],
+                            "--webimage", webimage, "--", "--allow-loopback"] + SERVE_EXTRA,
                            env=environment, check=True, stdout=subprocess.DEVNULL)
             with open(os.path.join(self.dir, "cluster.json")) as state:
                 self.state = json.load(state)
@@ -200,39 +203,35 @@ def run_wrk(front, paths_file, duration, connections, during=None):
     raise SystemExit(f"wrk printed no summary: {out}\n{err}")
 
 
-def cold_pass(front, paths, connections):
-    """Every path once, `connections` at a time: variants/s and failures."""
-    queue = list(paths)
-    lock = threading.Lock()
-    failures = Counter()
-    host, port = front[len("http://"):].split(":")
-
-    def client():
-        connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        while True:
-            with lock:
-                if not queue:
-                    break
-                path = queue.pop()
-            try:
-                connection.request("GET", path)
-                response = connection.getresponse()
-                response.read()
-                if response.status != 200:
-                    failures[response.status] += 1
-            except (OSError, http.client.HTTPException) as error:
-                failures[type(error).__name__] += 1
-                connection.close()
-                connection = http.client.HTTPConnection(host, int(port), timeout=60)
-        connection.close()
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(connections)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return len(paths) / (time.perf_counter() - started), failures
+def cold_pass(front, paths, connections, workdir):
+    """Every path once through wrk, `connections` at a time (one connection a wrk thread):
+    variants/s from the first request to the last answer, and the non-200 count."""
+    paths_file = write_paths(workdir, "cold-paths.txt", paths)
+    marker = os.path.join(workdir, "cold-done")
+    for index in range(connections):
+        if os.path.exists(f"{marker}.{index}"):
+            os.remove(f"{marker}.{index}")
+    environment = dict(os.environ, WRK_PATHS=paths_file, WRK_THREADS=str(connections), WRK_MARKER=marker)
+    process = subprocess.Popen(
+        ["wrk", "-t", str(connections), "-c", str(connections), "-d", "600s", "--timeout", "60s", "-s", COLD_LUA,
+         front], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        markers = [f"{marker}.{index}" for index in range(min(connections, len(paths)))]
+        deadline = time.monotonic() + 600
+        while not all(os.path.exists(name) for name in markers):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("cold pass: wrk ended or timed out before every path was answered")
+            time.sleep(0.05)
+    finally:
+        process.terminate()
+        process.wait()
+    rows = []
+    for name in markers:
+        with open(name) as done:
+            rows.append([float(field) for field in done.read().split()])
+    elapsed = max(row[1] for row in rows) - min(row[0] for row in rows)
+    failures = Counter({"non-200": int(sum(row[3] for row in rows))})
+    return sum(row[2] for row in rows) / elapsed, +failures
 
 
 def write_paths(workdir, name, paths):
@@ -285,7 +284,7 @@ def main():
                 fronts.append(ours)
                 ours_paths = [ours.path(photo, size) for photo, size in variants]
                 ours_rate, ours_failures = cold_pass(
-                    ours.front, random.Random(number).sample(ours_paths, len(ours_paths)), args.connections)
+                    ours.front, random.Random(number).sample(ours_paths, len(ours_paths)), args.connections, workdir)
                 if number < rounds:
                     ours.stop()
                     fronts.remove(ours)
@@ -296,7 +295,8 @@ def main():
                 fronts.append(theirs)
                 thumbor_paths = [theirs.path(photo, size) for photo, size in variants]
                 rate, failures = cold_pass(
-                    theirs.front, random.Random(number).sample(thumbor_paths, len(thumbor_paths)), args.connections)
+                    theirs.front, random.Random(number).sample(thumbor_paths, len(thumbor_paths)), args.connections,
+                    workdir)
                 theirs.stop()
                 fronts.remove(theirs)
                 ratios.append(ours_rate / rate)

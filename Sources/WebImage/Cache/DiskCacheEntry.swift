@@ -47,15 +47,15 @@ public struct DiskCacheEntry: Sendable, Hashable {
 /// `nil`, never out of bounds. Readers compare the stored key with the one asked for and the
 /// checksum with the data, so a flipped byte or an entry copied over another key's is a miss.
 /// Version 1 entries (no checksum) read as damaged.
-enum DiskCacheEntryFormat {
+package enum DiskCacheEntryFormat {
     static let magic: [UInt8] = Array("WICACHE1".utf8)
     static let version: UInt8 = 2
     /// Length field plus magic.
     static let footerSize = 4 + 8
     static let absent: UInt32 = .max
 
-    /// The checksum stored with an entry's data.
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    /// The checksum stored with an entry's data: XXH64, seed 0.
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         wi_checksum64(bytes.baseAddress, bytes.count, 0)
     }
 
