@@ -6,7 +6,7 @@ import NIOHTTP1
 
 extension HTTPFields {
     /// Fields of `other` replace same-named fields here; the rest keep their order.
-    package func merging(_ other: HTTPFields) -> HTTPFields {
+    func merging(_ other: HTTPFields) -> HTTPFields {
         guard !other.isEmpty else { return self }
         var merged = self
         merged.removeAll { field in other.contains(field.name) }
