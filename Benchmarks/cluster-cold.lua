@@ -15,11 +15,11 @@ local function now()
     return tonumber(time.tv_sec) + tonumber(time.tv_nsec) / 1e9
 end
 
-local threads = {}
+local created = 0
 
 function setup(thread)
-    thread:set("id", #threads)
-    table.insert(threads, thread)
+    thread:set("id", created)
+    created = created + 1
 end
 
 function init(args)
