@@ -39,27 +39,84 @@ extension ImageProxy {
         return try result.get()
     }
 
-    /// Decodes, processes and encodes on the library's work queue.
+    /// Decodes (or takes the decode kept for this source and size), processes and encodes, on
+    /// the library's work queue.
     func render(
         _ data: Data,
-        storedSize: PixelSize,
-        sourceFrames: Int,
+        header: ImageHeader,
+        sourceFingerprint: String,
         options: ProcessingOptions,
         choice: OutputFormatChoice,
         quality: Int
     ) async throws(ProxyError) -> Rendered {
         let configuration = configuration
+        let decoding = Self.decodingOptions(
+            header: header,
+            options: options,
+            choice: choice,
+            configuration: configuration
+        )
+        let cache = decodedSources
+        let key = DecodedSourceCache.Key(
+            sourceFingerprint: sourceFingerprint,
+            decodedSize: Self.plannedDecodeSize(header: header, options: decoding),
+            firstFrameOnly: decoding.firstFrameOnly,
+            maxFrameCount: decoding.maxFrameCount
+        )
+        let metrics = metrics
         return try await onDecodeQueue { () throws(ProxyError) in
-            try Self.render(
-                data,
-                storedSize: storedSize,
-                sourceFrames: sourceFrames,
+            let decodeStarted = ContinuousClock.now
+            let image: DecodedImage
+            if let cached = cache?.image(for: key) {
+                image = cached
+                metrics.lookedUpDecodedSource(found: true)
+            } else {
+                image = try Self.decode(data, options: decoding, configuration: configuration)
+                if let cache {
+                    metrics.lookedUpDecodedSource(found: false)
+                    // Kept only when the decoder did what the key says (a decoder that reduced
+                    // differently must not answer another request's key).
+                    if PixelSize(width: image.bitmap.width, height: image.bitmap.height) == key.decodedSize {
+                        cache.store(image, for: key)
+                    }
+                    metrics.decodedSourceCacheBytes(cache.cost)
+                }
+            }
+            return try Self.render(
+                image,
+                decodeStarted: decodeStarted,
                 options: options,
                 choice: choice,
                 quality: quality,
                 configuration: configuration
             )
         }
+    }
+
+    /// Decoding for one request: first frame only unless the result can animate, the limits,
+    /// and shrink on load down to what the resize needs.
+    static func decodingOptions(
+        header: ImageHeader,
+        options: ProcessingOptions,
+        choice: OutputFormatChoice,
+        configuration: ImageProxyConfiguration
+    ) -> ImageDecodingOptions {
+        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
+        var decoding = ImageDecodingOptions(
+            firstFrameOnly: !animatable.contains(choice.format),
+            maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
+            maxFrameCount: max(configuration.maxAnimationFrames, header.frameCount)
+        )
+        decoding.maxDecodeDuration = configuration.processingTimeout
+        decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(storedSize: header.size, options: options)
+        return decoding
+    }
+
+    /// The size `decoding` will give this source, from its header: JPEG shrinks on load by DCT
+    /// scaling; the other formats decode at full size.
+    static func plannedDecodeSize(header: ImageHeader, options decoding: ImageDecodingOptions) -> PixelSize {
+        guard header.format == .jpeg, let minimum = decoding.shrinkOnLoadMinimumSize else { return header.size }
+        return JPEGCoder.shrinkOnLoadSize(of: header.size, minimum: minimum)
     }
 
     /// The smallest decoded size (as stored) the resize can start from without losing detail:
@@ -82,39 +139,39 @@ extension ImageProxy {
         )
     }
 
-    /// An animation keeps its first `maxAnimationFrames` frames, as imgproxy does; the source's
-    /// summed pixels were checked against the resolution limit before this decode.
-    private static func render(
+    /// Decodes within the limits; the decoder's own time limit is the processing timeout (504).
+    private static func decode(
         _ data: Data,
-        storedSize: PixelSize,
-        sourceFrames: Int,
-        options: ProcessingOptions,
-        choice: OutputFormatChoice,
-        quality: Int,
+        options decoding: ImageDecodingOptions,
         configuration: ImageProxyConfiguration
-    ) throws(ProxyError) -> Rendered {
-        let clock = ContinuousClock()
-        let decodeStarted = clock.now
-        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
-        var decoding = ImageDecodingOptions(
-            firstFrameOnly: !animatable.contains(choice.format),
-            maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
-            maxFrameCount: max(configuration.maxAnimationFrames, sourceFrames)
-        )
-        decoding.maxDecodeDuration = configuration.processingTimeout
-        decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(storedSize: storedSize, options: options)
-        var image: DecodedImage
+    ) throws(ProxyError) -> DecodedImage {
+        let started = ContinuousClock.now
         do {
-            image = try ImageCodersManager.shared.decode(data, options: decoding)
+            return try ImageCodersManager.shared.decode(data, options: decoding)
         } catch {
-            // The decoder's own time limit is the processing timeout: the same 504.
-            if error.code == "limitExceeded", let limit = decoding.maxDecodeDuration, clock.now - decodeStarted >= limit
+            if error.code == "limitExceeded", let limit = decoding.maxDecodeDuration,
+                ContinuousClock.now - started >= limit
             {
                 throw ProxyError.processingTimedOut(configuration.processingTimeout)
             }
             let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
             throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
         }
+    }
+
+    /// Processes and encodes a decoded source. An animation keeps its first `maxAnimationFrames`
+    /// frames, as imgproxy does; the source's summed pixels were checked against the resolution
+    /// limit before decoding.
+    private static func render(
+        _ source: DecodedImage,
+        decodeStarted: ContinuousClock.Instant,
+        options: ProcessingOptions,
+        choice: OutputFormatChoice,
+        quality: Int,
+        configuration: ImageProxyConfiguration
+    ) throws(ProxyError) -> Rendered {
+        let clock = ContinuousClock()
+        var image = source
         if image.frames.count > configuration.maxAnimationFrames {
             image.frames = Array(image.frames.prefix(configuration.maxAnimationFrames))
         }

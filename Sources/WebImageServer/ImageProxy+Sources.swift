@@ -3,8 +3,9 @@ import WebImage
 import WebImageHTTP
 
 extension ImageProxy {
-    /// A manager for `configuration`: originals kept on disk in `cacheDirectory` (memory holds
-    /// no decoded sources: results are cached in front of the proxy), at most 5 redirects each
+    /// A manager for `configuration`: originals kept on disk in `cacheDirectory` (its memory
+    /// cache is off: results are cached in front of the proxy, and decodes are kept by the
+    /// proxy's own ``ImageProxyConfiguration/decodedSourceCacheSize``), at most 5 redirects each
     /// checked against the source rules, the download timeout and size limit, no cookies.
     /// `cacheSize` bounds the disk cache in bytes (`nil`: no limit).
     public static func makeManager(

@@ -36,6 +36,10 @@ public struct ImageProxyConfiguration: Sendable {
     /// Requests waiting for a worker beyond those; past it the answer is 503 with
     /// `Retry-After`. `nil` (default): 32 × ``workers``.
     public var queueLimit: Int?
+    /// Bytes of decoded sources kept in memory for the next size of the same source (a cluster
+    /// sends every size of one source to one node). 0 turns the cache off. Default 256 MiB, or an
+    /// eighth of the memory this process may use when that is less.
+    public var decodedSourceCacheSize = Int(min(256 << 20, SystemMemory.current.limit / 8))
 
     /// A configuration checking signatures with `signer` (`nil`: insecure).
     public init(signer: URLSigner?) { self.signer = signer }
@@ -94,6 +98,8 @@ public final class ImageProxy: Sendable {
     private let gate: AdmissionGate
     private let coalescer = RequestCoalescer<ProxyResponse>()
     let selfTest = CodecSelfTest()
+    /// Decodes kept for the next variant of their source; `nil` when the budget is 0.
+    let decodedSources: DecodedSourceCache?
 
     /// A proxy fetching sources with `manager` (its loader must honour the source rules: use
     /// ``makeManager(configuration:cacheDirectory:cacheSize:)``), measuring into `metrics`.
@@ -101,6 +107,7 @@ public final class ImageProxy: Sendable {
         self.configuration = configuration
         self.manager = manager
         self.metrics = metrics
+        decodedSources = DecodedSourceCache(budget: configuration.decodedSourceCacheSize)
         let workers = max(1, configuration.workers)
         gate = AdmissionGate(workers: workers, queueLimit: configuration.queueLimit ?? 32 * workers) { load in
             metrics.gate(load)
@@ -238,11 +245,12 @@ public final class ImageProxy: Sendable {
             encodesAVIF: Self.encodesAVIF
         )
         let quality = request.options.quality ?? configuration.defaultQuality
+        let sourceFingerprint = Self.fingerprint(data)
         let etag = ResultETag.make(
             options: request.options,
             format: choice.format,
             quality: quality,
-            sourceFingerprint: Self.fingerprint(data),
+            sourceFingerprint: sourceFingerprint,
             encoderVersion: Self.encoderVersion
         )
         var headers: [(name: String, value: String)] = [
@@ -254,8 +262,8 @@ public final class ImageProxy: Sendable {
         }
         let rendered = try await render(
             data,
-            storedSize: header.size,
-            sourceFrames: header.frameCount,
+            header: header,
+            sourceFingerprint: sourceFingerprint,
             options: request.options,
             choice: choice,
             quality: quality

@@ -123,6 +123,12 @@ struct ServeCommandTests {
         #expect(workers.status == 2 && workers.stderr.contains("--workers"), "\(workers.stderr)")
         let metrics = try await CLIRunner.runDetached(["serve", "--insecure", "--metrics-bind", "nowhere"])
         #expect(metrics.status == 2 && metrics.stderr.contains("--metrics-bind 'nowhere'"), "\(metrics.stderr)")
+        let decodedCache = try await CLIRunner.runDetached(["serve", "--insecure", "--decoded-cache-size", "lots"])
+        #expect(
+            decodedCache.status == 2 && decodedCache.stderr.contains("--decoded-cache-size")
+                && decodedCache.stderr.contains("'lots' is not a size"),
+            "\(decodedCache.stderr)"
+        )
         let preset = try await CLIRunner.runDetached(["serve", "--insecure", "--preset", "x=zoom:2"])
         #expect(
             preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'zoom'"),

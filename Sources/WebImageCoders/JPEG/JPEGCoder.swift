@@ -59,6 +59,26 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         }
     }
 
+    /// DCT scaling: the numerator of the smallest of libjpeg-turbo's N/8 scales whose output
+    /// (the source's sides × N/8, rounded up) still covers `floor`; 8 when none smaller does.
+    static func dctScale(of source: PixelSize, covering floor: PixelSize) -> Int {
+        (1...7).first { numerator in
+            let scaled = dctScaled(source, by: numerator)
+            return scaled.width >= floor.width && scaled.height >= floor.height
+        } ?? 8
+    }
+
+    private static func dctScaled(_ source: PixelSize, by numerator: Int) -> PixelSize {
+        PixelSize(width: (source.width * numerator + 7) / 8, height: (source.height * numerator + 7) / 8)
+    }
+
+    /// The size a JPEG of `source` pixels decodes to when shrink on load must keep both sides at
+    /// least `minimum` (``ImageDecodingOptions/shrinkOnLoadMinimumSize``, no thumbnail and no
+    /// scale-down limit): what the decoder's DCT scaling gives, known before decoding.
+    package static func shrinkOnLoadSize(of source: PixelSize, minimum: PixelSize) -> PixelSize {
+        dctScaled(source, by: dctScale(of: source, covering: minimum))
+    }
+
     private func decode(
         with decoder: OpaquePointer,
         options: ImageDecodingOptions,
@@ -86,19 +106,8 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                 EXIFReader.orientation(in: UnsafeRawBufferPointer(start: exif, count: exifLength))
             } ?? .up
 
-        // DCT scaling: the smallest of libjpeg-turbo's N/8 scales that still covers the target
-        // size (its output sides are the source's × N/8, rounded up).
         let target = options.reductionFloor(forSource: source, orientation: orientation)
-        var numerator: UInt32 = 8
-        for candidate: UInt32 in 1...7 {
-            let scaledWidth = (source.width * Int(candidate) + 7) / 8
-            let scaledHeight = (source.height * Int(candidate) + 7) / 8
-            if scaledWidth >= target.width && scaledHeight >= target.height {
-                numerator = candidate
-                break
-            }
-        }
-        info.pointee.scale_num = numerator
+        info.pointee.scale_num = UInt32(Self.dctScale(of: source, covering: target))
         info.pointee.scale_denom = 8
 
         let colorSpace = info.pointee.jpeg_color_space

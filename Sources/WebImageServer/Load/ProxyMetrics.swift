@@ -11,6 +11,8 @@ import Prometheus
 /// - `webimage_queue_depth`, `webimage_requests_in_flight`: gauges, as of the last change.
 /// - `webimage_cache_hits_total{tier}`: sources found in the `memory` or `disk` cache;
 ///   `webimage_source_fetches_total`: sources fetched from their origin.
+/// - `webimage_decoded_source_lookups_total{result}`: renders that found their decode kept in
+///   memory (`hit`) or decoded (`miss`); `webimage_decoded_source_cache_bytes`: what it holds.
 /// - `webimage_coalesced_requests_total`: requests answered by work another request started.
 /// - `webimage_source_bytes_total`, `webimage_result_bytes_total`.
 public final class ProxyMetrics: Sendable {
@@ -28,6 +30,9 @@ public final class ProxyMetrics: Sendable {
     private let sourceFetches: CoreMetrics.Counter
     private let sourceBytes: CoreMetrics.Counter
     private let resultBytes: CoreMetrics.Counter
+    private let decodedSourceHits: CoreMetrics.Counter
+    private let decodedSourceMisses: CoreMetrics.Counter
+    private let decodedSourceBytes: CoreMetrics.Gauge
 
     /// Measurements into `registry` (a new one by default).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -39,9 +44,14 @@ public final class ProxyMetrics: Sendable {
         sourceFetches = CoreMetrics.Counter(label: "webimage_source_fetches_total", factory: factory)
         sourceBytes = CoreMetrics.Counter(label: "webimage_source_bytes_total", factory: factory)
         resultBytes = CoreMetrics.Counter(label: "webimage_result_bytes_total", factory: factory)
+        let lookups = "webimage_decoded_source_lookups_total"
+        decodedSourceHits = CoreMetrics.Counter(label: lookups, dimensions: [("result", "hit")], factory: factory)
+        decodedSourceMisses = CoreMetrics.Counter(label: lookups, dimensions: [("result", "miss")], factory: factory)
+        decodedSourceBytes = CoreMetrics.Gauge(label: "webimage_decoded_source_cache_bytes", factory: factory)
         // Present from the start, so a scrape before the first request sees every series.
         queueDepth.record(0)
         inFlight.record(0)
+        decodedSourceBytes.record(0)
         for stage in Stage.allCases { _ = timer(stage) }
         for tier in ["memory", "disk"] { _ = cacheHits(tier) }
     }
@@ -81,6 +91,10 @@ public final class ProxyMetrics: Sendable {
     }
 
     func sentResult(bytes: Int) { resultBytes.increment(by: bytes) }
+
+    func lookedUpDecodedSource(found: Bool) { (found ? decodedSourceHits : decodedSourceMisses).increment() }
+
+    func decodedSourceCacheBytes(_ bytes: Int) { decodedSourceBytes.record(bytes) }
 
     private func timer(_ stage: Stage) -> CoreMetrics.Timer {
         CoreMetrics.Timer(

@@ -104,6 +104,16 @@ struct ServeCommand: AsyncParsableCommand {
     var cacheSize: Int64 = 1 << 30
 
     @Option(
+        name: .customLong("decoded-cache-size"),
+        help: ArgumentHelp(
+            "Memory for decoded sources kept for their other sizes, e.g. 512M (0: off).",
+            discussion: "Default: 256M, or an eighth of the memory this process may use when less."
+        ),
+        transform: Units.bytes
+    )
+    var decodedCacheSize: Int64?
+
+    @Option(
         name: .customLong("cache-dir"),
         help: "Disk cache folder for originals (default: $XDG_CACHE_HOME/webimage/serve)."
     )
@@ -211,6 +221,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.processingTimeout = .seconds(processingTimeout)
         configuration.workers = workers
         configuration.queueLimit = queue
+        if let decodedCacheSize { configuration.decodedSourceCacheSize = Int(decodedCacheSize) }
         return configuration
     }
 

@@ -1,0 +1,55 @@
+import WebImage
+import WebImageCoders
+
+/// Decoded sources kept in memory for the next variant of the same original: a cluster routes
+/// every size of one source to one node, and decoding (JPEG's entropy decoding above all) is
+/// most of a cold request's time.
+///
+/// An entry is found only by a request whose decode would give the very same pixels: the key is
+/// the source's fingerprint, the size the decoder produces (JPEG's DCT scale, known from the
+/// header before decoding) and the frame options. So a result never depends on what the cache
+/// held: the same URL gives the same bytes, and its entity tag stays honest.
+///
+/// Least recently used entries go first past ``budget`` bytes (frames' pixels); an image larger
+/// than a quarter of the budget is not kept. Thread-safe; nothing is called out under its locks.
+final class DecodedSourceCache: Sendable {
+    /// Identifies one decode of one source.
+    struct Key: Hashable, Sendable {
+        var sourceFingerprint: String
+        var decodedSize: PixelSize
+        var firstFrameOnly: Bool
+        var maxFrameCount: Int
+
+        var string: String {
+            "\(sourceFingerprint) \(decodedSize.width)x\(decodedSize.height) \(firstFrameOnly ? 1 : 0) \(maxFrameCount)"
+        }
+    }
+
+    /// The most bytes of pixels kept.
+    let budget: Int
+    private let images: MemoryCache
+
+    /// A cache of at most `budget` bytes; `nil` when the budget is 0 or less (no cache).
+    init?(budget: Int) {
+        guard budget > 0 else { return nil }
+        self.budget = budget
+        // Purge only a little past the limit: entries are a few MB each and a deep purge would
+        // throw away decodes the next requests want.
+        images = MemoryCache(
+            limits: MemoryCache.Limits(costLimit: budget, costAfterPurge: budget / 10 * 9),
+            keepsEvictedImagesInUse: false
+        )
+    }
+
+    /// The decode stored for `key`, marked as recently used.
+    func image(for key: Key) -> DecodedImage? { images.image(forKey: key.string) }
+
+    /// Keeps `image` for `key` unless it would take more than a quarter of the budget.
+    func store(_ image: DecodedImage, for key: Key) {
+        guard image.cost <= budget / 4 else { return }
+        images.setImage(image, forKey: key.string, cost: image.cost)
+    }
+
+    /// Bytes held now.
+    var cost: Int { images.totalCost }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@testable import WebImageServer
+
+/// Decodes kept for the next size of the same source: found only when the decode would be the
+/// same, bounded by bytes, and never changing a result.
+@Suite("webimage serve: decoded sources kept for their other sizes", .timeLimit(.minutes(1)))
+struct DecodedSourceCacheTests {
+    typealias Fixture = ImageProxyServerTests.Fixture
+
+    static func lookups(_ fixture: Fixture) async throws -> (hits: Int, misses: Int) {
+        let text = try await ProxyLoadTests.metrics(fixture)
+        func count(_ result: String) -> Int? {
+            let prefix = #"webimage_decoded_source_lookups_total{result="\#(result)"} "#
+            return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+                Int($0.dropFirst(prefix.count))
+            }
+        }
+        return (try #require(count("hit"), "\(text)"), try #require(count("miss"), "\(text)"))
+    }
+
+    @Test(
+        "Sizes that decode at the same DCT scale share one decode; a larger scale or another frame rule decodes again"
+    )
+    func sharesDecodesOfOneScale() async throws {
+        let fixture = try await ImageProxyServerTests.start(metrics: true)
+        defer { Task { await fixture.stop() } }
+        // The 800×600 photo, planned for either EXIF turn (unknown before decoding): w:100 needs
+        // 134×100 and w:90 120×90, both met by 2/8 (200×150); w:300 needs 400×300 (4/8).
+        for (options, suffix, hits, misses) in [
+            ("w:100", "", 0, 1), ("w:90", "", 1, 1), ("w:300", "", 1, 2), ("w:80", "", 2, 2),
+            // PNG can animate: all frames are decoded, another key.
+            ("w:100", "@png", 2, 3), ("w:90", "@png", 3, 3),
+        ] {
+            let (response, body) = try await fixture.get(fixture.url(options, "/photo.jpg", suffix: suffix))
+            #expect(response.statusCode == 200)
+            let width = Int(options.dropFirst(2))!
+            #expect(try ImageCodersManager.shared.decode(body).width == width)
+            let counted = try await Self.lookups(fixture)
+            #expect(counted.hits == hits && counted.misses == misses, "after \(options)\(suffix): \(counted)")
+        }
+        let text = try await ProxyLoadTests.metrics(fixture)
+        // 200×150 and 400×300 RGBA, and 200×150 again for the PNG key.
+        let held = (200 * 150 * 2 + 400 * 300) * 4
+        #expect(text.contains("webimage_decoded_source_cache_bytes \(held)"), "\(text)")
+        await fixture.stop()
+    }
+
+    @Test("A result is the same bytes whether its decode was kept or made for it")
+    func resultsDoNotDependOnTheCache() async throws {
+        let cached = try await ImageProxyServerTests.start(metrics: true)
+        defer { Task { await cached.stop() } }
+        let uncached = try await ImageProxyServerTests.start { $0.decodedSourceCacheSize = 0 }
+        defer { Task { await uncached.stop() } }
+        #expect(uncached.proxy.decodedSources == nil)
+        // Warm the cache with one size, then ask both proxies for sizes that reuse it.
+        _ = try await cached.get(cached.url("rs:fit:200:200", "/photo.jpg"))
+        for options in ["rs:fit:150:150", "rs:fill:120:120/g:nowe", "w:64/q:50", "rs:fit:200:200"] {
+            let (first, kept) = try await cached.get(cached.url(options, "/photo.jpg"))
+            let (second, fresh) = try await uncached.get(uncached.url(options, "/photo.jpg"))
+            #expect(first.statusCode == 200 && second.statusCode == 200)
+            #expect(
+                kept == fresh,
+                "\(options): \(kept.count) bytes from the kept decode, \(fresh.count) from a new one"
+            )
+            #expect(first.headers[.eTag] == second.headers[.eTag])
+        }
+        // fit:200, fit:150 and fill:120 decode at 2/8 (200×150), w:64 at 1/8: three of five kept.
+        let counted = try await Self.lookups(cached)
+        #expect(counted.hits == 3 && counted.misses == 2, "\(counted)")
+        await cached.stop()
+        await uncached.stop()
+    }
+
+    @Test("Two sources of one size and format are never confused")
+    func keyedBySource() async throws {
+        let fixture = try await ImageProxyServerTests.start(metrics: true)
+        defer { Task { await fixture.stop() } }
+        for (path, seed) in [("/red.jpg", 0), ("/blue.jpg", 1)] {
+            let bitmap = Bitmap(
+                width: 400,
+                height: 300,
+                fill: seed == 0 ? RGBA(r: 220, g: 30, b: 30, a: 255) : RGBA(r: 30, g: 30, b: 220, a: 255)
+            )
+            let data = try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init())
+            fixture.origin.setRoute(path, .data(data, contentType: "image/jpeg"))
+        }
+        let (_, red) = try await fixture.get(fixture.url("w:50", "/red.jpg", suffix: "@png"))
+        let (_, blue) = try await fixture.get(fixture.url("w:50", "/blue.jpg", suffix: "@png"))
+        let redPixel = try ImageCodersManager.shared.decode(red).bitmap.pixels
+        let bluePixel = try ImageCodersManager.shared.decode(blue).bitmap.pixels
+        #expect(redPixel[0] > 200 && redPixel[2] < 60, "red: \(redPixel.prefix(4))")
+        #expect(bluePixel[0] < 60 && bluePixel[2] > 200, "blue: \(bluePixel.prefix(4))")
+        let counted = try await Self.lookups(fixture)
+        #expect(counted.hits == 0 && counted.misses == 2)
+        await fixture.stop()
+    }
+
+    @Test("The cache keeps to its budget, least recently used first, and refuses an image over a quarter of it")
+    func budget() throws {
+        #expect(DecodedSourceCache(budget: 0) == nil)
+        let cache = try #require(DecodedSourceCache(budget: 100 * 100 * 4 * 4))  // four 100×100 decodes
+        func key(_ name: String, _ side: Int = 100) -> DecodedSourceCache.Key {
+            .init(
+                sourceFingerprint: name,
+                decodedSize: PixelSize(width: side, height: side),
+                firstFrameOnly: true,
+                maxFrameCount: 1
+            )
+        }
+        func image(_ side: Int) -> DecodedImage {
+            DecodedImage(bitmap: Bitmap(width: side, height: side, fill: RGBA(r: 1, g: 2, b: 3, a: 255)), format: .jpeg)
+        }
+        for name in ["a", "b", "c", "d"] { cache.store(image(100), for: key(name)) }
+        #expect(cache.cost == 4 * 40_000)
+        _ = cache.image(for: key("a"))  // a is now the most recent; b the oldest
+        cache.store(image(100), for: key("e"))
+        #expect(cache.cost <= cache.budget)
+        #expect(cache.image(for: key("b")) == nil, "the least recently used goes first")
+        #expect(cache.image(for: key("a")) != nil && cache.image(for: key("e")) != nil)
+        #expect(cache.image(for: key("a", 50)) == nil, "another decoded size is another entry")
+        cache.store(image(101), for: key("big", 101))
+        #expect(cache.image(for: key("big", 101)) == nil, "over a quarter of the budget: not kept")
+    }
+}
+
+@Suite("JPEG shrink on load: the decoded size is known before decoding")
+struct ShrinkOnLoadSizeTests {
+    @Test("JPEGCoder.shrinkOnLoadSize gives the size the decoder produces, for every DCT scale")
+    func plannedMatchesDecoded() throws {
+        let source = PixelSize(width: 803, height: 601)  // odd sides: the decoder rounds up
+        let data = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: source.width, height: source.height), format: .jpeg),
+            as: .jpeg,
+            options: .init()
+        )
+        var seen: Set<PixelSize> = []
+        for side in [1, 50, 100, 101, 150, 200, 201, 300, 301, 400, 402, 500, 600, 700, 703, 800] {
+            let minimum = PixelSize(width: side, height: side * 3 / 4)
+            var options = ImageDecodingOptions()
+            options.shrinkOnLoadMinimumSize = minimum
+            let decoded = try JPEGCoder().decode(data, options: options)
+            let planned = JPEGCoder.shrinkOnLoadSize(of: source, minimum: minimum)
+            #expect(
+                PixelSize(width: decoded.bitmap.width, height: decoded.bitmap.height) == planned,
+                "minimum \(minimum)"
+            )
+            #expect(planned.width >= minimum.width && planned.height >= minimum.height)
+            seen.insert(planned)
+        }
+        #expect(seen.count == 8, "every N/8 scale was reached: \(seen)")
+    }
+}
