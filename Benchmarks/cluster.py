@@ -12,9 +12,9 @@ requested with Zipf-like popularity (the variant of rank r weighs 1/r) by 20 wrk
          beside thumbor 7.8.0 nodes (HTTP loader, file storage for originals) behind the same
          nginx configuration; --cold-rounds turns, the ratio's median;
   warm   the Zipf mix again once every variant is cached, taking turns (--warm-rounds of
-         --warm-duration seconds) with nginx
-         serving the same bytes as static files at the same URIs, with the same access log
-         (the ceiling).
+         --warm-duration seconds) with the ceiling, nginx serving the same variants straight from
+         a warm proxy_cache of its own, and with nginx serving the same bytes as static files at
+         the same URIs; all three with the same access log.
 
 CLUSTER_SERVE_EXTRA (environment) adds options to every node's `webimage serve`, for experiments
 (`CLUSTER_SERVE_EXTRA="--workers 4"`). Prints one Markdown table per part. Run through Benchmarks/cluster.sh, which installs nginx, wrk
@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 
 from serve import free_port, rss_kib, wait_for
@@ -53,6 +54,20 @@ COLD_LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cluster-col
 
 def peak_rss_mb(pid):
     return rss_kib(pid, "VmHWM") / 1024
+
+
+def decodes_reused(front):
+    """Renders that found their decode kept in memory, and all renders, summed over the nodes."""
+    hits = misses = 0
+    for node in front.state["nodes"]:
+        with urllib.request.urlopen(node["metrics"], timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                match = re.match(r'webimage_decoded_source_lookups_total\{result="(hit|miss)"\} (\d+)', line)
+                if match and match.group(1) == "hit":
+                    hits += int(match.group(2))
+                elif match:
+                    misses += int(match.group(2))
+    return hits, hits + misses
 
 
 def sign(path):
@@ -247,6 +262,92 @@ def wrk_row(label, result):
             f"| {errors['status']} | {errors['connect'] + errors['read'] + errors['write'] + errors['timeout']} |")
 
 
+def reference_nginx(workdir, name, front, server):
+    """A second nginx with the front's access log and file settings, serving `server` (the body of
+    a server block after `listen`); returns its process and URL."""
+    run = os.path.join(workdir, name)
+    os.makedirs(run)
+    port = free_port()
+    with open(os.path.join(front.dir, "nginx", "nginx.conf")) as front_conf:
+        log = re.search(r"\n\s*(log_format webimage .*?;)\n\s*access_log [^;]*? webimage( [^;]*)?;",
+                        front_conf.read(), re.S)
+    with open(os.path.join(run, "nginx.conf"), "w") as conf:
+        user = "user root root;" if os.getuid() == 0 else ""
+        conf.write(f"""{user}
+worker_processes auto; pid {run}/nginx.pid; error_log {run}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{ client_body_temp_path {run}/b; proxy_temp_path {run}/p; fastcgi_temp_path {run}/f;
+  uwsgi_temp_path {run}/u; scgi_temp_path {run}/s; default_type image/jpeg; server_tokens off;
+  {log.group(1)}
+  access_log {run}/access.log webimage{log.group(2) or ""};
+  sendfile on; tcp_nopush on; keepalive_requests 10000;
+  open_file_cache max=20000 inactive=60s; open_file_cache_valid 30s;
+  proxy_cache_path {run}/cache levels=1:2 keys_zone=ceiling:32m inactive=30d use_temp_path=off;
+  server {{ listen 127.0.0.1:{port}; merge_slashes off; {server} }} }}
+""")
+    process = subprocess.Popen(["nginx", "-e", f"{run}/error.log", "-p", run + "/", "-c", f"{run}/nginx.conf",
+                                "-g", "daemon off;"])
+    return process, f"http://127.0.0.1:{port}"
+
+
+def fetch_all(base, paths, store=None):
+    """GETs every path in turn over one connection; writes each body under `store` when given."""
+    host, port = base[len("http://"):].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    for path in paths:
+        connection.request("GET", path)
+        body = connection.getresponse().read()
+        if store:
+            file = os.path.join(store, path.lstrip("/"))
+            os.makedirs(os.path.dirname(file), exist_ok=True)
+            with open(file, "wb") as out:
+                out.write(body)
+    connection.close()
+
+
+def warm_part(args, ours, paths, workdir, out, header):
+    """Cached hits through the cluster's front beside two references with the same access log,
+    taking turns (a busy moment of the machine hits all alike; ratios are medians of the
+    rounds'): the ceiling, nginx serving the same variants straight from a warm proxy_cache of
+    its own (filled through the front once; no maps, hashing or added headers), and nginx serving
+    the same bytes as static files at the same URIs."""
+    static = os.path.join(workdir, "static")
+    fetch_all(ours.front, paths, store=static)
+    order = zipf_paths(list(range(len(paths))), 200_000, seed=2)
+    requests_file = write_paths(workdir, "warm.txt", [paths[i] for i in order])
+    references = []
+    try:
+        references.append(reference_nginx(workdir, "cache-nginx", ours, f"""location / {{
+    proxy_pass {ours.front}; proxy_http_version 1.1; proxy_set_header Connection "";
+    proxy_hide_header X-Cache-Status; proxy_cache ceiling; }}"""))
+        references.append(reference_nginx(workdir, "static-nginx", ours, f"root {static};"))
+        for _, url in references:
+            wait_for(url + paths[0])
+        fetch_all(references[0][1], paths)
+        rounds = []
+        for _ in range(args.warm_rounds):
+            rounds.append([run_wrk(url, requests_file, args.warm_duration, args.connections)
+                           for url in [ours.front] + [url for _, url in references]])
+    finally:
+        for process, _ in references:
+            process.terminate()
+            process.wait()
+    out.append(f"\nWarm: every variant cached, Zipf mix, {args.connections} connections, "
+               f"{args.warm_rounds} rounds of {args.warm_duration:.0f} s each, taking turns\n")
+    out.append(header)
+    rate = lambda result: result["requests"] / result["duration_us"]
+    by_cache, by_static = [], []
+    for number, (front, cache, files) in enumerate(rounds, 1):
+        out.append(wrk_row(f"{number}: cluster front, all hits", front))
+        out.append(wrk_row(f"{number}: nginx from its warm cache (ceiling)", cache))
+        out.append(wrk_row(f"{number}: nginx static files", files))
+        by_cache.append(rate(front) / rate(cache))
+        by_static.append(rate(front) / rate(files))
+    for label, ratios in (("the warm-cache ceiling", by_cache), ("static files", by_static)):
+        out.append(f"\ncached hits / {label}, per round: {', '.join(f'{r:.3f}' for r in ratios)}; "
+                   f"median {sorted(ratios)[len(ratios) // 2]:.3f}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--webimage", required=True)
@@ -255,9 +356,9 @@ def main():
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--connections", type=int, default=20)
     parser.add_argument("--duration", type=float, default=300, help="seconds of the mix and kill runs")
-    parser.add_argument("--warm-duration", type=float, default=20, help="seconds of each warm and ceiling run")
-    parser.add_argument("--warm-rounds", type=int, default=3, help="turns of the warm and ceiling runs")
-    parser.add_argument("--cold-rounds", type=int, default=3, help="turns of the cold passes, ours then thumbor's")
+    parser.add_argument("--warm-duration", type=float, default=10, help="seconds of each warm and reference run")
+    parser.add_argument("--warm-rounds", type=int, default=5, help="turns of the warm and reference runs")
+    parser.add_argument("--cold-rounds", type=int, default=5, help="turns of the cold passes, ours then thumbor's")
     parser.add_argument("--parts", default="cold,warm,mix,kill")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -274,8 +375,8 @@ def main():
         if parts & {"cold", "warm"}:
             out.append(f"\nCold variants ({len(variants)} distinct, each once, {args.connections} at a time, "
                        f"{args.nodes} nodes behind nginx; new clusters each round, taking turns)\n")
-            out.append("| round | webimage serve variants/s | thumbor 7.8.0 variants/s | ratio | failures |"
-                       "\n|---|---:|---:|---:|---:|")
+            out.append("| round | webimage serve variants/s | thumbor 7.8.0 variants/s | ratio | failures "
+                       "| ours: decodes reused | ours: node peak RSS MB |\n|---|---:|---:|---:|---:|---:|---:|")
             ratios = []
             rounds = args.cold_rounds if "cold" in parts else 1
             for number in range(1, rounds + 1):
@@ -284,11 +385,14 @@ def main():
                 ours_paths = [ours.path(photo, size) for photo, size in variants]
                 ours_rate, ours_failures = cold_pass(
                     ours.front, random.Random(number).sample(ours_paths, len(ours_paths)), args.connections, workdir)
+                reused, renders = decodes_reused(ours)
+                ours_memory = (f"{reused}/{renders} ({100 * reused / max(1, renders):.0f} %) "
+                               f"| {', '.join(f'{peak_rss_mb(pid):.0f}' for pid in ours.pids)}")
                 if number < rounds:
                     ours.stop()
                     fronts.remove(ours)
                 if "cold" not in parts:
-                    out.append(f"| {number} | {ours_rate:.1f} | | | {sum(ours_failures.values())} |")
+                    out.append(f"| {number} | {ours_rate:.1f} | | | {sum(ours_failures.values())} | {ours_memory} |")
                     continue
                 theirs = Front("thumbor", args.webimage, args.thumbor, origin.port, workdir, args.nodes)
                 fronts.append(theirs)
@@ -300,70 +404,11 @@ def main():
                 fronts.remove(theirs)
                 ratios.append(ours_rate / rate)
                 out.append(f"| {number} | {ours_rate:.1f} | {rate:.1f} | {ours_rate / rate:.2f}x "
-                           f"| {sum(ours_failures.values()) + sum(failures.values())} |")
+                           f"| {sum(ours_failures.values()) + sum(failures.values())} | {ours_memory} |")
             if ratios:
                 out.append(f"\nwebimage serve / thumbor, cold variants: median {sorted(ratios)[len(ratios) // 2]:.2f}x")
             if "warm" in parts:
-                # The ceiling: nginx serving the same bodies as static files at the same URIs (so
-                # request parsing and wrk's work match), with the front's access log, same order.
-                static = os.path.join(workdir, "static")
-                host, port = ours.front[len("http://"):].split(":")
-                connection = http.client.HTTPConnection(host, int(port), timeout=60)
-                for path in ours_paths:
-                    connection.request("GET", path)
-                    response = connection.getresponse()
-                    file = os.path.join(static, path.lstrip("/"))
-                    os.makedirs(os.path.dirname(file), exist_ok=True)
-                    with open(file, "wb") as body:
-                        body.write(response.read())
-                connection.close()
-                order = zipf_paths(list(range(len(ours_paths))), 200_000, seed=2)
-                requests_file = write_paths(workdir, "warm.txt", [ours_paths[i] for i in order])
-                run = os.path.join(workdir, "static-nginx")
-                os.makedirs(run)
-                port = free_port()
-                with open(os.path.join(ours.dir, "nginx", "nginx.conf")) as front_conf:
-                    log = re.search(r"\n\s*(log_format webimage .*?;)\n\s*access_log [^;]*? webimage( [^;]*)?;",
-                                    front_conf.read(), re.S)
-                with open(os.path.join(run, "nginx.conf"), "w") as conf:
-                    user = "user root root;" if os.getuid() == 0 else ""
-                    conf.write(f"""{user}
-worker_processes auto; pid {run}/nginx.pid; error_log {run}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{ client_body_temp_path {run}/b; proxy_temp_path {run}/p; fastcgi_temp_path {run}/f;
-  uwsgi_temp_path {run}/u; scgi_temp_path {run}/s; default_type image/jpeg; server_tokens off;
-  {log.group(1)}
-  access_log {run}/access.log webimage{log.group(2) or ""};
-  sendfile on; tcp_nopush on; keepalive_requests 10000;
-  open_file_cache max=20000 inactive=60s; open_file_cache_valid 30s;
-  server {{ listen 127.0.0.1:{port}; merge_slashes off; root {static}; }} }}
-""")
-                ceiling_process = subprocess.Popen(["nginx", "-e", f"{run}/error.log", "-p", run + "/",
-                                                    "-c", f"{run}/nginx.conf", "-g", "daemon off;"])
-                # Front and ceiling take turns, so a busy moment of the machine hits both alike;
-                # the ratio is the median of the rounds'.
-                rounds = []
-                try:
-                    wait_for(f"http://127.0.0.1:{port}{ours_paths[0]}")
-                    for _ in range(args.warm_rounds):
-                        warm = run_wrk(ours.front, requests_file, args.warm_duration, args.connections)
-                        ceiling = run_wrk(f"http://127.0.0.1:{port}", requests_file, args.warm_duration,
-                                          args.connections)
-                        rounds.append((warm, ceiling))
-                finally:
-                    ceiling_process.terminate()
-                    ceiling_process.wait()
-                out.append(f"\nWarm: every variant cached, Zipf mix, {args.connections} connections, "
-                           f"{args.warm_rounds} rounds of {args.warm_duration:.0f} s each, taking turns\n")
-                out.append(header)
-                ratios = []
-                for number, (warm, ceiling) in enumerate(rounds, 1):
-                    out.append(wrk_row(f"{number}: cluster front, all hits", warm))
-                    out.append(wrk_row(f"{number}: nginx static files (ceiling)", ceiling))
-                    ratios.append((warm["requests"] / warm["duration_us"])
-                                  / (ceiling["requests"] / ceiling["duration_us"]))
-                out.append(f"\ncached hits / ceiling, per round: {', '.join(f'{r:.3f}' for r in ratios)}; "
-                           f"median {sorted(ratios)[len(ratios) // 2]:.3f}")
+                warm_part(args, ours, ours_paths, workdir, out, header)
             ours.stop()
             fronts.remove(ours)
 

@@ -4,7 +4,7 @@
 # configuration and nginx serving the same bytes as static files. Installs nginx, wrk and thumbor
 # (Benchmarks/.venv-thumbor) when missing, builds the release binary, writes 200 photos.
 #
-#   Benchmarks/cluster.sh [--duration 300] [--warm-duration 20] [--warm-rounds 3] [--cold-rounds 3] [--parts cold,warm,mix,kill]
+#   Benchmarks/cluster.sh [--duration 300] [--warm-duration 10] [--warm-rounds 5] [--cold-rounds 5] [--parts cold,warm,mix,kill]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -11,7 +11,8 @@ import WebImageCoders
 /// held: the same URL gives the same bytes, and its entity tag stays honest.
 ///
 /// Least recently used entries go first past ``budget`` bytes (frames' pixels); an image larger
-/// than a quarter of the budget is not kept. Thread-safe; nothing is called out under its locks.
+/// than a quarter of the budget is not kept; near a cgroup memory limit it is purged to its
+/// watermark (``MemoryPressureMonitor``). Thread-safe; nothing is called out under its locks.
 final class DecodedSourceCache: Sendable {
     /// Identifies one decode of one source.
     struct Key: Hashable, Sendable {
@@ -39,6 +40,8 @@ final class DecodedSourceCache: Sendable {
             limits: MemoryCache.Limits(costLimit: budget, costAfterPurge: budget / 10 * 9),
             keepsEvictedImagesInUse: false
         )
+        // Under a cgroup memory limit it is purged with the other memory caches near the limit.
+        MemoryPressureMonitor.shared.watch(images)
     }
 
     /// The decode stored for `key`, marked as recently used.
