@@ -44,7 +44,7 @@ extension ImageProxy {
     func render(
         _ data: Data,
         header: ImageHeader,
-        sourceFingerprint: String,
+        source: (url: URL, fingerprint: String),
         options: ProcessingOptions,
         choice: OutputFormatChoice,
         quality: Int
@@ -58,7 +58,8 @@ extension ImageProxy {
         )
         let cache = decodedSources
         let key = DecodedSourceCache.Key(
-            sourceFingerprint: sourceFingerprint,
+            sourceURL: source.url.absoluteString,
+            sourceFingerprint: source.fingerprint,
             decodedSize: Self.plannedDecodeSize(header: header, options: decoding),
             firstFrameOnly: decoding.firstFrameOnly,
             maxFrameCount: decoding.maxFrameCount

@@ -263,7 +263,7 @@ public final class ImageProxy: Sendable {
         let rendered = try await render(
             data,
             header: header,
-            sourceFingerprint: sourceFingerprint,
+            source: (request.source, sourceFingerprint),
             options: request.options,
             choice: choice,
             quality: quality

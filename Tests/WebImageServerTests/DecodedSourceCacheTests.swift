@@ -77,11 +77,11 @@ struct DecodedSourceCacheTests {
         await uncached.stop()
     }
 
-    @Test("Two sources of one size and format are never confused")
+    @Test("Two sources of one size and format are never confused; one source's bytes under two URLs decode apart")
     func keyedBySource() async throws {
         let fixture = try await ImageProxyServerTests.start(metrics: true)
         defer { Task { await fixture.stop() } }
-        for (path, seed) in [("/red.jpg", 0), ("/blue.jpg", 1)] {
+        for (path, seed) in [("/red.jpg", 0), ("/blue.jpg", 1), ("/red-again.jpg", 0)] {
             let bitmap = Bitmap(
                 width: 400,
                 height: 300,
@@ -96,8 +96,14 @@ struct DecodedSourceCacheTests {
         let bluePixel = try ImageCodersManager.shared.decode(blue).bitmap.pixels
         #expect(redPixel[0] > 200 && redPixel[2] < 60, "red: \(redPixel.prefix(4))")
         #expect(bluePixel[0] < 60 && bluePixel[2] > 200, "blue: \(bluePixel.prefix(4))")
-        let counted = try await Self.lookups(fixture)
+        var counted = try await Self.lookups(fixture)
         #expect(counted.hits == 0 && counted.misses == 2)
+        // The same bytes at another URL: the key holds the URL too (the fingerprint is XXH64,
+        // which a crafted source could collide with).
+        let (_, again) = try await fixture.get(fixture.url("w:50", "/red-again.jpg", suffix: "@png"))
+        #expect(again == red)
+        counted = try await Self.lookups(fixture)
+        #expect(counted.hits == 0 && counted.misses == 3)
         await fixture.stop()
     }
 
@@ -107,6 +113,7 @@ struct DecodedSourceCacheTests {
         let cache = try #require(DecodedSourceCache(budget: 100 * 100 * 4 * 4))  // four 100×100 decodes
         func key(_ name: String, _ side: Int = 100) -> DecodedSourceCache.Key {
             .init(
+                sourceURL: "https://images.example/\(name).jpg",
                 sourceFingerprint: name,
                 decodedSize: PixelSize(width: side, height: side),
                 firstFrameOnly: true,

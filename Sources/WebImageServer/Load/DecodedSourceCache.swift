@@ -6,7 +6,7 @@ import WebImageCoders
 /// most of a cold request's time.
 ///
 /// An entry is found only by a request whose decode would give the very same pixels: the key is
-/// the source's fingerprint, the size the decoder produces (JPEG's DCT scale, known from the
+/// the source's URL and fingerprint, the size the decoder produces (JPEG's DCT scale, known from the
 /// header before decoding) and the frame options. So a result never depends on what the cache
 /// held: the same URL gives the same bytes, and its entity tag stays honest.
 ///
@@ -16,13 +16,16 @@ import WebImageCoders
 final class DecodedSourceCache: Sendable {
     /// Identifies one decode of one source.
     struct Key: Hashable, Sendable {
+        /// The source's URL as well as its bytes' fingerprint: XXH64 is not collision-resistant,
+        /// and a source crafted to collide with another must not answer for that one's URL.
+        var sourceURL: String
         var sourceFingerprint: String
         var decodedSize: PixelSize
         var firstFrameOnly: Bool
         var maxFrameCount: Int
 
         var string: String {
-            "\(sourceFingerprint) \(decodedSize.width)x\(decodedSize.height) \(firstFrameOnly ? 1 : 0) \(maxFrameCount)"
+            "\(sourceURL)\n\(sourceFingerprint) \(decodedSize.width)x\(decodedSize.height) \(firstFrameOnly ? 1 : 0) \(maxFrameCount)"
         }
     }
 
