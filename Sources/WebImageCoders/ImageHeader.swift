@@ -24,6 +24,10 @@ public struct ImageHeader: Sendable, Hashable {
     /// Frames the file declares: 1 for still images; APNG's `acTL` count; GIF's image
     /// descriptors and WebP's `ANMF` chunks, counted up to the end of the data.
     public var frameCount: Int
+    /// The EXIF orientation, when the header holds it before the image data: JPEG's first
+    /// `Exif` APP1 segment (`.up` without one, as the decoder reads it). `nil` for the other
+    /// formats (not read).
+    public var orientation: ImageOrientation?
 
     /// Reads the header of `data`; `nil` for SVG, PDF and unrecognised data, or when the header
     /// is truncated or invalid (zero dimensions included).
@@ -49,10 +53,11 @@ public struct ImageHeader: Sendable, Hashable {
         self = parsed
     }
 
-    init(format: ImageFormat, size: PixelSize, frameCount: Int) {
+    init(format: ImageFormat, size: PixelSize, frameCount: Int, orientation: ImageOrientation? = nil) {
         self.format = format
         self.size = size
         self.frameCount = frameCount
+        self.orientation = orientation
     }
 
     /// The most bytes of decoded pixels a decode of this image with `options` holds at once
@@ -71,8 +76,10 @@ public struct ImageHeader: Sendable, Hashable {
         var frame = size
         if format == .jpeg {
             // The decoder's DCT scaling: the smallest 1/8, 1/4 or 1/2 that still covers the
-            // target, which depends on the EXIF orientation (not read here): cover both.
-            let targets = [.up, .right].map { options.targetSize(forSource: size, orientation: $0) }
+            // target, which depends on the EXIF orientation (both ways when not read).
+            let targets = (orientation.map { [$0] } ?? [.up, .right]).map {
+                options.targetSize(forSource: size, orientation: $0)
+            }
             for denominator in [8, 4, 2] {
                 let scaled = PixelSize(
                     width: (size.width + denominator - 1) / denominator,
@@ -176,6 +183,7 @@ private struct HeaderReader {
     /// between segments are skipped, as libjpeg does.
     func jpeg() -> ImageHeader? {
         var offset = 2
+        var orientation: ImageOrientation?
         while let value = byte(offset) {
             guard value == 0xFF else {
                 offset += 1
@@ -191,15 +199,34 @@ private struct HeaderReader {
                 continue
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 guard let height = uint16BE(offset + 5), let width = uint16BE(offset + 7) else { return nil }
-                return ImageHeader(format: .jpeg, size: PixelSize(width: width, height: height), frameCount: 1)
+                return ImageHeader(
+                    format: .jpeg,
+                    size: PixelSize(width: width, height: height),
+                    frameCount: 1,
+                    orientation: orientation ?? .up
+                )
             case 0xD9, 0xDA:  // end of image or start of scan before any frame header
                 return nil
             default:
                 guard let length = uint16BE(offset + 2), length >= 2 else { return nil }
+                if marker == 0xE1, orientation == nil,
+                    let exif = exifOrientation(segment: offset + 4, length: length - 2)
+                {
+                    orientation = exif
+                }
                 offset += 2 + length
             }
         }
         return nil
+    }
+
+    /// The orientation in an APP1 segment's `length` bytes at `start`, when they are EXIF (the
+    /// decoder reads the first such segment; an EXIF block without the tag reads as `.up`).
+    private func exifOrientation(segment start: Int, length: Int) -> ImageOrientation? {
+        guard length >= 6, start + length <= bytes.count else { return nil }
+        let segment = UnsafeRawBufferPointer(rebasing: bytes[start..<start + length])
+        guard segment.starts(with: Array("Exif\0\0".utf8)) else { return nil }
+        return EXIFReader.orientation(in: segment) ?? .up
     }
 
     /// The DIB header after the 14-byte file header: `BITMAPCOREHEADER` (16-bit sizes) or any

@@ -109,7 +109,11 @@ extension ImageProxy {
             maxFrameCount: max(configuration.maxAnimationFrames, header.frameCount)
         )
         decoding.maxDecodeDuration = configuration.processingTimeout
-        decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(storedSize: header.size, options: options)
+        decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(
+            storedSize: header.size,
+            orientation: header.orientation,
+            options: options
+        )
         return decoding
     }
 
@@ -121,11 +125,16 @@ extension ImageProxy {
     }
 
     /// The smallest decoded size (as stored) the resize can start from without losing detail:
-    /// the source scaled by the request's resize factor, whichever way EXIF turns it (known only
-    /// after decoding). `nil` when the result is not smaller than the source.
-    static func shrinkOnLoadMinimum(storedSize: PixelSize, options: ProcessingOptions) -> PixelSize? {
+    /// the source scaled by the request's resize factor for its EXIF `orientation`, or whichever
+    /// way EXIF turns it when the header did not say (`nil`). `nil` when the result is not
+    /// smaller than the source.
+    static func shrinkOnLoadMinimum(
+        storedSize: PixelSize,
+        orientation known: ImageOrientation?,
+        options: ProcessingOptions
+    ) -> PixelSize? {
         var factor = 0.0
-        for orientation in [ImageOrientation.up, .right] {
+        for orientation in known.map({ [$0] }) ?? [ImageOrientation.up, .right] {
             let geometry = ResizeGeometry(source: storedSize, orientation: orientation, options: options)
             factor = max(
                 factor,

@@ -39,6 +39,7 @@ struct CorpusManifestTests {
             #expect(header.format == sniffed)
             #expect(header.size == PixelSize(width: image.width, height: image.height))
             #expect(header.frameCount == entry.frames)
+            #expect(header.orientation == (header.format == .jpeg ? image.orientation : nil), "header orientation")
         case "sniff":
             #expect(Self.sameFormat(sniffed, entry.format), "sniffed \(sniffed)")
             // Every sniffed format's header gives the listed size, decoder or not.

@@ -29,6 +29,42 @@ struct ImageHeaderTests {
         #expect(animated.frameCount == 3)
     }
 
+    @Test("JPEG: the EXIF orientation from the header, as the decoder reads it")
+    func jpegOrientation() throws {
+        let bitmap = GeneratedImages.gradient(width: 40, height: 30)
+        func jpeg(_ orientation: ImageOrientation) throws -> Data {
+            try JPEGCoder().encode(
+                DecodedImage(bitmap: bitmap, format: .jpeg, orientation: orientation),
+                as: .jpeg,
+                options: .init()
+            )
+        }
+        func segment(_ marker: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [0xFF, marker] + Self.bigEndian(payload.count + 2, 2) + payload
+        }
+        let turned = try jpeg(.right)
+        let exif = Array("Exif\0\0".utf8)
+        let xmp = segment(0xE1, Array("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>".utf8))
+        let noTag = segment(0xE1, exif + [0x49, 0x49, 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00])
+        let cases: [(String, Data, ImageOrientation)] = [
+            ("no EXIF", try jpeg(.up), .up),
+            ("EXIF right", turned, .right),
+            ("EXIF left-mirrored", try jpeg(.leftMirrored), .leftMirrored),
+            // An XMP APP1 first: skipped; the Exif one still counts.
+            ("XMP before EXIF", Data([0xFF, 0xD8] + xmp) + turned.dropFirst(2), .right),
+            // The first Exif APP1 decides, even without the tag (the decoder reads no other).
+            ("EXIF without the tag first", Data([0xFF, 0xD8] + noTag) + turned.dropFirst(2), .up),
+        ]
+        for (name, data, expected) in cases {
+            let header = try #require(ImageHeader(data), "\(name)")
+            #expect(header.orientation == expected, "\(name)")
+            #expect(try JPEGCoder().decode(data, options: .init()).orientation == expected, "\(name): the decoder")
+        }
+        // Formats whose orientation the header does not read say nil.
+        let png = try ImageCodersManager.shared.encode(Self.still, as: .png)
+        #expect(try #require(ImageHeader(png)).orientation == nil)
+    }
+
     static func littleEndian(_ value: Int, _ bytes: Int) -> [UInt8] {
         (0..<bytes).map { UInt8(value >> (8 * $0) & 0xFF) }
     }

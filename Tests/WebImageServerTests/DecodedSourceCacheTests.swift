@@ -30,8 +30,8 @@ struct DecodedSourceCacheTests {
     func sharesDecodesOfOneScale() async throws {
         let fixture = try await ImageProxyServerTests.start(metrics: true)
         defer { Task { await fixture.stop() } }
-        // The 800×600 photo, planned for either EXIF turn (unknown before decoding): w:100 needs
-        // 134×100 and w:90 120×90, both met by 2/8 (200×150); w:300 needs 400×300 (4/8).
+        // The 800×600 photo has no EXIF orientation: w:100 needs 100×75 and w:90 90×68, both met
+        // by 1/8 (100×75); w:300 needs 300×225 (3/8).
         for (options, suffix, hits, misses) in [
             ("w:100", "", 0, 1), ("w:90", "", 1, 1), ("w:300", "", 1, 2), ("w:80", "", 2, 2),
             // PNG can animate: all frames are decoded, another key.
@@ -44,9 +44,23 @@ struct DecodedSourceCacheTests {
             let counted = try await Self.lookups(fixture)
             #expect(counted.hits == hits && counted.misses == misses, "after \(options)\(suffix): \(counted)")
         }
-        let text = try await ProxyLoadTests.metrics(fixture)
-        // 200×150 and 400×300 RGBA, and 200×150 again for the PNG key.
-        let held = (200 * 150 * 2 + 400 * 300) * 4
+        var held = (100 * 75 * 2 + 300 * 225) * 4  // 100×75 and 300×225 RGBA, and 100×75 for the PNG key
+        var text = try await ProxyLoadTests.metrics(fixture)
+        #expect(text.contains("webimage_decoded_source_cache_bytes \(held)"), "\(text)")
+        // The same pixels stored turned (EXIF 6): shown 600×800, so w:100 is a sixth of the
+        // source and needs 134×100 as stored (2/8, 200×150), planned from the header's EXIF.
+        let turned = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg, orientation: .right),
+            as: .jpeg,
+            options: .init(quality: 0.9)
+        )
+        fixture.origin.setRoute("/turned.jpg", .data(turned, contentType: "image/jpeg"))
+        let (response, body) = try await fixture.get(fixture.url("w:100", "/turned.jpg"))
+        #expect(response.statusCode == 200)
+        let image = try ImageCodersManager.shared.decode(body)
+        #expect(image.width == 100 && image.height == 133 && image.orientation == .up)
+        held += 200 * 150 * 4
+        text = try await ProxyLoadTests.metrics(fixture)
         #expect(text.contains("webimage_decoded_source_cache_bytes \(held)"), "\(text)")
         await fixture.stop()
     }

@@ -110,19 +110,23 @@ struct ImageProcessorTests {
             as: .jpeg,
             options: .init(quality: 0.92)
         )
-        for text in ["rs:fit:256:256", "rs:fill:150:150/g:ea", "c:500:500/w:100", "rs:force:200:50"] {
-            let options = try ProcessingOptionsTests.options(text)
-            let full = ImageProcessor.process(try JPEGCoder().decode(data, options: .init()), options: options)
-            var decoding = ImageDecodingOptions()
-            decoding.shrinkOnLoadMinimumSize = ImageProxy.shrinkOnLoadMinimum(
-                storedSize: PixelSize(width: 1000, height: 666),
-                options: options
-            )
-            let reducedSource = try JPEGCoder().decode(data, options: decoding)
-            #expect(reducedSource.width < 1000, "\(text): decoded at \(reducedSource.width)")
-            let reduced = ImageProcessor.process(reducedSource, options: options)
-            #expect(reduced.width == full.width && reduced.height == full.height, "\(text)")
-            #expect(GeneratedImages.meanDifference(reduced.bitmap, full.bitmap) < 2, "\(text)")
+        let orientations = [nil, try #require(ImageHeader(data)).orientation]
+        for text in ["rs:fit:256:256", "rs:fill:150:150/g:ea", "c:500:500/w:100", "rs:force:200:50", "w:120"] {
+            for orientation in orientations {
+                let options = try ProcessingOptionsTests.options(text)
+                let full = ImageProcessor.process(try JPEGCoder().decode(data, options: .init()), options: options)
+                var decoding = ImageDecodingOptions()
+                decoding.shrinkOnLoadMinimumSize = ImageProxy.shrinkOnLoadMinimum(
+                    storedSize: PixelSize(width: 1000, height: 666),
+                    orientation: orientation,
+                    options: options
+                )
+                let reducedSource = try JPEGCoder().decode(data, options: decoding)
+                #expect(reducedSource.width < 1000, "\(text): decoded at \(reducedSource.width)")
+                let reduced = ImageProcessor.process(reducedSource, options: options)
+                #expect(reduced.width == full.width && reduced.height == full.height, "\(text)")
+                #expect(GeneratedImages.meanDifference(reduced.bitmap, full.bitmap) < 2, "\(text)")
+            }
         }
     }
 }
