@@ -63,9 +63,9 @@ public struct ImageHeader: Sendable, Hashable {
     /// The most bytes of decoded pixels a decode of this image with `options` holds at once
     /// (RGBA, 4 bytes a pixel): every frame at full size, or one with
     /// ``ImageDecodingOptions/firstFrameOnly``. A JPEG decoded smaller (a thumbnail, a scale-down
-    /// limit) counts the DCT-scaled size its decoder allocates instead of the full frame. 0 when
-    /// the options' pixel, frame or animation limits refuse the image (its decoder stops before
-    /// allocating pixels).
+    /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
+    /// full frame (``decodedFrameSize(with:)``). 0 when the options' pixel, frame or animation
+    /// limits refuse the image (its decoder stops before allocating pixels).
     public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
         let frames = options.firstFrameOnly ? 1 : frameCount
         let canvas = size.width.multipliedReportingOverflow(by: size.height)
@@ -73,25 +73,22 @@ public struct ImageHeader: Sendable, Hashable {
         guard !canvas.overflow, canvas.partialValue <= options.maxPixelCount, frames <= options.maxFrameCount,
             !animation.overflow, frames == 1 || animation.partialValue <= options.maxAnimationBytes
         else { return 0 }
-        var frame = size
-        if format == .jpeg {
-            // The decoder's DCT scaling: the smallest 1/8, 1/4 or 1/2 that still covers the
-            // target, which depends on the EXIF orientation (both ways when not read).
-            let targets = (orientation.map { [$0] } ?? [.up, .right]).map {
-                options.targetSize(forSource: size, orientation: $0)
-            }
-            for denominator in [8, 4, 2] {
-                let scaled = PixelSize(
-                    width: (size.width + denominator - 1) / denominator,
-                    height: (size.height + denominator - 1) / denominator
-                )
-                if targets.allSatisfy({ scaled.width >= $0.width && scaled.height >= $0.height }) {
-                    frame = scaled
-                    break
-                }
-            }
-        }
+        let frame = decodedFrameSize(with: options)
         return frame.width * frame.height * 4 * frames
+    }
+
+    /// The bitmap a decode with `options` allocates for one frame: JPEG's DCT-scaled size, by
+    /// the decoder's own rule (the smallest N/8 covering the delivered size or the shrink-on-load
+    /// minimum), for the header's EXIF orientation or the larger of both when it is unknown; the
+    /// full canvas for the other formats. With neither a thumbnail box nor a scale-down limit
+    /// this is also the decoded image's size.
+    package func decodedFrameSize(with options: ImageDecodingOptions) -> PixelSize {
+        guard format == .jpeg else { return size }
+        let numerator =
+            (orientation.map { [$0] } ?? [.up, .right]).map {
+                JPEGCoder.dctScale(of: size, covering: options.reductionFloor(forSource: size, orientation: $0))
+            }.max() ?? 8
+        return JPEGCoder.dctScaled(size, by: numerator)
     }
 }
 

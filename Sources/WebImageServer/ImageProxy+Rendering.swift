@@ -60,7 +60,7 @@ extension ImageProxy {
         let key = DecodedSourceCache.Key(
             sourceURL: source.url.absoluteString,
             sourceFingerprint: source.fingerprint,
-            decodedSize: Self.plannedDecodeSize(header: header, options: decoding),
+            decodedSize: header.decodedFrameSize(with: decoding),
             firstFrameOnly: decoding.firstFrameOnly,
             maxFrameCount: decoding.maxFrameCount
         )
@@ -115,13 +115,6 @@ extension ImageProxy {
             options: options
         )
         return decoding
-    }
-
-    /// The size `decoding` will give this source, from its header: JPEG shrinks on load by DCT
-    /// scaling; the other formats decode at full size.
-    static func plannedDecodeSize(header: ImageHeader, options decoding: ImageDecodingOptions) -> PixelSize {
-        guard header.format == .jpeg, let minimum = decoding.shrinkOnLoadMinimumSize else { return header.size }
-        return JPEGCoder.shrinkOnLoadSize(of: header.size, minimum: minimum)
     }
 
     /// The smallest decoded size (as stored) the resize can start from without losing detail:

@@ -65,6 +65,33 @@ struct ImageHeaderTests {
         #expect(try #require(ImageHeader(png)).orientation == nil)
     }
 
+    @Test("ImageHeader.decodedFrameSize and decodedByteCount give what the decoder produces, for every DCT scale")
+    func plannedMatchesDecoded() throws {
+        let source = PixelSize(width: 803, height: 601)  // odd sides: the decoder rounds up
+        let data = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: source.width, height: source.height), format: .jpeg),
+            as: .jpeg,
+            options: .init()
+        )
+        var seen: Set<PixelSize> = []
+        for side in [1, 50, 100, 101, 150, 200, 201, 300, 301, 400, 402, 500, 600, 700, 703, 800] {
+            let minimum = PixelSize(width: side, height: side * 3 / 4)
+            var options = ImageDecodingOptions()
+            options.shrinkOnLoadMinimumSize = minimum
+            let decoded = try JPEGCoder().decode(data, options: options)
+            let header = try #require(ImageHeader(data))
+            let planned = header.decodedFrameSize(with: options)
+            #expect(header.decodedByteCount(with: options) == decoded.bitmap.pixels.count, "minimum \(minimum)")
+            #expect(
+                PixelSize(width: decoded.bitmap.width, height: decoded.bitmap.height) == planned,
+                "minimum \(minimum)"
+            )
+            #expect(planned.width >= minimum.width && planned.height >= minimum.height)
+            seen.insert(planned)
+        }
+        #expect(seen.count == 8, "every N/8 scale was reached: \(seen)")
+    }
+
     static func littleEndian(_ value: Int, _ bytes: Int) -> [UInt8] {
         (0..<bytes).map { UInt8(value >> (8 * $0) & 0xFF) }
     }
@@ -148,8 +175,9 @@ struct ImageHeaderTests {
         #expect(
             jpeg.decodedByteCount(with: .init(thumbnailPixelSize: PixelSize(width: 64, height: 64))) == 1000 * 500 * 4
         )
+        // A 3000 box needs 3000×1500: 3/8 (before: counted at 1/2, 4000×2000, 78 % too much).
         #expect(
-            jpeg.decodedByteCount(with: .init(thumbnailPixelSize: PixelSize(width: 3000, height: 3000))) == 4000 * 2000
+            jpeg.decodedByteCount(with: .init(thumbnailPixelSize: PixelSize(width: 3000, height: 3000))) == 3000 * 1500
                 * 4
         )
     }

@@ -149,31 +149,3 @@ struct DecodedSourceCacheTests {
         #expect(cache.image(for: key("big", 101)) == nil, "over a quarter of the budget: not kept")
     }
 }
-
-@Suite("JPEG shrink on load: the decoded size is known before decoding")
-struct ShrinkOnLoadSizeTests {
-    @Test("JPEGCoder.shrinkOnLoadSize gives the size the decoder produces, for every DCT scale")
-    func plannedMatchesDecoded() throws {
-        let source = PixelSize(width: 803, height: 601)  // odd sides: the decoder rounds up
-        let data = try JPEGCoder().encode(
-            DecodedImage(bitmap: GeneratedImages.gradient(width: source.width, height: source.height), format: .jpeg),
-            as: .jpeg,
-            options: .init()
-        )
-        var seen: Set<PixelSize> = []
-        for side in [1, 50, 100, 101, 150, 200, 201, 300, 301, 400, 402, 500, 600, 700, 703, 800] {
-            let minimum = PixelSize(width: side, height: side * 3 / 4)
-            var options = ImageDecodingOptions()
-            options.shrinkOnLoadMinimumSize = minimum
-            let decoded = try JPEGCoder().decode(data, options: options)
-            let planned = JPEGCoder.shrinkOnLoadSize(of: source, minimum: minimum)
-            #expect(
-                PixelSize(width: decoded.bitmap.width, height: decoded.bitmap.height) == planned,
-                "minimum \(minimum)"
-            )
-            #expect(planned.width >= minimum.width && planned.height >= minimum.height)
-            seen.insert(planned)
-        }
-        #expect(seen.count == 8, "every N/8 scale was reached: \(seen)")
-    }
-}

@@ -68,15 +68,9 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         } ?? 8
     }
 
-    private static func dctScaled(_ source: PixelSize, by numerator: Int) -> PixelSize {
+    /// libjpeg-turbo's output size at scale `numerator`/8: each side rounded up.
+    static func dctScaled(_ source: PixelSize, by numerator: Int) -> PixelSize {
         PixelSize(width: (source.width * numerator + 7) / 8, height: (source.height * numerator + 7) / 8)
-    }
-
-    /// The size a JPEG of `source` pixels decodes to when shrink on load must keep both sides at
-    /// least `minimum` (``ImageDecodingOptions/shrinkOnLoadMinimumSize``, no thumbnail and no
-    /// scale-down limit): what the decoder's DCT scaling gives, known before decoding.
-    package static func shrinkOnLoadSize(of source: PixelSize, minimum: PixelSize) -> PixelSize {
-        dctScaled(source, by: dctScale(of: source, covering: minimum))
     }
 
     private func decode(

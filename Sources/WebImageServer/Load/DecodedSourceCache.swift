@@ -15,7 +15,7 @@ import WebImageCoders
 /// watermark (``MemoryPressureMonitor``). Thread-safe; nothing is called out under its locks.
 final class DecodedSourceCache: Sendable {
     /// Identifies one decode of one source.
-    struct Key: Hashable, Sendable {
+    struct Key: Sendable {
         /// The source's URL as well as its bytes' fingerprint: XXH64 is not collision-resistant,
         /// and a source crafted to collide with another must not answer for that one's URL.
         var sourceURL: String
