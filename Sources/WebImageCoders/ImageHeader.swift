@@ -64,7 +64,7 @@ public struct ImageHeader: Sendable, Hashable {
     /// (RGBA, 4 bytes a pixel): every frame at full size, or one with
     /// ``ImageDecodingOptions/firstFrameOnly``. A JPEG decoded smaller (a thumbnail, a scale-down
     /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
-    /// full frame (``decodedFrameSize(with:)``). 0 when the options' pixel, frame or animation
+    /// full frame (by the decoder's own N/8 rule). 0 when the options' pixel, frame or animation
     /// limits refuse the image (its decoder stops before allocating pixels).
     public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
         let frames = options.firstFrameOnly ? 1 : frameCount
