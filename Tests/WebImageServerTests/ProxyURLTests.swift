@@ -92,4 +92,31 @@ struct ProxyURLTests {
         #expect(throws: URLSignerConfigurationError.self) { try URLSigner(pairs: []) }
         #expect(throws: URLSignerConfigurationError.self) { try URLSigner(pairs: [old], size: 33) }
     }
+
+    @Test("One spelling per signed URL: padding, the standard alphabet and flipped spare bits are refused")
+    func canonicalSignatures() throws {
+        let signer = try URLSigner(pairs: [try .init(keyHex: "736563726574", saltHex: "68656C6C6F")])
+        let path = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"
+        let signature = signer.signature(for: path)
+        #expect(signature == "oKfUtW34Dvo2BGQehJFR4Nr0_rIjOtdtzJ3QFsUcXH8")
+        #expect(signer.verify(signature: signature, path: path))
+        // 43 characters carry 258 bits for 256: the last character's 2 spare bits must be 0.
+        let last = signature.last!
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let value = alphabet.firstIndex(of: last)!
+        let spareBitsFlipped = String(signature.dropLast()) + String(alphabet[value ^ 1])
+        let variants = [
+            signature + "=", signature + String(repeating: "=", count: 20), spareBitsFlipped,
+            signature.replacingOccurrences(of: "_", with: "/"), " " + signature,
+        ]
+        for variant in variants {
+            #expect(!signer.verify(signature: variant, path: path), "\(variant)")
+        }
+        // The same holds for truncated signatures (8 bytes: 11 characters, 2 spare bits).
+        let short = try URLSigner(pairs: [try .init(keyHex: "00ff", saltHex: "")], size: 8)
+        let shortPath = "/w:100/plain/https://example.com/%C3%A9t%C3%A9.png"
+        #expect(short.verify(signature: "cMrNgabcZVI", path: shortPath))
+        #expect(!short.verify(signature: "cMrNgabcZVI=", path: shortPath))
+        #expect(!short.verify(signature: "cMrNgabcZVJ", path: shortPath))
+    }
 }

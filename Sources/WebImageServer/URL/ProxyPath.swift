@@ -39,18 +39,15 @@ public struct ProxyPath: Sendable, Hashable {
     /// Parses a request path (without the query).
     /// - Throws: ``ProxyError`` 400 (`badURL`) naming what is missing or malformed.
     public init(parsing path: String) throws(ProxyError) {
-        var rest = Substring(path)
-        guard rest.hasPrefix("/") else { throw .badURL("the path must start with /") }
-        isInfo = rest.hasPrefix("/info/")
-        if isInfo { rest = rest.dropFirst("/info".count) }
-        rest = rest.dropFirst()
-        guard let slash = rest.firstIndex(of: "/") else {
+        guard path.hasPrefix("/") else { throw .badURL("the path must start with /") }
+        guard let signed = Self.signedParts(of: path) else {
             throw .badURL("expected /{signature}/{options}/{source}: there is no source")
         }
-        signature = String(rest[..<slash])
+        isInfo = signed.isInfo
+        signature = String(signed.signature)
         guard !signature.isEmpty else { throw .badURL("the signature segment is empty") }
-        signedPath = String(rest[slash...])
-        let segments = rest[rest.index(after: slash)...].split(separator: "/", omittingEmptySubsequences: false)
+        signedPath = String(signed.signedPath)
+        let segments = signed.signedPath.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         var options: [ProxyOption] = []
         var index = 0
         while index < segments.count, segments[index] != "plain", let option = ProxyOption(segment: segments[index]) {
@@ -82,6 +79,19 @@ public struct ProxyPath: Sendable, Hashable {
         }
     }
 
+    /// The signature segment and the part it signs (from the `/` after it), taken off before
+    /// anything else is read: imgproxy checks the signature first, so an unsigned URL is 403
+    /// whatever it holds. `nil` when the path has no segment after the signature's.
+    static func signedParts(of path: String) -> (isInfo: Bool, signature: Substring, signedPath: Substring)? {
+        var rest = Substring(path)
+        guard rest.hasPrefix("/") else { return nil }
+        let isInfo = rest.hasPrefix("/info/")
+        if isInfo { rest = rest.dropFirst("/info".count) }
+        rest = rest.dropFirst()
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        return (isInfo, rest[..<slash], rest[slash...])
+    }
+
     /// `text` before and after the last `separator` (`nil` after when there is none).
     private static func split(_ text: String, at separator: Character) -> (String, String?) {
         guard let index = text.lastIndex(of: separator) else { return (text, nil) }
@@ -96,6 +106,9 @@ public struct ProxyPath: Sendable, Hashable {
         standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
         return Data(base64Encoded: standard)
     }
+
+    /// Characters of the unpadded base64 of `byteCount` bytes.
+    static func base64URLEncodedLength(of byteCount: Int) -> Int { (byteCount * 8 + 5) / 6 }
 
     /// URL-safe base64 without padding, as signatures and encoded sources are written.
     static func base64URLEncode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {

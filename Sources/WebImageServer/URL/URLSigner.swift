@@ -68,13 +68,18 @@ public struct URLSigner: Sendable {
         ProxyPath.base64URLEncode(digest(path, with: pairs[0]))
     }
 
-    /// Whether `signature` signs `path` with any of the pairs.
+    /// Whether `signature` signs `path` with any of the pairs. Only the canonical spelling
+    /// passes: the unpadded URL-safe base64 of the (truncated) digest, as ``signature(for:)``
+    /// writes it. Padding, the standard alphabet or flipped spare bits would otherwise give one
+    /// signed URL unlimited spellings, each a new key at a CDN.
     public func verify(signature: String, path: String) -> Bool {
-        guard let given = ProxyPath.base64URLDecode(signature), given.count == size else { return false }
+        let given = Array(signature.utf8)
+        guard given.count == ProxyPath.base64URLEncodedLength(of: size) else { return false }
         var matched = false
         for pair in pairs {
             // Every pair is checked, and each comparison touches every byte: no early exit.
-            matched = constantTimeEqual(given, digest(path, with: pair)) || matched
+            let expected = Array(ProxyPath.base64URLEncode(digest(path, with: pair)).utf8)
+            matched = constantTimeEqual(given, expected) || matched
         }
         return matched
     }
@@ -86,7 +91,7 @@ public struct URLSigner: Sendable {
         return Data(hmac.finalize()).prefix(size)
     }
 
-    private func constantTimeEqual(_ lhs: Data, _ rhs: Data) -> Bool {
+    private func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var difference: UInt8 = 0
         for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
