@@ -132,6 +132,7 @@ struct ImageProxyServerTests {
             #expect(response.statusCode == status, "\(url)")
             #expect(response.headers[.contentType] == "application/json")
             #expect(response.headers[.cacheControl] == "no-cache")
+            #expect(response.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
             let object = try JSONSerialization.jsonObject(with: body) as? [String: [String: String]]
             #expect(object?["error"]?["code"] == code, "\(String(decoding: body, as: UTF8.self))")
         }
@@ -144,13 +145,20 @@ struct ImageProxyServerTests {
         try await expectFailure(fixture.url("w:100", "/text"), status: 422, code: "notAnImage")
         try await expectFailure(fixture.url("w:100", "/photo.jpg", suffix: "@svg"), status: 400, code: "badURL")
         try await expectFailure(fixture.url("rs:fit:9000:9000:1", "/photo.jpg"), status: 422, code: "limitExceeded")
-        try await expectFailure(fixture.server.baseURL + "/onlyone", status: 400, code: "badURL")
+        // The signature is checked before anything is parsed: garbage is 403, and not echoed.
+        try await expectFailure(fixture.server.baseURL + "/onlyone", status: 403, code: "badSignature")
+        let garbage = "/zz%zz/<script>alert(1)</script>/w:abc/plain/%%%"
+        try await expectFailure(fixture.server.baseURL + garbage, status: 403, code: "badSignature")
+        let (_, garbageBody) = try await fixture.get(fixture.server.baseURL + garbage)
+        #expect(!String(decoding: garbageBody, as: UTF8.self).contains("script"))
         let (health, body) = try await fixture.get(fixture.server.baseURL + "/health")
         // Healthy once every output codec wrote an image and read it back.
         let healthObject = try JSONSerialization.jsonObject(with: body) as? [String: Any]
         #expect(health.statusCode == 200 && healthObject?["status"] as? String == "ok")
         #expect(Set(healthObject?["codecs"] as? [String] ?? []) == ["avif", "gif", "jpeg", "png", "webp"])
         #expect(health.headers[.cacheControl] == "no-cache")
+        let (result, _) = try await fixture.get(good)
+        #expect(result.statusCode == 200 && result.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
         await fixture.stop()
     }
 

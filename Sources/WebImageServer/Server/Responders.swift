@@ -63,6 +63,8 @@ struct ProxyResponder: HTTPResponder {
             if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
         }
         fields[.contentLength] = String(answer.body.count)
+        // Browsers must not guess another type than the one sent (results and errors alike).
+        fields[.xContentTypeOptions] = "nosniff"
         let body = request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
         return Response(status: .init(code: answer.status), headers: fields, body: body)
     }
@@ -76,13 +78,14 @@ struct MetricsResponder: HTTPResponder {
 
     func respond(to request: Request, context: Context) async throws -> Response {
         guard request.head.path?.prefix(while: { $0 != "?" }) == "/metrics" else {
-            return Response(status: .notFound, headers: [.contentLength: "0"])
+            return Response(status: .notFound, headers: [.contentLength: "0", .xContentTypeOptions: "nosniff"])
         }
         let text = metrics.exposition()
         return Response(
             status: .ok,
             headers: [
                 .contentType: "text/plain; version=0.0.4; charset=utf-8", .contentLength: String(text.utf8.count),
+                .xContentTypeOptions: "nosniff",
             ],
             body: request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(string: text))
         )
@@ -144,4 +147,9 @@ final class ConnectionWatch: Sendable {
         }
         for callback in callbacks { callback() }
     }
+}
+
+extension HTTPField.Name {
+    /// `X-Content-Type-Options`: `nosniff` on every answer.
+    static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
 }
