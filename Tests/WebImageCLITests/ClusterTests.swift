@@ -78,8 +78,8 @@ struct ClusterTests {
         }
 
         /// GET through the front: status, body and headers.
-        func get(_ path: String, accept: String? = nil) async throws -> (Int, Data, HTTPFields) {
-            let url = try #require(URL(string: front + "/" + signer.signature(for: path) + path))
+        func get(_ path: String, query: String = "", accept: String? = nil) async throws -> (Int, Data, HTTPFields) {
+            let url = try #require(URL(string: front + "/" + signer.signature(for: path) + path + query))
             var request = HTTPSession.Request(url: url)
             if let accept { request.headers[.accept] = accept }
             let (data, response) = try await session.data(for: request)
@@ -144,6 +144,10 @@ struct ClusterTests {
             #expect(first.0 == 200 && second.0 == 200)
             #expect(first.1 == second.1)
             #expect(first.2[.xCacheStatus] == "MISS" && second.2[.xCacheStatus] == "HIT")
+            // Nodes ignore a query string, so the shared cache's key does too: `?anything` on a
+            // signed URL is a hit, not a render on a node.
+            let busted = try await cluster.get("/rs:fit:100:100/plain/\(source)", query: "?bust=\(UUID().uuidString)")
+            #expect(busted.0 == 200 && busted.2[.xCacheStatus] == "HIT" && busted.1 == first.1)
             #expect(try ImageCodersManager.shared.decode(first.1).width == 100)
             #expect(try await cluster.requestsPerNode().reduce(0, +) == 1)
 
