@@ -25,6 +25,12 @@ struct EntryFile {
         }
     }
 
+    /// The size of the file (or link) named `path`; 0 when there is none.
+    static func size(atPath path: String) -> Int {
+        var status = stat()
+        return lstat(path, &status) == 0 ? Int(status.st_size) : 0
+    }
+
     /// The identity and stamp of the open file `fd`; `nil` when `fstat` fails.
     static func identityAndStamp(of fd: Int32) -> (Identity, Stamp)? {
         var status = stat()

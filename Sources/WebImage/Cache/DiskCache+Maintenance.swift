@@ -1,5 +1,6 @@
 import CWebImageSystem
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -11,10 +12,14 @@ extension DiskCache {
     // MARK: Removing
 
     /// Removes the entry for `key` (no error when there is none).
-    public func remove(forKey key: String) { unlink(path(forKey: key)) }
+    public func remove(forKey key: String) {
+        unlink(path(forKey: key))
+        forgetKnownSize()
+    }
 
     /// Removes every entry (and leftover temporary files); other files in the folder stay.
     public func removeAll() {
+        defer { forgetKnownSize() }
         scan(includeTemporary: true) { fd, files in
             for file in files { unlinkat(fd, file.name, 0) }
         }
@@ -51,12 +56,40 @@ extension DiskCache {
         return kill(pid, 0) != 0 && errno == ESRCH
     }
 
+    // MARK: Size limit
+
+    /// After a write of `written` bytes over an entry of `replaced` bytes: counts the folder's
+    /// size (a scan the first time, then by its writes), and when that is over `maxSize`, trims
+    /// it as cleanup does, so the limit holds between cleanups. Other processes' writes to a
+    /// shared folder are seen at the next scan (a trim, a removal or cleanup recounts).
+    func keepWithinSizeLimit(written: Int, replaced: Int) {
+        guard let maxSize = configuration.maxSize else { return }
+        let counted = knownSize.withLock { size -> Int? in
+            guard let current = size else { return nil }
+            size = current + written - replaced
+            return size
+        }
+        let total: Int
+        if let counted {
+            total = counted
+        } else {
+            total = totalSize
+            knownSize.withLock { $0 = total }
+        }
+        guard total > maxSize else { return }
+        removeExpiredEntries()
+    }
+
+    func forgetKnownSize() { knownSize.withLock { $0 = nil } }
+
     /// Removes expired entries, temporary files left by killed writers (see
     /// ``removeOrphanedTemporaryFiles()``),
     /// then, when the folder is over `maxSize`, the oldest entries until it is under half of it.
     @discardableResult
     public func removeExpiredEntries() -> CleanupResult {
-        scan(includeTemporary: true) { fd, files in removeExpired(fd: fd, files: files) }
+        let result = scan(includeTemporary: true) { fd, files in removeExpired(fd: fd, files: files) }
+        knownSize.withLock { $0 = result.remainingSize }
+        return result
     }
 
     private func removeExpired(fd: Int32, files: [ScannedFile]) -> CleanupResult {

@@ -1,6 +1,7 @@
 import CWebImageSystem
 import Crypto
 import Foundation
+import Synchronization
 import WebImageHTTP
 
 #if canImport(Glibc)
@@ -45,8 +46,8 @@ public final class DiskCache: Sendable {
         public var maxAge: Duration? = .seconds(7 * 24 * 60 * 60)
         /// Which date `maxAge` counts from. Default `.modificationDate`.
         public var expireType: ExpireType = .modificationDate
-        /// Cleanup trims the folder, oldest first, to half this many bytes once it is over.
-        /// `nil`: no limit. Default 1 GiB.
+        /// A write that takes the folder over this many bytes trims it, oldest first, to half
+        /// of it (so does cleanup). `nil`: no limit. Default 1 GiB.
         public var maxSize: Int? = 1 << 30
         /// `fsync` each entry before renaming it into place: survives power loss, costs ~0.5 ms a
         /// write. Default `false` (a killed process never leaves a torn entry either way).
@@ -80,6 +81,9 @@ public final class DiskCache: Sendable {
     /// Files whose checksum was verified (or written) by this cache and that have not changed
     /// since: a repeated hit does not hash the same bytes again.
     let verifiedChecksums = VerifiedFiles()
+    /// The folder's entry bytes as this cache last counted them, kept up to date by its writes;
+    /// `nil` until the first write under a size limit counts them (and after a removal).
+    let knownSize = Mutex<Int?>(nil)
 
     /// A cache in `directory` (created on the first write).
     public init(directory: URL, configuration: Configuration = Configuration()) {
@@ -184,8 +188,10 @@ public final class DiskCache: Sendable {
         let seconds = now.timeIntervalSince1970
         _ = wi_set_file_times(fd, seconds, seconds)
         if configuration.syncsWrites && fsync(fd) != 0 { throw DiskCacheError("fsync", path: temporaryPath) }
+        let replaced = configuration.maxSize == nil ? 0 : EntryFile.size(atPath: finalPath)
         guard rename(temporaryPath, finalPath) == 0 else { throw DiskCacheError("rename", path: finalPath) }
         renamed = true
+        if configuration.maxSize != nil { keepWithinSizeLimit(written: data.count + trailer.count, replaced: replaced) }
         // We wrote these bytes: the first read of this file need not hash them again.
         if let (identity, stamp) = EntryFile.identityAndStamp(of: fd) {
             verifiedChecksums.remember(identity, stamp: stamp)

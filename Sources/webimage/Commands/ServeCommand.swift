@@ -81,6 +81,30 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var processingTimeout: Double = 10
 
+    @Option(
+        name: .customLong("read-request-timeout"),
+        help: "Time a client has to send a whole request (imgproxy's IMGPROXY_READ_REQUEST_TIMEOUT), e.g. 10s.",
+        transform: Units.positiveSeconds
+    )
+    var readRequestTimeout: Double = 10
+
+    @Option(
+        name: .customLong("keep-alive-timeout"),
+        help: "Time an idle kept-alive connection stays open (imgproxy's IMGPROXY_KEEP_ALIVE_TIMEOUT), e.g. 10s.",
+        transform: Units.positiveSeconds
+    )
+    var keepAliveTimeout: Double = 10
+
+    @Option(
+        name: .customLong("max-connections"),
+        help: ArgumentHelp(
+            "Open client connections at most; past it the longest-idle one is closed for the new one.",
+            discussion:
+                "Default: three quarters of the open-file limit (raised to its hard limit at start), at most 4096."
+        )
+    )
+    var maxConnections: Int?
+
     @Option(help: "Time requests in flight get to finish after SIGTERM or SIGINT, e.g. 10s.", transform: Units.seconds)
     var grace: Double = 10
 
@@ -127,11 +151,19 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try metricsAddress()
         _ = try proxyConfiguration()
         guard workers > 0 else { throw ValidationError("--workers must be at least 1") }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
         if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
         guard cacheSize >= 0 else { throw ValidationError("--cache-size must be 0 or more") }
         guard maxSourceResolution > 0 else { throw ValidationError("--max-src-resolution must be above 0") }
         guard maxResultDimension > 0 else { throw ValidationError("--max-result-dimension must be at least 1") }
         guard maxAnimationFrames > 0 else { throw ValidationError("--max-animation-frames must be at least 1") }
+        try CacheDirectoryCheck.prepare(cacheFolder, option: "--cache-dir")
+    }
+
+    /// `--cache-dir`, or the default `$XDG_CACHE_HOME/webimage/serve`.
+    var cacheFolder: URL {
+        cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? ImageCache.defaultRootDirectory.appendingPathComponent("serve", isDirectory: true)
     }
 
     /// `--bind` as host and port.
@@ -222,6 +254,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.workers = workers
         configuration.queueLimit = queue
         if let decodedCacheSize { configuration.decodedSourceCacheSize = Int(decodedCacheSize) }
+        configuration.connectionLimits.readRequestTimeout = .seconds(readRequestTimeout)
+        configuration.connectionLimits.keepAliveTimeout = .seconds(keepAliveTimeout)
+        if let maxConnections { configuration.connectionLimits.maxConnections = maxConnections }
         return configuration
     }
 
@@ -230,14 +265,13 @@ struct ServeCommand: AsyncParsableCommand {
         // the heap for the next request instead of being unmapped and faulted in again; at most
         // 64 MiB per malloc arena is kept free. Resident memory stays flat under load (the soak).
         SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 64 << 20, mmapThreshold: 32 << 20)
+        // Before the configuration: the default connection cap follows the raised limit.
+        DescriptorLimit.raiseToHardLimit()
         let configuration = try proxyConfiguration()
         let (host, port) = try address()
-        let folder =
-            cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
-            ?? ImageCache.defaultRootDirectory.appendingPathComponent("serve", isDirectory: true)
         let manager = ImageProxy.makeManager(
             configuration: configuration,
-            cacheDirectory: folder,
+            cacheDirectory: cacheFolder,
             cacheSize: cacheSize == 0 ? nil : cacheSize
         )
         let proxy = ImageProxy(configuration: configuration, manager: manager)

@@ -155,14 +155,16 @@ struct DiskCacheTests {
         let clock = TestClock()
         var configuration = DiskCache.Configuration()
         configuration.now = clock.provider
-        configuration.maxSize = 10 * 1100
-        let cache = DiskCache(directory: folder.url, configuration: configuration)
+        configuration.maxSize = nil
+        // Written without a limit (another process's cache, say), then cleaned with one.
+        let unlimited = DiskCache(directory: folder.url, configuration: configuration)
         for index in 0..<12 {
-            try cache.store(Data(repeating: UInt8(index), count: 1000), forKey: "k\(index)")
+            try unlimited.store(Data(repeating: UInt8(index), count: 1000), forKey: "k\(index)")
             clock.advance(days: 0.01)
         }
-        let before = cache.totalSize
-        #expect(before > 10 * 1100)
+        configuration.maxSize = 10 * 1100
+        let cache = DiskCache(directory: folder.url, configuration: configuration)
+        #expect(cache.totalSize > 10 * 1100)
         #expect(cache.count == 12)
         let result = cache.removeExpiredEntries()
         #expect(result.expiredRemoved == 0)
@@ -172,6 +174,37 @@ struct DiskCacheTests {
         let survivors = Set(cache.entries().map(\.key))
         let expected = Set((12 - result.remainingCount..<12).map { "k\($0)" })
         #expect(survivors == expected)
+    }
+
+    @Test("A write that takes the folder over the size limit trims it, oldest first, without waiting for cleanup")
+    func writesKeepTheSizeLimit() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let clock = TestClock()
+        var configuration = DiskCache.Configuration()
+        configuration.now = clock.provider
+        configuration.maxSize = 10 * 1100
+        let cache = DiskCache(directory: folder.url, configuration: configuration)
+        var largest = 0
+        for index in 0..<40 {
+            try cache.store(Data(repeating: UInt8(index), count: 1000), forKey: "k\(index)")
+            clock.advance(days: 0.01)
+            largest = max(largest, cache.totalSize)
+            #expect(cache.contains("k\(index)"), "the entry just written survives its own trim")
+        }
+        #expect(largest <= 10 * 1100, "the folder peaked at \(largest) bytes")
+        #expect(cache.count < 40)
+        // Replacing an entry counts only the difference: rewriting one key never trims.
+        let before = Set(cache.entries().map(\.key))
+        for _ in 0..<20 { try cache.store(Data(repeating: 7, count: 1000), forKey: "k39") }
+        #expect(Set(cache.entries().map(\.key)) == before)
+        // Writes by someone else are seen at the next count: a removal recounts.
+        let other = DiskCache(directory: folder.url, configuration: DiskCache.Configuration())
+        for index in 0..<8 { try other.store(Data(repeating: 1, count: 1000), forKey: "other\(index)") }
+        cache.remove(forKey: "k39")
+        try cache.store(Data(repeating: 9, count: 1000), forKey: "last")
+        #expect(cache.totalSize <= 10 * 1100)
+        #expect(cache.contains("last"))
     }
 
     @Test("Leftover temporary files are not entries; cleanup removes old ones")
