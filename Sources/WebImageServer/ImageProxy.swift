@@ -40,6 +40,10 @@ public struct ImageProxyConfiguration: Sendable {
     /// sends every size of one source to one node). 0 turns the cache off. Default 256 MiB, or an
     /// eighth of the memory this process may use when that is less.
     public var decodedSourceCacheSize = Int(min(256 << 20, SystemMemory.current.limit / 8))
+    /// How the HTTP server holds client connections: the request read deadline, the keep-alive
+    /// timeout and the connection cap (``ConnectionLimits``' defaults: 10 s, 10 s, derived from
+    /// the descriptor limit).
+    public var connectionLimits = ConnectionLimits()
 
     /// A configuration checking signatures with `signer` (`nil`: insecure).
     public init(signer: URLSigner?) { self.signer = signer }
@@ -148,10 +152,13 @@ public final class ImageProxy: Sendable {
 
     /// Parses the URL, checks its signature, options, format and source (no I/O).
     private func prepare(path: String) throws(ProxyError) -> Request {
-        let request = try ProxyPath(parsing: path)
-        if let signer = configuration.signer, !signer.verify(signature: request.signature, path: request.signedPath) {
-            throw .badSignature("the signature does not match the URL (or no key signed it)")
+        // The signature first, before any parsing: anything unsigned is 403 and echoes nothing.
+        if let signer = configuration.signer {
+            guard let signed = ProxyPath.signedParts(of: path),
+                signer.verify(signature: String(signed.signature), path: String(signed.signedPath))
+            else { throw .badSignature("the signature does not match the URL (or no key signed it)") }
         }
+        let request = try ProxyPath(parsing: path)
         let options = try ProcessingOptions(
             request.options,
             presets: configuration.presets,

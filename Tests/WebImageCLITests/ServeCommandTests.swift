@@ -22,10 +22,23 @@ struct ServeCommandTests {
 
         /// Starts the binary and waits, on a thread of its own (not the cooperative pool), for
         /// its listening line.
-        static func start(_ arguments: [String], standardError: URL? = nil) async throws -> RunningServer {
+        /// `shell`, when given, runs first in `/bin/sh`, which then `exec`s the server (`ulimit -n 1024`).
+        static func start(
+            _ arguments: [String],
+            standardError: URL? = nil,
+            shell: String? = nil
+        ) async throws
+            -> RunningServer
+        {
             let process = Process()
-            process.executableURL = CLIRunner.executable
-            process.arguments = ["serve"] + arguments
+            if let shell {
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments =
+                    ["-c", "\(shell) && exec \"$0\" \"$@\"", CLIRunner.executable.path, "serve"] + arguments
+            } else {
+                process.executableURL = CLIRunner.executable
+                process.arguments = ["serve"] + arguments
+            }
             let output = Pipe()
             process.standardOutput = output
             if let standardError {
@@ -134,5 +147,85 @@ struct ServeCommandTests {
             preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'zoom'"),
             "\(preset.stderr)"
         )
+    }
+
+    @Test("An unusable --cache-dir (a file, a folder under a file) stops the start with exit 2, naming it and why")
+    func refusesUnusableCacheDirectory() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-serve-cache-dir")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("plain-file")
+        try Data("x".utf8).write(to: file)
+
+        let isFile = try await CLIRunner.runDetached([
+            "serve", "--insecure", "--bind", "127.0.0.1:0", "--cache-dir", file.path,
+        ])
+        #expect(isFile.status == 2, "\(isFile.stderr)")
+        #expect(isFile.stderr.contains("--cache-dir '\(file.path)': is a file, not a folder"), "\(isFile.stderr)")
+
+        let under = file.appendingPathComponent("originals").path
+        let underFile = try await CLIRunner.runDetached([
+            "serve", "--insecure", "--bind", "127.0.0.1:0", "--cache-dir", under,
+        ])
+        #expect(underFile.status == 2, "\(underFile.stderr)")
+        #expect(underFile.stderr.contains("'\(file.path)' is a file, not a folder"), "\(underFile.stderr)")
+        #expect(!underFile.stdout.contains("listening"))
+
+        // A missing folder is created, and the server starts.
+        let fresh = folder.url.appendingPathComponent("new/originals")
+        let server = try await RunningServer.start([
+            "--insecure", "--bind", "127.0.0.1:0", "--json", "--cache-dir", fresh.path,
+        ])
+        let started = !server.url.isEmpty
+        #expect(server.stop() == 0)
+        #expect(started)
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: fresh.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
+
+    @Test("With 1,100 silent connections and 1024 descriptors, /health from a new client is answered")
+    func holdsItsDescriptors() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-serve-descriptors")
+        defer { folder.remove() }
+        // Given: soft and hard limit 1024 (nothing to raise): the default cap is 768.
+        let server = try await RunningServer.start(
+            ["--bind", "127.0.0.1:0", "--insecure", "--json", "--cache-dir", folder.url.path],
+            shell: "ulimit -n 1024"
+        )
+        let port = try #require(URL(string: server.url)?.port)
+        var silent: [RawClientConnection] = []
+        do {
+            for _ in 0..<1100 { silent.append(try RawClientConnection(port: port)) }
+            // When: a new client asks for /health (long before the 10 s read deadline).
+            let started = ContinuousClock.now
+            let client = try RawClientConnection(port: port)
+            client.send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let answered = await waitUntil({ client.received.contains("\r\n\r\n") }, timeout: .seconds(8))
+            let elapsed = ContinuousClock.now - started
+            // Then: answered, and the longest-idle connections made room.
+            #expect(answered, "no answer in \(elapsed)")
+            #expect(client.received.hasPrefix("HTTP/1.1 200"), "\(client.received.prefix(200))")
+            #expect(silent.prefix(300).contains { $0.isClosedByPeer })
+            client.close()
+        } catch {
+            Issue.record(error)
+        }
+        for connection in silent { connection.close() }
+        #expect(server.stop() == 0)
+    }
+
+    @Test("The soft descriptor limit is raised to the hard limit at start")
+    func raisesTheDescriptorLimit() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-serve-rlimit")
+        defer { folder.remove() }
+        let server = try await RunningServer.start(
+            ["--bind", "127.0.0.1:0", "--insecure", "--json", "--cache-dir", folder.url.path],
+            shell: "ulimit -S -n 256 && ulimit -H -n 4096"
+        )
+        let limits =
+            (try? String(contentsOfFile: "/proc/\(server.process.processIdentifier)/limits", encoding: .utf8)) ?? ""
+        #expect(server.stop() == 0)
+        let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
+        let numbers = line?.split(separator: " ").compactMap { Int($0) } ?? []
+        #expect(numbers == [4096, 4096], "\(line ?? "no limits line")")
     }
 }

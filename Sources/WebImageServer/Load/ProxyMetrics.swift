@@ -15,7 +15,17 @@ import Prometheus
 ///   memory (`hit`) or decoded (`miss`); `webimage_decoded_source_cache_bytes`: what it holds.
 /// - `webimage_coalesced_requests_total`: requests answered by work another request started.
 /// - `webimage_source_bytes_total`, `webimage_result_bytes_total`.
+/// - `webimage_connections_open`: client connections counted against `--max-connections`;
+///   `webimage_connections_closed_total{reason}`: connections the server closed, by reason
+///   (`read_timeout`, `evicted` at the cap for a new one, `refused` at the cap with none idle).
 public final class ProxyMetrics: Sendable {
+    /// Why the server closed a client connection.
+    public enum ConnectionCloseReason: String, Sendable, CaseIterable {
+        case readTimeout = "read_timeout"
+        case evicted
+        case refused
+    }
+
     /// A stage of a request's work, timed separately.
     public enum Stage: String, Sendable, CaseIterable {
         case queue, fetch, decode, transform, encode
@@ -33,6 +43,7 @@ public final class ProxyMetrics: Sendable {
     private let decodedSourceHits: CoreMetrics.Counter
     private let decodedSourceMisses: CoreMetrics.Counter
     private let decodedSourceBytes: CoreMetrics.Gauge
+    private let openConnections: CoreMetrics.Gauge
 
     /// Measurements into `registry` (a new one by default).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -48,10 +59,13 @@ public final class ProxyMetrics: Sendable {
         decodedSourceHits = CoreMetrics.Counter(label: lookups, dimensions: [("result", "hit")], factory: factory)
         decodedSourceMisses = CoreMetrics.Counter(label: lookups, dimensions: [("result", "miss")], factory: factory)
         decodedSourceBytes = CoreMetrics.Gauge(label: "webimage_decoded_source_cache_bytes", factory: factory)
+        openConnections = CoreMetrics.Gauge(label: "webimage_connections_open", factory: factory)
         // Present from the start, so a scrape before the first request sees every series.
         queueDepth.record(0)
         inFlight.record(0)
         decodedSourceBytes.record(0)
+        openConnections.record(0)
+        for reason in ConnectionCloseReason.allCases { _ = closedConnections(reason) }
         for stage in Stage.allCases { _ = timer(stage) }
         for tier in ["memory", "disk"] { _ = cacheHits(tier) }
     }
@@ -95,6 +109,18 @@ public final class ProxyMetrics: Sendable {
     func lookedUpDecodedSource(found: Bool) { (found ? decodedSourceHits : decodedSourceMisses).increment() }
 
     func decodedSourceCacheBytes(_ bytes: Int) { decodedSourceBytes.record(bytes) }
+
+    func connectionsOpen(_ count: Int) { openConnections.record(count) }
+
+    func closedConnection(_ reason: ConnectionCloseReason) { closedConnections(reason).increment() }
+
+    private func closedConnections(_ reason: ConnectionCloseReason) -> CoreMetrics.Counter {
+        CoreMetrics.Counter(
+            label: "webimage_connections_closed_total",
+            dimensions: [("reason", reason.rawValue)],
+            factory: factory
+        )
+    }
 
     private func timer(_ stage: Stage) -> CoreMetrics.Timer {
         CoreMetrics.Timer(

@@ -135,6 +135,11 @@ public final class ImageProxyServer: Sendable {
             services.append(
                 Application(
                     responder: MetricsResponder(metrics: proxy.metrics),
+                    server: .http1(
+                        configuration: .init(
+                            idleTimeout: TimeAmount(proxy.configuration.connectionLimits.keepAliveTimeout)
+                        )
+                    ),
                     configuration: .init(address: .hostname(metrics.host, port: metrics.port), serverName: nil),
                     onServerRunning: { channel in ports.record(metrics: channel.localAddress?.port) },
                     logger: quietLogger
@@ -144,10 +149,25 @@ public final class ImageProxyServer: Sendable {
         if let cache = proxy.manager.imageCache as? ImageCache {
             services.append(CacheMaintenance(cache: cache, interval: .seconds(600)))
         }
+        let limits = proxy.configuration.connectionLimits
+        let limiter = ConnectionLimiter(maxConnections: limits.maxConnections)
+        let metricsRecorder = proxy.metrics
         services.append(
             Application(
                 responder: ProxyResponder(proxy: proxy, requestLog: requestLog),
-                server: .http1(configuration: .init(additionalChannelHandlers: [ClientCloseHandler()])),
+                server: .http1(
+                    configuration: .init(
+                        additionalChannelHandlers: [
+                            ClientCloseHandler(),
+                            ConnectionGuard(
+                                limiter: limiter,
+                                readRequestTimeout: limits.readRequestTimeout,
+                                metrics: metricsRecorder
+                            ),
+                        ],
+                        idleTimeout: TimeAmount(limits.keepAliveTimeout)
+                    )
+                ),
                 configuration: .init(address: .hostname(host, port: port), serverName: nil),
                 onServerRunning: { channel in ports.record(proxy: channel.localAddress?.port) },
                 logger: quietLogger
