@@ -15,7 +15,10 @@ extension ImageProxy {
     /// up after the processing timeout (504) or when the task is cancelled. Work that has not
     /// started by then never starts; work already running cannot be interrupted and finishes
     /// on its thread, its result dropped.
+    /// `reservation`, when given, is released once `body` has ended (or was skipped), not when
+    /// the caller stops waiting: memory a running body allocates stays counted.
     func onDecodeQueue<Value: Sendable>(
+        holding reservation: DecodingMemoryBudget.Reservation? = nil,
         _ body: @escaping @Sendable () throws(ProxyError) -> Value
     ) async throws(ProxyError) -> Value {
         let outcome = Outcome<Value>()
@@ -29,6 +32,7 @@ extension ImageProxy {
             await withCheckedContinuation { continuation in
                 outcome.wait(continuation)
                 ImageWorkQueue.decoding.enqueue {
+                    defer { reservation?.release() }
                     guard !outcome.isResolved else { return }  // timed out or cancelled while queued
                     outcome.resolve(Result { () throws(ProxyError) in try body() })
                 }
@@ -65,7 +69,16 @@ extension ImageProxy {
             maxFrameCount: decoding.maxFrameCount
         )
         let metrics = metrics
-        return try await onDecodeQueue { () throws(ProxyError) in
+        let bytes = try Self.plannedMemory(
+            header: header,
+            decoding: decoding,
+            options: options,
+            configuration: configuration
+        )
+        guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {
+            throw .cancelled
+        }
+        return try await onDecodeQueue(holding: reservation) { () throws(ProxyError) in
             let decodeStarted = ContinuousClock.now
             let image: DecodedImage
             if let cached = cache?.image(for: key) {
@@ -93,6 +106,61 @@ extension ImageProxy {
             )
         }
     }
+
+    /// The bytes a render of `header`'s source will allocate at most, checked against the result
+    /// limits first (422 before any work): the decoded source, the result's frames, three
+    /// transient canvases of the result's size (resize, crop or padding, background) and the
+    /// encoder's buffers, counted as one more canvas.
+    static func plannedMemory(
+        header: ImageHeader,
+        decoding: ImageDecodingOptions,
+        options: ProcessingOptions,
+        configuration: ImageProxyConfiguration
+    ) throws(ProxyError) -> Int {
+        var largest = PixelSize(width: 0, height: 0)
+        for orientation in header.orientation.map({ [$0] }) ?? [ImageOrientation.up, .right] {
+            let output = ResizeGeometry(source: header.size, orientation: orientation, options: options).output
+            try checkResultSize(output, configuration: configuration)
+            if output.pixelCount > largest.pixelCount { largest = output }
+        }
+        let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
+        let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.maxAnimationFrames))
+        let results = canvas.partialValue.multipliedReportingOverflow(by: frames + 4)
+        let (bytes, overflow) = header.decodedByteCount(with: decoding).addingReportingOverflow(results.partialValue)
+        let budget = configuration.memoryBudget.limit
+        guard !canvas.overflow, !results.overflow, !overflow, configuration.memoryBudget.admits(bytes) else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
+            )
+        }
+        return bytes
+    }
+
+    /// Refuses a result over `--max-result-dimension` or `--max-result-resolution`.
+    static func checkResultSize(_ size: PixelSize, configuration: ImageProxyConfiguration) throws(ProxyError) {
+        guard max(size.width, size.height) <= configuration.maxResultDimension else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.maxResultDimension)"
+            )
+        }
+        let megapixels = Double(size.pixelCount) / 1_000_000
+        guard megapixels <= configuration.maxResultResolution else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.maxResultResolution)"
+            )
+        }
+    }
+
+    private static func megabytes(_ bytes: Int) -> Int { bytes / 1_000_000 }
 
     /// Decoding for one request: first frame only unless the result can animate, the limits,
     /// and shrink on load down to what the resize needs.
@@ -184,14 +252,7 @@ extension ImageProxy {
             orientation: image.orientation,
             options: options
         )
-        guard max(geometry.output.width, geometry.output.height) <= configuration.maxResultDimension else {
-            throw ProxyError(
-                status: 422,
-                code: "limitExceeded",
-                message:
-                    "the result would be \(geometry.output.width)×\(geometry.output.height), over --max-result-dimension \(configuration.maxResultDimension)"
-            )
-        }
+        try checkResultSize(geometry.output, configuration: configuration)
         var processed = ImageProcessor.process(image, options: options)
         // A source we cannot write: PNG when the result has alpha, else JPEG.
         let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
@@ -219,7 +280,21 @@ extension ImageProxy {
     /// `/info`: the source's facts as JSON.
     func info(_ data: Data, header: ImageHeader) async throws(ProxyError) -> ProxyResponse {
         let configuration = configuration
-        let body = try await onDecodeQueue { () throws(ProxyError) in
+        let bytes = header.decodedByteCount(
+            with: ImageDecodingOptions(maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000))
+        )
+        guard configuration.memoryBudget.admits(bytes) else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the source would need \(Self.megabytes(bytes)) MB decoded, over the budget of \(Self.megabytes(configuration.memoryBudget.limit)) MB"
+            )
+        }
+        guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {
+            throw .cancelled
+        }
+        let body = try await onDecodeQueue(holding: reservation) { () throws(ProxyError) in
             try Self.describe(data, header: header, configuration: configuration)
         }
         return ProxyResponse(

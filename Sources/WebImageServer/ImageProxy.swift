@@ -20,6 +20,14 @@ public struct ImageProxyConfiguration: Sendable {
     public var maxSourceResolution: Double = 50
     /// The longest side a result may have. Default 8192.
     public var maxResultDimension = 8192
+    /// The most pixels a result may have, in megapixels (each frame of an animation). A request
+    /// planning more is refused with 422 before its source is decoded. Default 50.
+    public var maxResultResolution: Double = 50
+    /// Memory for what a render allocates (the decoded source, the result's frames, the
+    /// transient canvases and the encoder's buffers), reserved before it starts; a render that
+    /// alone needs more than the whole budget is refused with 422. Default: the process's
+    /// ``DecodingMemoryBudget/shared``, shared with the library's decodes.
+    public var memoryBudget: DecodingMemoryBudget = .shared
     /// The most frames an animated result keeps. Default 256.
     public var maxAnimationFrames = 256
     /// Time allowed for fetching a source. Default 5 s.

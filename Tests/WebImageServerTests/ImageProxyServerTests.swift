@@ -61,6 +61,9 @@ struct ImageProxyServerTests {
         let signer = try URLSigner(pairs: [try .init(keyHex: keyHex, saltHex: saltHex)])
         var configuration = ImageProxyConfiguration(signer: signer)
         configuration.sourcePolicy.allowsLoopback = true
+        // Tests check behaviour, not speed: a debug build on a busy 2-core machine must not hit
+        // the processing timeout (tests of the timeout set their own).
+        configuration.processingTimeout = .seconds(120)
         configure(&configuration)
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder.url)

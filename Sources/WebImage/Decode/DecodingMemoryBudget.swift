@@ -26,10 +26,33 @@ public final class DecodingMemoryBudget: Sendable {
     public let limit: Int
     private let state = Protected(State())
 
+    private struct Waiter {
+        var id: UInt64
+        var bytes: Int
+        /// Called once: with the reservation, or with `nil` when the waiter was cancelled.
+        var resume: @Sendable (Reservation?) -> Void
+    }
+
     private struct State {
         var inUse = 0
         var peak = 0
-        var waiters: [(bytes: Int, granted: @Sendable (Reservation) -> Void)] = []
+        var waiters: [Waiter] = []
+        var nextID: UInt64 = 0
+        /// Cancellable reservations between taking an ID and joining `waiters`; `true` when
+        /// cancelled in that window.
+        var unqueued: [UInt64: Bool] = [:]
+
+        /// Grants waiters in order while the first fits; returns them with their reservations.
+        mutating func grantWaiting(_ budget: DecodingMemoryBudget) -> [(Reservation, Waiter)] {
+            var granted: [(Reservation, Waiter)] = []
+            while let first = waiters.first, inUse + first.bytes <= budget.limit {
+                waiters.removeFirst()
+                inUse += first.bytes
+                granted.append((Reservation(bytes: first.bytes, budget: budget), first))
+            }
+            peak = max(peak, inUse)
+            return granted
+        }
     }
 
     /// A budget of `limit` bytes (at least 1).
@@ -58,7 +81,12 @@ public final class DecodingMemoryBudget: Sendable {
         let bytes = min(max(0, bytes), limit)
         let immediate = state.withLock { state -> Bool in
             guard state.waiters.isEmpty, state.inUse + bytes <= limit else {
-                state.waiters.append((bytes, granted))
+                state.nextID += 1
+                state.waiters.append(
+                    Waiter(id: state.nextID, bytes: bytes) { reservation in
+                        if let reservation { granted(reservation) }
+                    }
+                )
                 return false
             }
             state.inUse += bytes
@@ -90,19 +118,62 @@ public final class DecodingMemoryBudget: Sendable {
         }
     }
 
-    fileprivate func release(_ bytes: Int) {
-        let granted = state.withLock { state -> [(Reservation, @Sendable (Reservation) -> Void)] in
-            state.inUse -= bytes
-            var granted: [(Reservation, @Sendable (Reservation) -> Void)] = []
-            while let first = state.waiters.first, state.inUse + first.bytes <= limit {
-                state.waiters.removeFirst()
-                state.inUse += first.bytes
-                granted.append((Reservation(bytes: first.bytes, budget: self), first.granted))
-            }
-            state.peak = max(state.peak, state.inUse)
-            return granted
+    /// Reserves `bytes` (at most ``limit``), waiting for room in request order; `nil` when the
+    /// task is cancelled before it is granted (its place in line is given up, and the waiters
+    /// behind it move up).
+    public func reserveUnlessCancelled(_ bytes: Int) async -> Reservation? {
+        let bytes = min(max(0, bytes), limit)
+        enum Decision {
+            case granted(Reservation)
+            case wait(UInt64)
         }
-        for (reservation, handler) in granted { handler(reservation) }
+        let decision = state.withLock { state -> Decision in
+            if state.waiters.isEmpty, state.inUse + bytes <= limit {
+                state.inUse += bytes
+                state.peak = max(state.peak, state.inUse)
+                return .granted(Reservation(bytes: bytes, budget: self))
+            }
+            state.nextID += 1
+            state.unqueued[state.nextID] = false
+            return .wait(state.nextID)
+        }
+        let id: UInt64
+        switch decision {
+        case .granted(let reservation): return reservation
+        case .wait(let waiting): id = waiting
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Reservation?, Never>) in
+                // Room may have been released since the decision: queue, then grant what fits.
+                let (cancelled, granted) = state.withLock { state -> (Bool, [(Reservation, Waiter)]) in
+                    if state.unqueued.removeValue(forKey: id) == true { return (true, state.grantWaiting(self)) }
+                    state.waiters.append(Waiter(id: id, bytes: bytes) { continuation.resume(returning: $0) })
+                    return (false, state.grantWaiting(self))
+                }
+                if cancelled { continuation.resume(returning: nil) }
+                for (reservation, waiter) in granted { waiter.resume(reservation) }
+            }
+        } onCancel: {
+            let (removed, granted) = state.withLock { state -> (Waiter?, [(Reservation, Waiter)]) in
+                if let index = state.waiters.firstIndex(where: { $0.id == id }) {
+                    let waiter = state.waiters.remove(at: index)
+                    return (waiter, state.grantWaiting(self))
+                }
+                // Not queued yet: the continuation will see this. Otherwise it was granted.
+                if state.unqueued[id] != nil { state.unqueued[id] = true }
+                return (nil, [])
+            }
+            removed?.resume(nil)
+            for (reservation, waiter) in granted { waiter.resume(reservation) }
+        }
+    }
+
+    fileprivate func release(_ bytes: Int) {
+        let granted = state.withLock { state -> [(Reservation, Waiter)] in
+            state.inUse -= bytes
+            return state.grantWaiting(self)
+        }
+        for (reservation, waiter) in granted { waiter.resume(reservation) }
     }
 
     /// Bytes held from a ``DecodingMemoryBudget``; released once, by ``release()`` or when dropped.

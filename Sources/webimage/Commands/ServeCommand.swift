@@ -64,6 +64,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-result-dimension"), help: "Longest side of a result, in pixels.")
     var maxResultDimension = 8192
 
+    @Option(
+        name: .customLong("max-result-resolution"),
+        help: "Most result megapixels (each frame); more is refused with 422 before any work."
+    )
+    var maxResultResolution: Double = 50
+
     @Option(name: .customLong("max-animation-frames"), help: "Most frames an animated result keeps.")
     var maxAnimationFrames = 256
 
@@ -156,6 +162,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard cacheSize >= 0 else { throw ValidationError("--cache-size must be 0 or more") }
         guard maxSourceResolution > 0 else { throw ValidationError("--max-src-resolution must be above 0") }
         guard maxResultDimension > 0 else { throw ValidationError("--max-result-dimension must be at least 1") }
+        guard maxResultResolution > 0 else { throw ValidationError("--max-result-resolution must be above 0") }
         guard maxAnimationFrames > 0 else { throw ValidationError("--max-animation-frames must be at least 1") }
         try CacheDirectoryCheck.prepare(cacheFolder, option: "--cache-dir")
     }
@@ -248,6 +255,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxSourceFileSize = maxSourceFileSize
         configuration.maxSourceResolution = maxSourceResolution
         configuration.maxResultDimension = maxResultDimension
+        configuration.maxResultResolution = maxResultResolution
         configuration.maxAnimationFrames = maxAnimationFrames
         configuration.downloadTimeout = .seconds(downloadTimeout)
         configuration.processingTimeout = .seconds(processingTimeout)
