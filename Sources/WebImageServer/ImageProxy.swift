@@ -84,7 +84,8 @@ public struct ProxyResponse: Sendable {
         var response = ProxyResponse(
             status: error.status,
             headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")]
-                + (error.status == 503 ? [("Retry-After", "1")] : []),
+                + (error.status == 503 ? [("Retry-After", "1")] : [])
+                + (error == .shuttingDown ? [("Connection", "close")] : []),
             body: body
         )
         response.errorCode = error.code
@@ -128,6 +129,12 @@ public final class ImageProxy: Sendable {
 
     /// Requests working and waiting now.
     public var load: AdmissionGate.Load { gate.load }
+
+    /// The server is stopping: requests waiting for a worker, and any that arrive later, are
+    /// answered 503 `shuttingDown` with `Retry-After` and `Connection: close` (a load balancer
+    /// retries them on another node); working requests go on. ``ImageProxyServer`` calls it
+    /// shortly before its grace period runs out.
+    public func beginDraining() { gate.drain() }
 
     /// Requests waiting for an answer, shared work counted once per request (for tests).
     var requestsAwaitingAnswers: Int { coalescer.waiting }
@@ -218,6 +225,8 @@ public final class ImageProxy: Sendable {
                     return .failure(
                         ProxyError(status: 503, code: "busy", message: "every worker is busy and the queue is full")
                     )
+                } catch .draining {
+                    return .failure(.shuttingDown)
                 } catch {
                     return .failure(.cancelled)
                 }

@@ -7,7 +7,7 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     public var status: Int
     /// Stable, machine-readable: `badURL`, `badOption`, `badSignature`, `sourceNotAllowed`,
     /// `sourceNotFound`, `notAnImage`, `limitExceeded`, `sourceFailed`, `timedOut`, `busy`,
-    /// `cancelled`.
+    /// `shuttingDown`, `cancelled`.
     public var code: String
     public var message: String
 
@@ -27,6 +27,12 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The client went away (or the work was stopped) before the answer was ready: nginx's
     /// 499, seen only in logs and metrics.
     static let cancelled = ProxyError(status: 499, code: "cancelled", message: "the request was cancelled")
+    /// The server is stopping: the request was not started (503, retry elsewhere).
+    static let shuttingDown = ProxyError(
+        status: 503,
+        code: "shuttingDown",
+        message: "the server is shutting down; retry the request"
+    )
     static func processingTimedOut(_ limit: Duration) -> ProxyError {
         .init(
             status: 504,

@@ -56,6 +56,7 @@ struct ImageProxyServerTests {
 
     static func start(
         metrics: Bool = false,
+        gracePeriod: Duration? = nil,
         _ configure: (inout ImageProxyConfiguration) -> Void = { _ in }
     ) async throws -> Fixture {
         let signer = try URLSigner(pairs: [try .init(keyHex: keyHex, saltHex: saltHex)])
@@ -68,7 +69,11 @@ struct ImageProxyServerTests {
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder.url)
         let proxy = ImageProxy(configuration: configuration, manager: manager)
-        let server = try await ImageProxyServer.start(proxy: proxy, metrics: metrics ? ("127.0.0.1", 0) : nil)
+        let server = try await ImageProxyServer.start(
+            proxy: proxy,
+            metrics: metrics ? ("127.0.0.1", 0) : nil,
+            gracePeriod: gracePeriod
+        )
         let origin = try await OriginServer.start()
         let photo = try JPEGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg),

@@ -111,6 +111,39 @@ struct ProxyLoadTests {
         await fixture.stop()
     }
 
+    @Test(
+        "Stopping with a grace period: requests still queued near its end get 503 with Retry-After and Connection: close"
+    )
+    func queuedRequestsAnsweredAtShutdown() async throws {
+        let fixture = try await ImageProxyServerTests.start(gracePeriod: .seconds(2)) {
+            $0.workers = 1
+            $0.queueLimit = 8
+        }
+        defer { Task { await fixture.stop() } }
+        // Given: the only worker held by a source that does not come, three requests queued.
+        let gate = try await Self.gatedPhoto(fixture, at: "/held.jpg")
+        let working = Task { try? await fixture.get(fixture.url("w:100", "/held.jpg")) }
+        #expect(await waitUntil { fixture.proxy.load.working == 1 })
+        let queued = (0..<3).map { index in
+            Task { try await fixture.get(fixture.url("w:\(200 + index)", "/photo.jpg")) }
+        }
+        #expect(await waitUntil { fixture.proxy.load.waiting == 3 })
+        // When: the server stops; the grace period runs out with the worker still busy.
+        let stopping = Task { await fixture.server.stop() }
+        // Then: every queued request is answered, not dropped.
+        for request in queued {
+            let (response, body) = try await request.value
+            #expect(response.statusCode == 503)
+            #expect(response.headers[.retryAfter] == "1")
+            #expect(response.headers[.connection] == "close")
+            #expect(Self.errorCode(body) == "shuttingDown")
+        }
+        await stopping.value
+        gate.open()
+        _ = await working.value
+        await fixture.stop()
+    }
+
     @Test("The processing timeout answers 504 timedOut")
     func processingTimeout() async throws {
         let fixture = try await ImageProxyServerTests.start { $0.processingTimeout = .milliseconds(1) }

@@ -12,6 +12,8 @@ public final class AdmissionGate: Sendable {
         case queueFull
         /// The task was cancelled while it waited.
         case cancelled
+        /// The server is shutting down: ``drain()`` turned away the waiting and later requests.
+        case draining
     }
 
     /// A snapshot of the gate.
@@ -38,6 +40,7 @@ public final class AdmissionGate: Sendable {
         /// Waiters between the decision to wait and their continuation joining `waiters`; `true`
         /// when cancelled in that window.
         var unqueued: [UInt64: Bool] = [:]
+        var draining = false
     }
 
     private let state = Mutex(State())
@@ -69,10 +72,11 @@ public final class AdmissionGate: Sendable {
 
     private func enter() async throws(Refusal) {
         enum Decision {
-            case admitted, refused
+            case admitted, refused, draining
             case wait(UInt64)
         }
         let decision = state.withLock { state -> Decision in
+            if state.draining { return .draining }
             if state.working < workers, state.waiters.isEmpty {
                 state.working += 1
                 return .admitted
@@ -87,16 +91,18 @@ public final class AdmissionGate: Sendable {
             onLoadChange(load)
             return
         case .refused: throw .queueFull
+        case .draining: throw .draining
         case .wait(let id):
             do {
                 try await withTaskCancellationHandler {
                     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                        let cancelled = state.withLock { state -> Bool in
-                            if state.unqueued.removeValue(forKey: id) == true { return true }
+                        let refusal = state.withLock { state -> Refusal? in
+                            if state.unqueued.removeValue(forKey: id) == true { return .cancelled }
+                            if state.draining { return .draining }
                             state.waiters.append(Waiter(id: id, continuation: continuation))
-                            return false
+                            return nil
                         }
-                        if cancelled { continuation.resume(throwing: Refusal.cancelled) }
+                        if let refusal { continuation.resume(throwing: refusal) }
                         onLoadChange(load)
                     }
                 } onCancel: {
@@ -113,9 +119,21 @@ public final class AdmissionGate: Sendable {
                 }
             } catch {
                 onLoadChange(load)
-                throw .cancelled
+                throw (error as? Refusal) ?? .cancelled
             }
         }
+    }
+
+    /// Turns away every waiting request and every later one with ``Refusal/draining`` (the
+    /// server is stopping and answers them 503); working requests keep their slots.
+    public func drain() {
+        let turnedAway = state.withLock { state -> [Waiter] in
+            state.draining = true
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters)
+        }
+        for waiter in turnedAway { waiter.continuation.resume(throwing: Refusal.draining) }
+        onLoadChange(load)
     }
 
     /// Hands the slot to the longest waiter, or frees it.

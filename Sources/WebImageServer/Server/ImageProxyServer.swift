@@ -49,21 +49,30 @@ public final class ImageProxyServer: Sendable {
 
     /// Starts `proxy` listening on `host:port` (port 0: a free one), and `/metrics` on `metrics`
     /// when given, and returns once both accept connections; `requestLog` receives one entry
-    /// per request.
+    /// per request. With a `gracePeriod`, ``stop()`` lets requests in flight finish within it
+    /// (requests still waiting for a worker near its end are answered 503); without one (the
+    /// default), it waits for them all.
     /// - Throws: ``ImageProxyServerError`` when an address cannot be listened on.
     public static func start(
         proxy: ImageProxy,
         host: String = "127.0.0.1",
         port: Int = 0,
         metrics: (host: String, port: Int)? = nil,
+        gracePeriod: Duration? = nil,
         requestLog: (@Sendable (RequestLogEntry) -> Void)? = nil
     ) async throws -> ImageProxyServer {
         let (events, continuation) = AsyncStream.makeStream(of: Listening?.self)
-        let services = makeServices(proxy: proxy, host: host, port: port, metrics: metrics, requestLog: requestLog) {
+        var services = makeServices(proxy: proxy, host: host, port: port, metrics: metrics, requestLog: requestLog) {
             continuation.yield($0)
             continuation.finish()
         }
-        let serviceGroup = ServiceGroup(configuration: .init(services: services, logger: quietLogger))
+        if let gracePeriod { services.append(ShutdownDrain(proxy: proxy, gracePeriod: gracePeriod)) }
+        var configuration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) },
+            logger: quietLogger
+        )
+        configuration.maximumGracefulShutdownDuration = gracePeriod
+        let serviceGroup = ServiceGroup(configuration: configuration)
         let task = Task {
             // A listener that cannot bind ends the group before reporting: end the wait too.
             defer { continuation.finish() }
@@ -87,7 +96,8 @@ public final class ImageProxyServer: Sendable {
     }
 
     /// Runs until SIGTERM or SIGINT, then stops accepting and lets requests in flight finish
-    /// within `gracePeriod`. `onListening` is called once every listener accepts connections.
+    /// within `gracePeriod`; requests still waiting for a worker near its end are answered 503
+    /// with `Retry-After` and `Connection: close` instead of being dropped. `onListening` is called once every listener accepts connections.
     public static func run(
         proxy: ImageProxy,
         host: String,
@@ -97,9 +107,10 @@ public final class ImageProxyServer: Sendable {
         requestLog: (@Sendable (RequestLogEntry) -> Void)? = nil,
         onListening: @escaping @Sendable (Listening) -> Void
     ) async throws {
-        let services = makeServices(proxy: proxy, host: host, port: port, metrics: metrics, requestLog: requestLog) {
+        var services = makeServices(proxy: proxy, host: host, port: port, metrics: metrics, requestLog: requestLog) {
             if let listening = $0 { onListening(listening) }
         }
+        services.append(ShutdownDrain(proxy: proxy, gracePeriod: gracePeriod))
         var configuration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -232,5 +243,29 @@ private final class PortCollector: Sendable {
             return .some(ImageProxyServer.Listening(port: port, metricsPort: metricsPort))
         }
         if let outcome { report(outcome) }
+    }
+}
+
+/// The last service of the group, so the first told of a graceful shutdown: it schedules the
+/// proxy's drain shortly before the grace period ends (a quarter of it, at most 1 s, before),
+/// then returns so the proxy's listener can stop. Requests still queued then get 503 instead of a
+/// closed connection when the group cancels what is left.
+private struct ShutdownDrain: Service {
+    let proxy: ImageProxy
+    let gracePeriod: Duration
+
+    func run() async throws {
+        do {
+            try await gracefulShutdown()
+        } catch {
+            return  // cancelled without a graceful shutdown: nothing to drain
+        }
+        let delay = gracePeriod - min(.seconds(1), gracePeriod / 4)
+        // Unstructured on purpose: the group waits for this service to end before it stops the
+        // listener, and the drain must happen later, while requests are still in flight.
+        Task { [proxy] in
+            try? await Task.sleep(for: delay)
+            proxy.beginDraining()
+        }
     }
 }
