@@ -179,7 +179,8 @@ int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder) { return decoder->info.sa
 
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
                          int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
-                         uint8_t **out, size_t *out_size, char *message) {
+                         const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size, char *message) {
+    const int64_t deadline_ns = wi_deadline_after(budget_ns);
     struct jpeg_compress_struct info;
     struct wi_jpeg_error error;
     unsigned char *buffer = NULL;
@@ -194,7 +195,7 @@ wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, s
         jpeg_destroy_compress(&info);
         free(buffer);
         free(cmyk_row);
-        return WI_ERROR;
+        return error.limit_hit ? WI_LIMIT_EXCEEDED : WI_ERROR;
     }
     jpeg_create_compress(&info);
     jpeg_mem_dest(&info, &buffer, &size);
@@ -224,6 +225,13 @@ wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, s
         }
     }
     while (info.next_scanline < info.image_height) {
+        if (info.next_scanline % 16 == 0 &&
+            (wi_stop_requested(stop) || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns))) {
+            snprintf(error.message, sizeof error.message, "%s",
+                     wi_stop_requested(stop) ? "encoding was stopped" : "encoding took longer than its time limit");
+            error.limit_hit = 1;
+            longjmp(error.jump, 1);
+        }
         const uint8_t *source = rgba + (size_t)info.next_scanline * stride;
         JSAMPROW row = (JSAMPROW)source;
         if (color_model == WI_JPEG_CMYK) {

@@ -192,7 +192,10 @@ static void wi_png_write(png_structp png, png_bytep data, png_size_t length) {
 static void wi_png_flush(png_structp png) { (void)png; }
 
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
-                        int compression_level, uint8_t **out, size_t *out_size, char *message) {
+                        int compression_level, const wi_stop *stop, int64_t budget_ns, uint8_t **out,
+                        size_t *out_size, char *message) {
+    const int64_t deadline_ns = wi_deadline_after(budget_ns);
+    volatile int stopped = 0;
     *out = NULL;
     *out_size = 0;
     message[0] = 0;
@@ -207,7 +210,7 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         free(buffer.bytes);
-        return buffer.failed ? WI_OUT_OF_MEMORY : WI_ERROR;
+        return stopped ? WI_LIMIT_EXCEEDED : buffer.failed ? WI_OUT_OF_MEMORY : WI_ERROR;
     }
     png_set_write_fn(png, &buffer, wi_png_write, wi_png_flush);
     /* libpng's default refuses over 1,000,000 rows or columns; PNG allows 2^31 - 1, as our reader does. */
@@ -218,6 +221,10 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     png_write_info(png, info);
     if (!keep_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);
     for (uint32_t y = 0; y < height; y++) {
+        if (y % 16 == 0 && (wi_stop_requested(stop) || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns))) {
+            stopped = 1;
+            png_error(png, wi_stop_requested(stop) ? "encoding was stopped" : "encoding took longer than its time limit");
+        }
         png_write_row(png, (png_const_bytep)(rgba + (size_t)y * stride));
     }
     png_write_end(png, info);

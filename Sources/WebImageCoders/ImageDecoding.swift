@@ -38,10 +38,14 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     public var progressive: Bool
     /// Encode only the first frame of an animation. Default `false`.
     public var firstFrameOnly: Bool
-    /// How long encoding an animation may take before it fails with `limitExceeded`, checked
-    /// between frames (one frame is bounded by the decoder's pixel limit). `nil`: no limit.
+    /// How long encoding may take before it fails with `limitExceeded`: checked between rows for
+    /// JPEG and PNG, in libwebp's progress callback, between frames elsewhere. `nil`: no limit.
     /// Default 10 seconds, as ``ImageDecodingOptions/maxDecodeDuration``.
     public var maxEncodeDuration: Duration?
+    /// Stops the encode at its next check when cancelled: between rows for JPEG and PNG, in
+    /// libwebp's progress callback, between frames elsewhere (it then throws `limitExceeded`).
+    /// Default `nil`.
+    public var cancellation: CodingCancellation?
 
     public init(
         quality: Double = 0.9,

@@ -25,6 +25,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// ``maxPixelCount`` instead). JPEG also stops past 1,000 scans. Progressive previews get the
     /// budget each. `nil`: no time limit. Default 10 seconds.
     public var maxDecodeDuration: Duration?
+    /// Stops the decode at its next check when cancelled (it then throws `limitExceeded`).
+    /// Default `nil`.
+    public var cancellation: CodingCancellation?
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
     /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.
     public var applyOrientation: Bool

@@ -13,7 +13,7 @@ final class CodecSelfTest: Sendable {
             if let task { return task }
             let started = Task { () -> Result<[ImageFormat], ProxyError> in
                 do throws(ProxyError) {
-                    return .success(try await proxy.onDecodeQueue(Self.check))
+                    return .success(try await proxy.onDecodeQueue { (_) throws(ProxyError) in try Self.check() })
                 } catch {
                     return .failure(error)
                 }

@@ -11,21 +11,32 @@ extension ImageProxy {
         var timings: (decode: Duration, transform: Duration, encode: Duration)
     }
 
+    /// The limits a body on the decode queue works within: its deadline (the processing timeout
+    /// from when it was queued) and the cancellation raised when that passes or the request is
+    /// cancelled. Decoders, the processor and encoders check both.
+    struct WorkLimits: Sendable {
+        let deadline: ContinuousClock.Instant
+        let cancellation: CodingCancellation
+
+        /// Time left before the deadline (at least 1 ms: a spent budget still stops at once).
+        var remaining: Duration { max(.milliseconds(1), deadline - ContinuousClock.now) }
+    }
+
     /// Runs `body` on the library's decode queue (bounded, off the caller's thread pool), giving
     /// up after the processing timeout (504) or when the task is cancelled. Work that has not
-    /// started by then never starts; work already running cannot be interrupted and finishes
-    /// on its thread, its result dropped.
-    /// `reservation`, when given, is released once `body` has ended (or was skipped), not when
-    /// the caller stops waiting: memory a running body allocates stays counted.
+    /// started by then never starts; work already running is told to stop (its ``WorkLimits``'
+    /// cancellation) and is waited for, so the worker slot and `reservation` are freed only when
+    /// it has ended: its memory and CPU stay counted.
     func onDecodeQueue<Value: Sendable>(
         holding reservation: DecodingMemoryBudget.Reservation? = nil,
-        _ body: @escaping @Sendable () throws(ProxyError) -> Value
+        _ body: @escaping @Sendable (WorkLimits) throws(ProxyError) -> Value
     ) async throws(ProxyError) -> Value {
-        let outcome = Outcome<Value>()
         let timeout = configuration.processingTimeout
+        let limits = WorkLimits(deadline: .now + timeout, cancellation: CodingCancellation())
+        let outcome = Outcome<Value>(cancellation: limits.cancellation)
         let timer = Task {
             try await Task.sleep(for: timeout)
-            outcome.resolve(.failure(.processingTimedOut(configuration.processingTimeout)))
+            outcome.stop(.processingTimedOut(timeout))
         }
         defer { timer.cancel() }
         let result = await withTaskCancellationHandler {
@@ -33,12 +44,12 @@ extension ImageProxy {
                 outcome.wait(continuation)
                 ImageWorkQueue.decoding.enqueue {
                     defer { reservation?.release() }
-                    guard !outcome.isResolved else { return }  // timed out or cancelled while queued
-                    outcome.resolve(Result { () throws(ProxyError) in try body() })
+                    guard outcome.begin() else { return }  // timed out or cancelled while queued
+                    outcome.finish(Result { () throws(ProxyError) in try body(limits) })
                 }
             }
         } onCancel: {
-            outcome.resolve(.failure(.cancelled))
+            outcome.stop(.cancelled)
         }
         return try result.get()
     }
@@ -78,14 +89,17 @@ extension ImageProxy {
         guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {
             throw .cancelled
         }
-        return try await onDecodeQueue(holding: reservation) { () throws(ProxyError) in
+        return try await onDecodeQueue(holding: reservation) { (limits) throws(ProxyError) in
             let decodeStarted = ContinuousClock.now
             let image: DecodedImage
             if let cached = cache?.image(for: key) {
                 image = cached
                 metrics.lookedUpDecodedSource(found: true)
             } else {
-                image = try Self.decode(data, options: decoding, configuration: configuration)
+                var decoding = decoding
+                decoding.maxDecodeDuration = limits.remaining
+                decoding.cancellation = limits.cancellation
+                image = try Self.decode(data, options: decoding)
                 if let cache {
                     metrics.lookedUpDecodedSource(found: false)
                     // Kept only when the decoder did what the key says (a decoder that reduced
@@ -102,7 +116,8 @@ extension ImageProxy {
                 options: options,
                 choice: choice,
                 quality: quality,
-                configuration: configuration
+                configuration: configuration,
+                limits: limits
             )
         }
     }
@@ -211,20 +226,15 @@ extension ImageProxy {
     }
 
     /// Decodes within the limits; the decoder's own time limit is the processing timeout (504).
+    /// A decode stopped by the deadline or the cancellation throws here too; ``onDecodeQueue``
+    /// answers with the reason it stopped the work instead.
     private static func decode(
         _ data: Data,
-        options decoding: ImageDecodingOptions,
-        configuration: ImageProxyConfiguration
+        options decoding: ImageDecodingOptions
     ) throws(ProxyError) -> DecodedImage {
-        let started = ContinuousClock.now
         do {
             return try ImageCodersManager.shared.decode(data, options: decoding)
         } catch {
-            if error.code == "limitExceeded", let limit = decoding.maxDecodeDuration,
-                ContinuousClock.now - started >= limit
-            {
-                throw ProxyError.processingTimedOut(configuration.processingTimeout)
-            }
             let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
             throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
         }
@@ -239,7 +249,8 @@ extension ImageProxy {
         options: ProcessingOptions,
         choice: OutputFormatChoice,
         quality: Int,
-        configuration: ImageProxyConfiguration
+        configuration: ImageProxyConfiguration,
+        limits: WorkLimits
     ) throws(ProxyError) -> Rendered {
         let clock = ContinuousClock()
         var image = source
@@ -253,7 +264,9 @@ extension ImageProxy {
             options: options
         )
         try checkResultSize(geometry.output, configuration: configuration)
-        var processed = ImageProcessor.process(image, options: options)
+        guard var processed = ImageProcessor.process(image, options: options, cancellation: limits.cancellation),
+            !limits.cancellation.isCancelled
+        else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
         // A source we cannot write: PNG when the result has alpha, else JPEG.
         let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
         if let background = options.background {
@@ -262,12 +275,10 @@ extension ImageProxy {
             }
         }
         let encodeStarted = clock.now
+        var encoding = ImageEncodingOptions(quality: Double(quality) / 100, maxEncodeDuration: limits.remaining)
+        encoding.cancellation = limits.cancellation
         do {
-            let encoded = try ImageCodersManager.shared.encode(
-                processed,
-                as: format,
-                options: ImageEncodingOptions(quality: Double(quality) / 100)
-            )
+            let encoded = try ImageCodersManager.shared.encode(processed, as: format, options: encoding)
             let timings = (
                 transformStarted - decodeStarted, encodeStarted - transformStarted, clock.now - encodeStarted
             )
@@ -294,7 +305,7 @@ extension ImageProxy {
         guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {
             throw .cancelled
         }
-        let body = try await onDecodeQueue(holding: reservation) { () throws(ProxyError) in
+        let body = try await onDecodeQueue(holding: reservation) { (_) throws(ProxyError) in
             try Self.describe(data, header: header, configuration: configuration)
         }
         return ProxyResponse(
@@ -332,36 +343,70 @@ extension ImageProxy {
 
 }
 
-/// A result that arrives once, from whichever of the work, the timer or a cancellation comes
-/// first, handed to one waiting continuation. Thread-safe; resumes outside its lock.
+/// The result of one body on the decode queue, handed to one waiting continuation: the body's
+/// own, or the reason it was stopped (a timeout, a cancellation). A body stopped while queued
+/// never starts and the waiter is answered at once; a running one is told to stop and answered
+/// when it ends. Thread-safe; resumes outside its lock.
 private final class Outcome<Value: Sendable>: Sendable {
+    /// A waiter and the result to resume it with.
+    typealias Ready = (CheckedContinuation<Result<Value, ProxyError>, Never>, Result<Value, ProxyError>)
+
     private struct State {
+        var stopReason: ProxyError?
+        var started = false
         var result: Result<Value, ProxyError>?
         var continuation: CheckedContinuation<Result<Value, ProxyError>, Never>?
+
+        /// The continuation to resume with `result`, once both are there.
+        mutating func takeReady() -> Ready? {
+            guard let continuation, let result else { return nil }
+            self.continuation = nil
+            return (continuation, result)
+        }
     }
 
     private let state = Mutex(State())
+    private let cancellation: CodingCancellation
 
-    var isResolved: Bool { state.withLock { $0.result != nil } }
+    init(cancellation: CodingCancellation) { self.cancellation = cancellation }
 
     /// Hands the result to `continuation`, now or when it arrives.
     func wait(_ continuation: CheckedContinuation<Result<Value, ProxyError>, Never>) {
-        let ready = state.withLock { state -> Result<Value, ProxyError>? in
-            if let result = state.result { return result }
+        let ready = state.withLock { state in
             state.continuation = continuation
-            return nil
+            return state.takeReady()
         }
-        if let ready { continuation.resume(returning: ready) }
+        if let (continuation, result) = ready { continuation.resume(returning: result) }
     }
 
-    /// Records `result` unless one arrived first.
-    func resolve(_ result: Result<Value, ProxyError>) {
-        let waiting = state.withLock { state -> CheckedContinuation<Result<Value, ProxyError>, Never>? in
-            guard state.result == nil else { return nil }
-            state.result = result
-            defer { state.continuation = nil }
-            return state.continuation
+    /// Whether the body may run (it was not stopped while queued).
+    func begin() -> Bool {
+        state.withLock { state in
+            guard state.stopReason == nil else { return false }
+            state.started = true
+            return true
         }
-        waiting?.resume(returning: result)
+    }
+
+    /// The body ended: its result, unless it was stopped (then the reason).
+    func finish(_ result: Result<Value, ProxyError>) {
+        let ready = state.withLock { state in
+            state.result = state.stopReason.map { .failure($0) } ?? result
+            return state.takeReady()
+        }
+        if let (continuation, result) = ready { continuation.resume(returning: result) }
+    }
+
+    /// Stops the body for `reason` unless it ended or was stopped already: one not started is
+    /// answered now; a running one is cancelled and answered when it ends.
+    func stop(_ reason: ProxyError) {
+        let (stopped, ready) = state.withLock { state -> (Bool, Ready?) in
+            guard state.stopReason == nil, state.result == nil else { return (false, nil) }
+            state.stopReason = reason
+            if !state.started { state.result = .failure(reason) }
+            return (true, state.takeReady())
+        }
+        if stopped { cancellation.cancel() }
+        if let (continuation, result) = ready { continuation.resume(returning: result) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebImage
 import WebImageCoders
 import WebImageHTTP
 import WebImageOrigin
@@ -157,6 +158,36 @@ struct ProxyLoadTests {
         let (response, body) = try await fixture.get(fixture.url("rs:fit:200:200", "/large.jpg"))
         #expect(response.statusCode == 504)
         #expect(Self.errorCode(body) == "timedOut")
+        await fixture.stop()
+    }
+
+    @Test("A processing timeout stops the work: the 504 comes once it has ended, its slot and memory freed")
+    func timeoutStopsTheWork() async throws {
+        let budget = DecodingMemoryBudget(limit: 2_000_000_000)
+        let fixture = try await ImageProxyServerTests.start {
+            $0.processingTimeout = .milliseconds(300)
+            $0.memoryBudget = budget
+            $0.workers = 1
+        }
+        defer { Task { await fixture.stop() } }
+        let tiny = try PNGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 64, height: 64), format: .png),
+            as: .png,
+            options: .init()
+        )
+        fixture.origin.setRoute("/tiny.png", .data(tiny, contentType: "image/png"))
+        // Given: a render of seconds (a 49-megapixel enlargement, then its PNG encode).
+        let started = ContinuousClock.now
+        let (response, body) = try await fixture.get(fixture.url("rs:fill:7000:7000:1", "/tiny.png", suffix: "@png"))
+        let elapsed = ContinuousClock.now - started
+        // Then: 504, and by the time it is sent the work has ended: nothing holds the worker slot
+        // or the memory it reserved.
+        #expect(response.statusCode == 504)
+        #expect(Self.errorCode(body) == "timedOut")
+        #expect(fixture.proxy.load.working == 0)
+        #expect(budget.bytesInUse == 0, "the render's reservation is held until its work ends")
+        #expect(budget.peakBytesInUse >= 196_000_000, "the render reserved its canvases")
+        #expect(elapsed < .seconds(60), "stopped, not run to its end: \(elapsed)")
         await fixture.stop()
     }
 

@@ -14,6 +14,18 @@ extern "C" {
 
 #define WI_MESSAGE_CAPACITY 200
 
+// MARK: Stopping long work
+
+/// A flag another thread raises to stop an encode between rows (a timeout, a client gone).
+typedef struct wi_stop wi_stop;
+
+wi_stop *wi_stop_create(void);
+void wi_stop_destroy(wi_stop *stop);
+/// Raises the flag (from any thread).
+void wi_stop_request(wi_stop *stop);
+/// Whether the flag is raised; 0 for NULL.
+int wi_stop_requested(const wi_stop *stop);
+
 typedef enum {
     WI_OK = 0,
     WI_ERROR = -1,           // The library rejected the data; `message` says why.
@@ -64,9 +76,11 @@ typedef enum {
 
 /// Encodes an RGBA8 image (alpha ignored). `exif` (TIFF bytes without the "Exif\0\0" prefix)
 /// becomes an APP1 marker when not NULL. On success `*out` is a malloc'ed buffer the caller frees.
+/// Stops with WI_LIMIT_EXCEEDED between rows once `stop` is requested or `budget_ns` has passed
+/// (NULL, 0: never).
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
                          int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
-                         uint8_t **out, size_t *out_size, char *message);
+                         const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size, char *message);
 
 // MARK: PNG decoding (push/progressive reader)
 
@@ -105,9 +119,11 @@ wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder);
 
 // MARK: PNG encoding
 
-/// Encodes RGBA8 as 8-bit RGBA, or RGB when `keep_alpha` is 0. `*out` is malloc'ed.
+/// Encodes RGBA8 as 8-bit RGBA, or RGB when `keep_alpha` is 0. `*out` is malloc'ed. Stops with
+/// WI_LIMIT_EXCEEDED between rows once `stop` is requested or `budget_ns` has passed.
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
-                        int compression_level, uint8_t **out, size_t *out_size, char *message);
+                        int compression_level, const wi_stop *stop, int64_t budget_ns, uint8_t **out,
+                        size_t *out_size, char *message);
 
 #ifdef __cplusplus
 }

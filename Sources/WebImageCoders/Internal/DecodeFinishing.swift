@@ -49,13 +49,28 @@ extension ImageDecodingOptions {
 
 /// A decode's time budget (``ImageDecodingOptions/maxDecodeDuration``), counted from its start;
 /// also an encode's (``ImageEncodingOptions/maxEncodeDuration``).
+/// A cancellation, when the options carry one, stops it too.
 struct CodingDeadline {
     private let start = ContinuousClock.now
     private let limit: Duration?
+    let cancellation: CodingCancellation?
 
-    init(_ options: ImageDecodingOptions) { limit = options.maxDecodeDuration }
+    init(_ options: ImageDecodingOptions) {
+        limit = options.maxDecodeDuration
+        cancellation = options.cancellation
+    }
 
-    init(_ options: ImageEncodingOptions) { limit = options.maxEncodeDuration }
+    init(_ options: ImageEncodingOptions) {
+        limit = options.maxEncodeDuration
+        cancellation = options.cancellation
+    }
+
+    /// Whether the work must stop now: cancelled, or out of time.
+    var isOver: Bool {
+        if cancellation?.isCancelled == true { return true }
+        guard let limit else { return false }
+        return ContinuousClock.now - start > limit
+    }
 
     /// Nanoseconds left, for the C decoders: 0 for no limit, otherwise at least 1.
     var remainingNanoseconds: Int64 {
@@ -67,6 +82,7 @@ struct CodingDeadline {
 
     /// Throws when the budget is spent; `work` names what was being done ("decoding").
     func check(_ format: ImageFormat, _ work: String = "decoding") throws(CoderError) {
+        if cancellation?.isCancelled == true { throw .limitExceeded(format, "\(work) was stopped") }
         guard let limit, ContinuousClock.now - start > limit else { return }
         throw .limitExceeded(format, "\(work) took longer than the \(limit) limit")
     }

@@ -181,6 +181,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
+        let deadline = CodingDeadline(options)
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
             exif.withUnsafeBufferPointer { exif in
                 wi_jpeg_encode(
@@ -193,15 +194,17 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                     model,
                     exif.baseAddress,
                     exif.count,
+                    options.cancellation?.flag,
+                    deadline.remainingNanoseconds,
                     &output,
                     &size,
                     &message
                 )
             }
         }
-        guard status == WI_OK, let output else {
-            throw .encodingFailed(.jpeg, String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self))
-        }
+        let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
+        if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.jpeg, detail) }
+        guard status == WI_OK, let output else { throw .encodingFailed(.jpeg, detail) }
         defer { free(output) }
         return Data(bytes: output, count: size)
     }

@@ -100,15 +100,18 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         guard format == .png else { throw .encodingFailed(format, "the PNG coder writes only PNG") }
         // One colour type for every frame of an animation: with alpha when any frame has it.
         let hasAlpha = image.frames.contains { $0.bitmap.hasAlpha }
+        let deadline = CodingDeadline(options)
         if image.frames.count > 1 {
             return try APNGEncoder.encode(image) { (bitmap) throws(CoderError) in
-                try encodeStill(bitmap, hasAlpha: hasAlpha)
+                try encodeStill(bitmap, hasAlpha: hasAlpha, deadline: deadline)
             }
         }
-        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha)
+        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha, deadline: deadline)
     }
 
-    private func encodeStill(_ bitmap: Bitmap, hasAlpha: Bool) throws(CoderError) -> Data {
+    /// One picture, stopped between rows by the encode's deadline or cancellation.
+    private func encodeStill(_ bitmap: Bitmap, hasAlpha: Bool, deadline: CodingDeadline) throws(CoderError) -> Data {
+        try deadline.check(.png, "encoding")
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
@@ -120,14 +123,16 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                 bitmap.bytesPerRow,
                 hasAlpha ? 1 : 0,
                 Int32(max(0, min(9, compressionLevel))),
+                deadline.cancellation?.flag,
+                deadline.remainingNanoseconds,
                 &output,
                 &size,
                 &message
             )
         }
-        guard status == WI_OK, let output else {
-            throw .encodingFailed(.png, String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self))
-        }
+        let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
+        if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.png, detail) }
+        guard status == WI_OK, let output else { throw .encodingFailed(.png, detail) }
         defer { free(output) }
         return Data(bytes: output, count: size)
     }

@@ -42,8 +42,20 @@ extension Bitmap {
     /// of the way, which keeps the cost near-linear in the source size. Each axis is pre-reduced on
     /// its own, so an extreme aspect ratio (1×100,000,000 to 1×64) costs what its pixels cost.
     public func resized(to size: PixelSize, filter: ResizeFilter = .lanczos3) -> Bitmap {
+        // Without a cancellation nothing stops it.
+        resized(to: size, filter: filter, cancellation: nil)!
+    }
+
+    /// ``resized(to:filter:)`` that stops between rows once `cancellation` is raised, returning
+    /// `nil` then (a timeout or a client gone while an 8192² enlargement is computed).
+    public func resized(
+        to size: PixelSize,
+        filter: ResizeFilter = .lanczos3,
+        cancellation: CodingCancellation?
+    ) -> Bitmap? {
         precondition(size.width > 0 && size.height > 0, "cannot resize to \(size)")
         if size.width == width && size.height == height { return self }
+        if cancellation?.isCancelled == true { return nil }
         // Box-reduce an axis while the filter would still have more than 2× to go on it. Area
         // filtering is exact as it is, and pre-reduced only when its kernels would be long.
         let minimumFactor = filter == .area ? 16 : 2
@@ -54,9 +66,9 @@ extension Bitmap {
                 horizontally: factorX >= minimumFactor ? factorX : 1,
                 vertically: factorY >= minimumFactor ? factorY : 1
             )
-            return reduced.resized(to: size, filter: filter)
+            return reduced.resized(to: size, filter: filter, cancellation: cancellation)
         }
-        return Resampler(filter: filter).resample(self, to: size)
+        return Resampler(filter: filter).resample(self, to: size, cancellation: cancellation)
     }
 
     /// Averages `horizontal` × `vertical` blocks (edge blocks are partial), premultiplied.
@@ -162,7 +174,7 @@ private struct Resampler {
 
     /// Two passes over premultiplied RGBA as `SIMD4<Float>` (one vector per pixel): rows into an
     /// intermediate of `outWidth × inHeight`, then columns, accumulating whole rows.
-    func resample(_ source: Bitmap, to size: PixelSize) -> Bitmap {
+    func resample(_ source: Bitmap, to size: PixelSize, cancellation: CodingCancellation?) -> Bitmap? {
         let horizontal = kernel(from: source.width, to: size.width)
         let vertical = kernel(from: source.height, to: size.height)
         let inHeight = source.height
@@ -172,14 +184,21 @@ private struct Resampler {
         // The row pass's weights, each already in all four lanes (no broadcast per tap).
         let splatWeights = horizontal.weights.map { SIMD4<Float>(repeating: $0) }
         // Every element is written by the row pass: no zero fill (megabytes of page touches).
+        var stopped = false
         let intermediate = [SIMD4<Float>](unsafeUninitializedCapacity: outWidth * inHeight) { mid, count in
-            defer { count = outWidth * inHeight }
+            // Rows written so far (a stopped pass leaves the rest uninitialised, and uncounted).
+            var rowsDone = 0
+            defer { count = outWidth * rowsDone }
             source.pixels.withUnsafeBufferPointer { src in
                 sourceRow.withUnsafeMutableBufferPointer { row in
                     splatWeights.withUnsafeBufferPointer { weights in
                         horizontal.starts.withUnsafeBufferPointer { starts in
                             horizontal.counts.withUnsafeBufferPointer { counts in
                                 for y in 0..<inHeight {
+                                    if y & 31 == 0, cancellation?.isCancelled == true {
+                                        stopped = true
+                                        return
+                                    }
                                     let rowStart = y * source.bytesPerRow
                                     // Bytes to floats as one flat loop, which the compiler vectorises; then
                                     // premultiply when there is alpha.
@@ -219,6 +238,7 @@ private struct Resampler {
                                         }
                                         mid.initializeElement(at: outRow &+ x, to: (sum0 + sum1) + (sum2 + sum3))
                                     }
+                                    rowsDone = y &+ 1
                                 }
                             }
                         }
@@ -226,12 +246,17 @@ private struct Resampler {
                 }
             }
         }
+        if stopped { return nil }
         var output = [UInt8](repeating: 0, count: outWidth * size.height * 4)
         var accumulator = [SIMD4<Float>](repeating: .zero, count: outWidth)
         intermediate.withUnsafeBufferPointer { mid in
             output.withUnsafeMutableBufferPointer { dst in
                 accumulator.withUnsafeMutableBufferPointer { acc in
                     for y in 0..<size.height {
+                        if y & 31 == 0, cancellation?.isCancelled == true {
+                            stopped = true
+                            return
+                        }
                         for x in 0..<outWidth { acc[x] = .zero }
                         let start = vertical.starts[y]
                         // Two source rows per sweep: half the loads and stores of the sums.
@@ -273,6 +298,7 @@ private struct Resampler {
                 }
             }
         }
+        if stopped { return nil }
         return Bitmap(width: size.width, height: size.height, hasAlpha: source.hasAlpha, pixels: output)
     }
 }

@@ -33,18 +33,30 @@ enum WebPEncoding {
         return try body(&picture)
     }
 
-    /// Encodes one still picture.
+    /// Encodes one still picture; libwebp's progress callback stops it when the options' time
+    /// limit has passed or their cancellation is raised.
     static func encodeStill(_ bitmap: Bitmap, options: ImageEncodingOptions) throws(CoderError) -> Data {
         var config = try config(for: options)
+        var deadline = CodingDeadline(options)
         return try withPicture(of: bitmap) { (picture) throws(CoderError) in
             var writer = WebPMemoryWriter()
             WebPMemoryWriterInit(&writer)
             defer { WebPMemoryWriterClear(&writer) }
             picture.writer = WebPMemoryWrite
-            try withUnsafeMutablePointer(to: &writer) { (pointer) throws(CoderError) in
-                picture.custom_ptr = UnsafeMutableRawPointer(pointer)
-                guard WebPEncode(&config, &picture) != 0 else {
-                    throw .encodingFailed(.webp, "libwebp error \(picture.error_code.rawValue)")
+            try withUnsafeMutablePointer(to: &deadline) { (deadlinePointer) throws(CoderError) in
+                picture.user_data = UnsafeMutableRawPointer(deadlinePointer)
+                picture.progress_hook = { _, picture in
+                    guard let state = picture?.pointee.user_data else { return 1 }
+                    return state.assumingMemoryBound(to: CodingDeadline.self).pointee.isOver ? 0 : 1
+                }
+                try withUnsafeMutablePointer(to: &writer) { (pointer) throws(CoderError) in
+                    picture.custom_ptr = UnsafeMutableRawPointer(pointer)
+                    guard WebPEncode(&config, &picture) != 0 else {
+                        if picture.error_code == VP8_ENC_ERROR_USER_ABORT {
+                            try deadlinePointer.pointee.check(.webp, "encoding")
+                        }
+                        throw .encodingFailed(.webp, "libwebp error \(picture.error_code.rawValue)")
+                    }
                 }
             }
             return Data(bytes: writer.mem, count: writer.size)

@@ -11,15 +11,35 @@ public enum ImageProcessor {
     /// planned on the source's full size (`DecodedImage.sourceSize`), so an image decoded
     /// smaller (shrink on load) gives the same result sizes, resized once from fewer pixels.
     public static func process(_ image: DecodedImage, options: ProcessingOptions) -> DecodedImage {
+        // Without a cancellation nothing stops it.
+        process(image, options: options, cancellation: nil)!
+    }
+
+    /// ``process(_:options:)`` that stops between steps, frames and resampled rows once
+    /// `cancellation` is raised, returning `nil` then.
+    public static func process(
+        _ image: DecodedImage,
+        options: ProcessingOptions,
+        cancellation: CodingCancellation?
+    ) -> DecodedImage? {
         let geometry = ResizeGeometry(source: plannedSize(of: image), orientation: image.orientation, options: options)
         var result = image
         let orientation = options.autoRotate ? image.orientation : .up
-        result.frames = image.frames.map { frame in
-            DecodedImage.Frame(
-                bitmap: process(frame.bitmap, orientation: orientation, geometry: geometry, options: options),
-                duration: frame.duration
-            )
+        var frames: [DecodedImage.Frame] = []
+        frames.reserveCapacity(image.frames.count)
+        for frame in image.frames {
+            guard
+                let bitmap = process(
+                    frame.bitmap,
+                    orientation: orientation,
+                    geometry: geometry,
+                    options: options,
+                    cancellation: cancellation
+                )
+            else { return nil }
+            frames.append(DecodedImage.Frame(bitmap: bitmap, duration: frame.duration))
         }
+        result.frames = frames
         if options.autoRotate || options.stripMetadata { result.orientation = .up }
         return result
     }
@@ -35,8 +55,11 @@ public enum ImageProcessor {
         _ bitmap: Bitmap,
         orientation: ImageOrientation,
         geometry: ResizeGeometry,
-        options: ProcessingOptions
-    ) -> Bitmap {
+        options: ProcessingOptions,
+        cancellation: CodingCancellation?
+    ) -> Bitmap? {
+        func stopped() -> Bool { cancellation?.isCancelled == true }
+        if stopped() { return nil }
         var current = orientation == .up ? bitmap : bitmap.applyingOrientation(orientation)
         if options.rotate != 0, let turned = RotateTransformer(quarterTurns: options.rotate / 90).transform(current) {
             current = turned
@@ -48,15 +71,19 @@ public enum ImageProcessor {
         )
         current = crop(current, to: reducedCrop, gravity: options.crop?.gravity ?? options.gravity)
         if current.width != geometry.scaled.width || current.height != geometry.scaled.height {
-            current = current.resized(to: geometry.scaled)
+            guard let resized = current.resized(to: geometry.scaled, cancellation: cancellation) else { return nil }
+            current = resized
         }
+        if stopped() { return nil }
         current = crop(current, to: geometry.resultCrop, gravity: options.gravity)
         if geometry.output != geometry.resultCrop {
             current = padded(current, to: geometry.output, background: options.background)
         }
+        if stopped() { return nil }
         if options.blur > 0, let blurred = BlurTransformer(radius: boxRadius(options.blur)).transform(current) {
             current = blurred
         }
+        if stopped() { return nil }
         if options.sharpen > 0 { current = sharpened(current, sigma: options.sharpen) }
         return current
     }
