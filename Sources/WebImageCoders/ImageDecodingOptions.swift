@@ -16,8 +16,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var maxPixelCount: Int
     /// Reject animations with more frames than this. Default 10,000.
     public var maxFrameCount: Int
-    /// Reject animations whose composed frames together would take more bytes than this.
-    /// Default 1 GiB.
+    /// Reject animations whose composed frames together would take more bytes than this (every
+    /// frame is held decoded). Default 512 MiB: 1080p × 60 frames passes; a 4096² × 15-frame
+    /// bomb of a few hundred bytes (1 GB decoded) is refused before any pixel is allocated.
     public var maxAnimationBytes: Int
     /// Give up on a decode that takes longer than this (``CoderError/limitExceeded(_:_:)``):
     /// checked every few rows of JPEG images, every 256 KiB of PNG rows, between animation frames
@@ -44,7 +45,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         firstFrameOnly: Bool = false,
         maxPixelCount: Int = 100_000_000,
         maxFrameCount: Int = 10_000,
-        maxAnimationBytes: Int = 1 << 30,
+        maxAnimationBytes: Int = 512 << 20,
         maxDecodeDuration: Duration? = .seconds(10),
         applyOrientation: Bool = false
     ) {

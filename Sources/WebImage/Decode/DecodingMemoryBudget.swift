@@ -17,9 +17,10 @@ public final class DecodingMemoryBudget: Sendable {
     public static let shared = DecodingMemoryBudget(limit: defaultLimit)
 
     /// A quarter of ``SystemMemory/limit`` (the cgroup's limit when it is lower than RAM),
-    /// between 64 MiB and 2 GiB.
+    /// between 64 MiB and 1 GiB (so the largest animation the decoders admit by default, 512 MiB,
+    /// decodes at most two at a time).
     public static var defaultLimit: Int {
-        Int(min(max(SystemMemory.current.limit / 4, 64 << 20), 2 << 30))
+        Int(min(max(SystemMemory.current.limit / 4, 64 << 20), 1 << 30))
     }
 
     /// The most bytes reserved at once.

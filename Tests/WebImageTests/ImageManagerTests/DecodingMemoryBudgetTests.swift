@@ -140,4 +140,42 @@ struct DecodingMemoryBudgetTests {
         #expect(budget.peakBytesInUse == 0)
         await origin.stop()
     }
+
+    @Test("Six concurrent 4096² × 15-frame animations of a few hundred bytes end with a clean limit error")
+    func animationBombs() async throws {
+        // Defaults hold them off: 1 GB decoded each is over the 512 MiB animation limit, and the
+        // budget lets at most two of the largest admitted animations decode at once.
+        #expect(ImageDecodingOptions().maxAnimationBytes == 512 << 20)
+        #expect(DecodingMemoryBudget.defaultLimit <= 1 << 30)
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        // 1×1 frames on a 4096² canvas: every composed frame is a full canvas.
+        let palette: [(UInt8, UInt8, UInt8)] = [(255, 0, 0), (0, 0, 255)]
+        let frames = (0..<15).map { GIFBuilder.Frame(x: $0, y: $0, width: 1, height: 1, indices: [UInt8($0 % 2)]) }
+        let bomb = GIFBuilder(width: 4096, height: 4096, globalPalette: palette).build(frames: frames)
+        #expect(bomb.count < 1000)
+        for index in 0..<6 { origin.setRoute("/\(index).gif", .data(bomb, contentType: "image/gif")) }
+        let messages = await withTaskGroup(of: String.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    do {
+                        let result = try await fixture.manager.loadImage(with: origin.url("/\(index).gif"))
+                        return "loaded \(result.image?.frames.count ?? 0) frames"
+                    } catch let error as WebImageError {
+                        return "\(error.code.rawValue): \(error.message)"
+                    } catch {
+                        return "\(error)"
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(messages.count == 6)
+        for message in messages {
+            #expect(message.hasPrefix("badImageData: http://127.0.0.1"), "\(message)")
+            #expect(message.contains("15 frames of 4096×4096 exceed the 536870912-byte animation limit"), "\(message)")
+        }
+        await origin.stop()
+    }
 }
