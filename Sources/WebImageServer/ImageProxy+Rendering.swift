@@ -33,7 +33,7 @@ extension ImageProxy {
     ) async throws(ProxyError) -> Value {
         let timeout = configuration.processingTimeout
         let limits = WorkLimits(deadline: .now + timeout, cancellation: CodingCancellation())
-        let outcome = Outcome<Value>(cancellation: limits.cancellation)
+        let outcome = Outcome<Value>(cancellation: limits.cancellation, reservation: reservation)
         let timer = Task {
             try await Task.sleep(for: timeout)
             outcome.stop(.processingTimedOut(timeout))
@@ -43,9 +43,13 @@ extension ImageProxy {
             await withCheckedContinuation { continuation in
                 outcome.wait(continuation)
                 ImageWorkQueue.decoding.enqueue {
-                    defer { reservation?.release() }
-                    guard outcome.begin() else { return }  // timed out or cancelled while queued
-                    outcome.finish(Result { () throws(ProxyError) in try body(limits) })
+                    guard outcome.begin() else {  // timed out or cancelled while queued
+                        reservation?.release()
+                        return
+                    }
+                    let result = Result { () throws(ProxyError) in try body(limits) }
+                    reservation?.release()  // before the waiter hears: the memory is free by then
+                    outcome.finish(result)
                 }
             }
         } onCancel: {
@@ -367,8 +371,14 @@ private final class Outcome<Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let cancellation: CodingCancellation
+    /// Released when a body stopped before it started is answered (it allocated nothing); the
+    /// queued closure releases it otherwise, once the body has ended.
+    private let reservation: DecodingMemoryBudget.Reservation?
 
-    init(cancellation: CodingCancellation) { self.cancellation = cancellation }
+    init(cancellation: CodingCancellation, reservation: DecodingMemoryBudget.Reservation?) {
+        self.cancellation = cancellation
+        self.reservation = reservation
+    }
 
     /// Hands the result to `continuation`, now or when it arrives.
     func wait(_ continuation: CheckedContinuation<Result<Value, ProxyError>, Never>) {
@@ -398,15 +408,16 @@ private final class Outcome<Value: Sendable>: Sendable {
     }
 
     /// Stops the body for `reason` unless it ended or was stopped already: one not started is
-    /// answered now; a running one is cancelled and answered when it ends.
+    /// answered now (its memory released); a running one is cancelled and answered when it ends.
     func stop(_ reason: ProxyError) {
-        let (stopped, ready) = state.withLock { state -> (Bool, Ready?) in
-            guard state.stopReason == nil, state.result == nil else { return (false, nil) }
+        let (stopped, started, ready) = state.withLock { state -> (Bool, Bool, Ready?) in
+            guard state.stopReason == nil, state.result == nil else { return (false, false, nil) }
             state.stopReason = reason
             if !state.started { state.result = .failure(reason) }
-            return (true, state.takeReady())
+            return (true, state.started, state.takeReady())
         }
         if stopped { cancellation.cancel() }
+        if stopped && !started { reservation?.release() }
         if let (continuation, result) = ready { continuation.resume(returning: result) }
     }
 }

@@ -26,7 +26,7 @@ public struct ImageProxyConfiguration: Sendable {
     /// Memory for what a render allocates (the decoded source, the result's frames, the
     /// transient canvases and the encoder's buffers), reserved before it starts; a render that
     /// alone needs more than the whole budget is refused with 422. Default: the process's
-    /// ``DecodingMemoryBudget/shared``, shared with the library's decodes.
+    /// `DecodingMemoryBudget.shared`, shared with the library's decodes.
     public var memoryBudget: DecodingMemoryBudget = .shared
     /// The most frames an animated result keeps. Default 256.
     public var maxAnimationFrames = 256
