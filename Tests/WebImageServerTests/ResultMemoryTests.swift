@@ -54,8 +54,8 @@ struct ResultMemoryTests {
 
     @Test("Six concurrent large enlargements share the memory budget: all answered, never over it")
     func concurrentEnlargementsStayWithinTheBudget() async throws {
-        // 2048² results: a 16.8 MB canvas, planned at about 84 MB per render; 200 MB admits two.
-        let budget = DecodingMemoryBudget(limit: 200_000_000)
+        // 1024² results: a 4.2 MB canvas, planned at about 21 MB per render; 50 MB admits two.
+        let budget = DecodingMemoryBudget(limit: 50_000_000)
         let fixture = try await ImageProxyServerTests.start {
             $0.memoryBudget = budget
             $0.workers = 6
@@ -65,19 +65,19 @@ struct ResultMemoryTests {
             fixture.origin.setRoute("/tiny.png", .data(try Self.tinyPNG(), contentType: "image/png"))
             let results = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<6 {
-                    let url = fixture.url("rs:fill:2048:2048:1/cb:\(index)", "/tiny.png", suffix: "@png")
+                    let url = fixture.url("rs:fill:1024:1024:1/cb:\(index)", "/tiny.png", suffix: "@png")
                     group.addTask { try await fixture.get(url).0.statusCode }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(results == Array(repeating: 200, count: 6))
             #expect(budget.peakBytesInUse <= budget.limit)
-            #expect(budget.peakBytesInUse >= 80_000_000, "each render reserved its canvases")
+            #expect(budget.peakBytesInUse >= 20_000_000, "each render reserved its canvases")
             #expect(budget.bytesInUse == 0, "every reservation was released")
             // A render that alone needs more than the budget is refused, naming it.
-            let (response, body) = try await fixture.get(fixture.url("rs:fill:4096:4096:1", "/tiny.png"))
+            let (response, body) = try await fixture.get(fixture.url("rs:fill:2048:2048:1", "/tiny.png"))
             #expect(response.statusCode == 422)
-            #expect(Self.errorMessage(body).message.contains("over the budget of 200 MB"), "\(Self.errorMessage(body))")
+            #expect(Self.errorMessage(body).message.contains("over the budget of 50 MB"), "\(Self.errorMessage(body))")
         } catch {
             Issue.record(error)
         }
