@@ -10,7 +10,7 @@ import WebImage
 
 /// The image proxy on Hummingbird 2: `GET /health`, `GET /info/…` and `GET /{signature}/…`,
 /// answered by an ``ImageProxy``, and optionally `GET /metrics` on a listener of its own. Start it
-/// with ``start(proxy:host:port:metrics:requestLog:)`` (tests, embedding), or run it until
+/// with ``start(proxy:host:port:metrics:gracePeriod:requestLog:)`` (tests, embedding), or run it until
 /// SIGTERM/SIGINT with ``run(proxy:host:port:metrics:gracePeriod:requestLog:onListening:)``.
 ///
 /// A client that closes its connection while its request is in flight cancels that request's
