@@ -13,9 +13,10 @@ struct ConnectionDefenceTests {
     static func start(
         readRequest: Duration = .seconds(60),
         keepAlive: Duration = .seconds(60),
-        maxConnections: Int = 512
+        maxConnections: Int = 512,
+        metrics: Bool = false
     ) async throws -> ImageProxyServerTests.Fixture {
-        try await ImageProxyServerTests.start {
+        try await ImageProxyServerTests.start(metrics: metrics) {
             $0.connectionLimits.readRequestTimeout = readRequest
             $0.connectionLimits.keepAliveTimeout = keepAlive
             $0.connectionLimits.maxConnections = maxConnections
@@ -34,7 +35,7 @@ struct ConnectionDefenceTests {
         let slow = try RawClientConnection(port: fixture.server.port)
         defer { slow.close() }
         do {
-            // Given: a head that never ends, one byte every 100 ms (each resets no timer).
+            // Given: a head that never ends, a byte every 5 ms (none of them extends the deadline).
             let started = ContinuousClock.now
             var sent = 0
             let closed = await waitUntil(
@@ -105,6 +106,23 @@ struct ConnectionDefenceTests {
             #expect(client.received.hasPrefix("HTTP/1.1 200"), "\(client.received)")
             #expect(silent[12].isClosedByPeer)
             #expect(Self.metric(fixture, "webimage_connections_closed_total{reason=\"evicted\"}") >= 13)
+        } catch {
+            Issue.record(error)
+        }
+        await fixture.stop()
+    }
+
+    @Test("The metrics listener closes silent connections at the read deadline too")
+    func metricsListenerHoldsToo() async throws {
+        let fixture = try await Self.start(readRequest: .seconds(1), metrics: true)
+        do {
+            let port = try #require(fixture.server.metricsPort)
+            let silent = try (0..<5).map { _ in try RawClientConnection(port: port) }
+            defer { for connection in silent { connection.close() } }
+            #expect(await waitUntil({ silent.allSatisfy(\.isClosedByPeer) }, timeout: .seconds(30)))
+            // A scrape still works.
+            let (response, _) = try await fixture.get("http://127.0.0.1:\(port)/metrics")
+            #expect(response.statusCode == 200)
         } catch {
             Issue.record(error)
         }

@@ -16,13 +16,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let limiter: ConnectionLimiter
     private let readRequestTimeout: TimeAmount
-    private let metrics: ProxyMetrics
+    /// Where closes and the open count are recorded; `nil` for a listener not measured (metrics).
+    private let metrics: ProxyMetrics?
     private var id: UInt64?
     private var registered = false
     private var requestsInProgress = 0
     private var readDeadline: Scheduled<Void>?
 
-    init(limiter: ConnectionLimiter, readRequestTimeout: Duration, metrics: ProxyMetrics) {
+    init(limiter: ConnectionLimiter, readRequestTimeout: Duration, metrics: ProxyMetrics?) {
         self.limiter = limiter
         self.readRequestTimeout = TimeAmount(readRequestTimeout)
         self.metrics = metrics
@@ -45,7 +46,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         disarm()
         if let id {
             limiter.closed(id)
-            metrics.connectionsOpen(limiter.openCount)
+            metrics?.connectionsOpen(limiter.openCount)
         }
         id = nil
         context.fireChannelInactive()
@@ -83,14 +84,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             self.id = id
         case .admittedEvicting(let id, let victim):
             self.id = id
-            metrics.closedConnection(.evicted)
+            metrics?.closedConnection(.evicted)
             victim.close(promise: nil)
         case .refused:
-            metrics.closedConnection(.refused)
+            metrics?.closedConnection(.refused)
             context.close(promise: nil)
             return
         }
-        metrics.connectionsOpen(limiter.openCount)
+        metrics?.connectionsOpen(limiter.openCount)
         arm(context)
     }
 
@@ -99,7 +100,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         let metrics = metrics
         readDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: readRequestTimeout) { [weak self] in
             self?.readDeadline = nil
-            metrics.closedConnection(.readTimeout)
+            metrics?.closedConnection(.readTimeout)
             context.close(promise: nil)
         }
     }

@@ -142,13 +142,24 @@ public final class ImageProxyServer: Sendable {
         // Graceful shutdown goes from the last service to the first: the proxy stops accepting
         // and drains first, while the metrics listener still answers.
         var services: [any Service] = []
+        let limits = proxy.configuration.connectionLimits
+        // The metrics listener holds connections as the proxy does, with a cap of its own (a few
+        // scrapers), so a slow client there cannot take the process's descriptors either.
+        let metricsLimiter = ConnectionLimiter(maxConnections: min(64, limits.maxConnections))
         if let metrics {
             services.append(
                 Application(
                     responder: MetricsResponder(metrics: proxy.metrics),
                     server: .http1(
                         configuration: .init(
-                            idleTimeout: TimeAmount(proxy.configuration.connectionLimits.keepAliveTimeout)
+                            additionalChannelHandlers: [
+                                ConnectionGuard(
+                                    limiter: metricsLimiter,
+                                    readRequestTimeout: limits.readRequestTimeout,
+                                    metrics: nil
+                                )
+                            ],
+                            idleTimeout: TimeAmount(limits.keepAliveTimeout)
                         )
                     ),
                     configuration: .init(address: .hostname(metrics.host, port: metrics.port), serverName: nil),
@@ -160,7 +171,6 @@ public final class ImageProxyServer: Sendable {
         if let cache = proxy.manager.imageCache as? ImageCache {
             services.append(CacheMaintenance(cache: cache, interval: .seconds(600)))
         }
-        let limits = proxy.configuration.connectionLimits
         let limiter = ConnectionLimiter(maxConnections: limits.maxConnections)
         let metricsRecorder = proxy.metrics
         services.append(
