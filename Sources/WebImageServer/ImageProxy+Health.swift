@@ -61,8 +61,10 @@ final class CodecSelfTest: Sendable {
 extension ImageProxy {
     /// `/health`: 200 `{"status":"ok","codecs":[…]}` once every output format has been written
     /// and read back (the test runs once, on the library's decode queue); 503 with the failing
-    /// codec otherwise. Never cached.
+    /// codec otherwise, and 503 `shuttingDown` once the server drains (a load balancer's health
+    /// check takes the node out). Never cached.
     public func health() async -> ProxyResponse {
+        if isDraining { return .failure(.shuttingDown) }
         switch await selfTest.result(on: self) {
         case .success(let formats):
             let object: [String: Any] = ["status": "ok", "codecs": formats.map(\.rawValue)]

@@ -136,6 +136,9 @@ public final class ImageProxy: Sendable {
     /// shortly before its grace period runs out.
     public func beginDraining() { gate.drain() }
 
+    /// Whether ``beginDraining()`` was called.
+    public var isDraining: Bool { gate.isDraining }
+
     /// Requests waiting for an answer, shared work counted once per request (for tests).
     var requestsAwaitingAnswers: Int { coalescer.waiting }
 

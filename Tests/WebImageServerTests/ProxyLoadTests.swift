@@ -142,6 +142,9 @@ struct ProxyLoadTests {
         await stopping.value
         gate.open()
         _ = await working.value
+        // Health checks see the node leave.
+        #expect(fixture.proxy.isDraining)
+        #expect(await fixture.proxy.health().status == 503)
         await fixture.stop()
     }
 

@@ -60,6 +60,9 @@ public final class AdmissionGate: Sendable {
         state.withLock { Load(working: $0.working, waiting: $0.waiters.count) }
     }
 
+    /// Whether ``drain()`` was called.
+    public var isDraining: Bool { state.withLock { $0.draining } }
+
     /// Runs `body` holding a worker slot, after waiting for one if all are busy.
     /// - Throws: ``Refusal/queueFull`` at once when the queue is full, ``Refusal/cancelled``
     ///   when the task is cancelled while waiting (`body` does not run then).
