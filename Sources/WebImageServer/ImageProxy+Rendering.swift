@@ -47,7 +47,14 @@ extension ImageProxy {
                         reservation?.release()
                         return
                     }
-                    let result = Result { () throws(ProxyError) in try body(limits) }
+                    var result = Result { () throws(ProxyError) in try body(limits) }
+                    // A decoder or encoder that ran out of the time left stopped at the deadline,
+                    // perhaps before the timer's task was scheduled: that is the timeout too.
+                    if case .failure(let error) = result, error.code == "limitExceeded",
+                        ContinuousClock.now >= limits.deadline
+                    {
+                        result = .failure(.processingTimedOut(timeout))
+                    }
                     reservation?.release()  // before the waiter hears: the memory is free by then
                     outcome.finish(result)
                 }
