@@ -74,10 +74,17 @@ let package = Package(
             name: "CGIF",
             providers: [.apt(["libgif-dev"]), .brew(["giflib"])]
         ),
-        // Every setjmp/longjmp for libjpeg and libpng lives here.
+        // Little CMS 2: colour management (ICC profiles to sRGB), as libvips and Pillow use it.
+        .systemLibrary(
+            name: "CLCMS2",
+            pkgConfig: "lcms2",
+            providers: [.apt(["liblcms2-dev"]), .brew(["little-cms2"])]
+        ),
+        // Every setjmp/longjmp for libjpeg and libpng lives here, and the lcms2 calls whose
+        // pixel formats are C macros.
         .target(
             name: "CWebImageShims",
-            dependencies: ["CJPEG", "CPNG"]
+            dependencies: ["CJPEG", "CPNG", "CLCMS2"]
         ),
         // POSIX helpers the Glibc module does not expose (statx for the disk cache).
         .target(name: "CWebImageSystem"),
@@ -196,7 +203,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageCodersTests",
-            dependencies: ["WebImageCoders", "WebImageTestEncoders", "WebImageTestSupport"],
+            dependencies: ["WebImageCoders", "WebImageTestEncoders", "WebImageTestSupport", "CWebImageShims"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

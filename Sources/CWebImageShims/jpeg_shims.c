@@ -118,6 +118,7 @@ struct jpeg_decompress_struct *wi_jpeg_decoder_info(wi_jpeg_decoder *decoder) { 
 wi_status wi_jpeg_read_header(wi_jpeg_decoder *decoder) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     jpeg_save_markers(&decoder->info, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_save_markers(&decoder->info, JPEG_APP0 + 2, 0xFFFF);
     jpeg_save_markers(&decoder->info, JPEG_APP0 + 14, 0xFF);
     if (jpeg_read_header(&decoder->info, TRUE) != JPEG_HEADER_OK) {
         snprintf(decoder->error.message, sizeof decoder->error.message, "no JPEG image in the data");
@@ -175,11 +176,27 @@ const uint8_t *wi_jpeg_exif(wi_jpeg_decoder *decoder, size_t *length) {
     return NULL;
 }
 
+uint8_t *wi_jpeg_icc_profile(wi_jpeg_decoder *decoder, size_t *length) {
+    *length = 0;
+    JOCTET *volatile icc = NULL;
+    unsigned int size = 0;
+    if (setjmp(decoder->error.jump)) {
+        free(icc);
+        return NULL;
+    }
+    JOCTET *assembled = NULL;
+    if (!jpeg_read_icc_profile(&decoder->info, &assembled, &size)) return NULL;
+    icc = assembled;
+    *length = size;
+    return icc;
+}
+
 int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder) { return decoder->info.saw_Adobe_marker ? 1 : 0; }
 
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
                          int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
-                         const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size, char *message) {
+                         const uint8_t *icc, size_t icc_length, const wi_stop *stop, int64_t budget_ns,
+                         uint8_t **out, size_t *out_size, char *message) {
     const int64_t deadline_ns = wi_deadline_after(budget_ns);
     struct jpeg_compress_struct info;
     struct wi_jpeg_error error;
@@ -223,6 +240,9 @@ wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, s
             jpeg_write_marker(&info, JPEG_APP0 + 1, payload, (unsigned int)(exif_length + 6));
             free(payload);
         }
+    }
+    if (icc != NULL && icc_length > 0 && icc_length <= UINT32_MAX) {
+        jpeg_write_icc_profile(&info, icc, (unsigned int)icc_length);
     }
     while (info.next_scanline < info.image_height) {
         if (info.next_scanline % 16 == 0 &&

@@ -23,6 +23,9 @@ struct wi_png_decoder {
        decoding a 1-pixel-wide row. */
     size_t bytes_since_clock_check;
     wi_png_state state;
+    /* The iCCP chunk's profile, copied before the transforms; malloc'ed, NULL when none. */
+    uint8_t *icc;
+    size_t icc_length;
 };
 
 static void wi_png_error(png_structp png, png_const_charp text) {
@@ -48,6 +51,20 @@ static void wi_png_info_callback(png_structp png, png_infop info) {
     decoder->state.interlaced = interlace != PNG_INTERLACE_NONE;
     decoder->state.has_alpha =
         (color_type & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+
+    png_charp icc_name = NULL;
+    int icc_compression = 0;
+    png_bytep icc = NULL;
+    png_uint_32 icc_length = 0;
+    if (decoder->icc == NULL &&
+        png_get_iCCP(png, info, &icc_name, &icc_compression, &icc, &icc_length) == PNG_INFO_iCCP && icc != NULL &&
+        icc_length > 0) {
+        decoder->icc = malloc(icc_length);
+        if (decoder->icc != NULL) {
+            memcpy(decoder->icc, icc, icc_length);
+            decoder->icc_length = icc_length;
+        }
+    }
 
     uint64_t pixels = (uint64_t)width * (uint64_t)height;
     if (decoder->max_pixels != 0 && pixels > decoder->max_pixels) {
@@ -146,7 +163,13 @@ void wi_png_decoder_destroy(wi_png_decoder *decoder) {
     if (decoder == NULL) return;
     png_destroy_read_struct(&decoder->png, &decoder->info, NULL);
     if (decoder->state.pixels != decoder->external_pixels) free(decoder->state.pixels);
+    free(decoder->icc);
     free(decoder);
+}
+
+const uint8_t *wi_png_decoder_icc_profile(const wi_png_decoder *decoder, size_t *length) {
+    *length = decoder->icc_length;
+    return decoder->icc;
 }
 
 wi_status wi_png_decoder_feed(wi_png_decoder *decoder, const uint8_t *data, size_t size) {
@@ -192,8 +215,8 @@ static void wi_png_write(png_structp png, png_bytep data, png_size_t length) {
 static void wi_png_flush(png_structp png) { (void)png; }
 
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
-                        int compression_level, const wi_stop *stop, int64_t budget_ns, uint8_t **out,
-                        size_t *out_size, char *message) {
+                        int compression_level, const uint8_t *icc, size_t icc_length, const wi_stop *stop,
+                        int64_t budget_ns, uint8_t **out, size_t *out_size, char *message) {
     const int64_t deadline_ns = wi_deadline_after(budget_ns);
     volatile int stopped = 0;
     *out = NULL;
@@ -218,6 +241,9 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     png_set_compression_level(png, compression_level);
     png_set_IHDR(png, info, width, height, 8, keep_alpha ? PNG_COLOR_TYPE_RGBA : PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    if (icc != NULL && icc_length > 0 && icc_length <= UINT32_MAX) {
+        png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_length);
+    }
     png_write_info(png, info);
     if (!keep_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);
     for (uint32_t y = 0; y < height; y++) {

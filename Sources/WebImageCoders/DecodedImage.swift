@@ -27,6 +27,7 @@ public struct DecodedImage: Sendable {
         var isPartial: Bool
         var sourceSize: PixelSize
         var sourceFrameCount: Int
+        var colorProfile: ColorProfile?
     }
 
     /// The image's contents, shared by every copy. Immutable: a setter makes a new one (cheap,
@@ -85,6 +86,13 @@ public struct DecodedImage: Sendable {
         set { update { $0.sourceFrameCount = newValue } }
     }
 
+    /// The ICC profile the pixels are in, when it is not sRGB and the decode kept it
+    /// (``ColorPolicy/keep``); `nil` for sRGB pixels. Encoders embed it.
+    public var colorProfile: ColorProfile? {
+        get { storage.fields.colorProfile }
+        set { update { $0.colorProfile = newValue } }
+    }
+
     public init(
         frames: [Frame],
         loopCount: Int = 1,
@@ -92,7 +100,8 @@ public struct DecodedImage: Sendable {
         orientation: ImageOrientation = .up,
         isPartial: Bool = false,
         sourceSize: PixelSize? = nil,
-        sourceFrameCount: Int? = nil
+        sourceFrameCount: Int? = nil,
+        colorProfile: ColorProfile? = nil
     ) {
         precondition(!frames.isEmpty, "a decoded image has at least one frame")
         storage = Storage(
@@ -103,7 +112,8 @@ public struct DecodedImage: Sendable {
                 orientation: orientation,
                 isPartial: isPartial,
                 sourceSize: sourceSize ?? PixelSize(width: frames[0].bitmap.width, height: frames[0].bitmap.height),
-                sourceFrameCount: sourceFrameCount ?? frames.count
+                sourceFrameCount: sourceFrameCount ?? frames.count,
+                colorProfile: colorProfile
             )
         )
     }

@@ -29,6 +29,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// Stops the decode at its next check when cancelled (it then throws `limitExceeded`).
     /// Default `nil`.
     public var cancellation: CodingCancellation?
+    /// What to do with an embedded ICC profile: convert to sRGB (the default), keep it on
+    /// ``DecodedImage/colorProfile`` with the pixels untouched, or ignore it.
+    public var colorPolicy: ColorPolicy = .convertToSRGB
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
     /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.
     public var applyOrientation: Bool
@@ -47,9 +50,11 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         maxFrameCount: Int = 10_000,
         maxAnimationBytes: Int = 512 << 20,
         maxDecodeDuration: Duration? = .seconds(10),
-        applyOrientation: Bool = false
+        applyOrientation: Bool = false,
+        colorPolicy: ColorPolicy = .convertToSRGB
     ) {
         self.maxDecodeDuration = maxDecodeDuration
+        self.colorPolicy = colorPolicy
         self.thumbnailPixelSize = thumbnailPixelSize
         self.scaleDownLimitBytes = scaleDownLimitBytes
         self.firstFrameOnly = firstFrameOnly

@@ -65,6 +65,9 @@ wi_status wi_jpeg_finish(wi_jpeg_decoder *decoder);
 const uint8_t *wi_jpeg_exif(wi_jpeg_decoder *decoder, size_t *length);
 /// 1 when an Adobe APP14 marker was seen (CMYK data is then stored inverted).
 int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder);
+/// The ICC profile of the APP2 `ICC_PROFILE` markers, segments assembled in order (after
+/// `wi_jpeg_read_header`); malloc'ed (the caller frees), NULL when there is none or it is broken.
+uint8_t *wi_jpeg_icc_profile(wi_jpeg_decoder *decoder, size_t *length);
 
 // MARK: JPEG encoding
 
@@ -75,12 +78,13 @@ typedef enum {
 } wi_jpeg_color_model;
 
 /// Encodes an RGBA8 image (alpha ignored). `exif` (TIFF bytes without the "Exif\0\0" prefix)
-/// becomes an APP1 marker when not NULL. On success `*out` is a malloc'ed buffer the caller frees.
-/// Stops with WI_LIMIT_EXCEEDED between rows once `stop` is requested or `budget_ns` has passed
+/// becomes an APP1 marker when not NULL, `icc` APP2 `ICC_PROFILE` markers. On success `*out` is a
+/// malloc'ed buffer the caller frees. Stops with WI_LIMIT_EXCEEDED between rows once `stop` is requested or `budget_ns` has passed
 /// (NULL, 0: never).
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
                          int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
-                         const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size, char *message);
+                         const uint8_t *icc, size_t icc_length, const wi_stop *stop, int64_t budget_ns,
+                         uint8_t **out, size_t *out_size, char *message);
 
 // MARK: PNG decoding (push/progressive reader)
 
@@ -116,14 +120,60 @@ typedef struct {
 } wi_png_state;
 
 wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder);
+/// The iCCP chunk's profile (decompressed), once the header is read; NULL when there is none.
+/// Owned by the decoder.
+const uint8_t *wi_png_decoder_icc_profile(const wi_png_decoder *decoder, size_t *length);
 
 // MARK: PNG encoding
 
-/// Encodes RGBA8 as 8-bit RGBA, or RGB when `keep_alpha` is 0. `*out` is malloc'ed. Stops with
+/// Encodes RGBA8 as 8-bit RGBA, or RGB when `keep_alpha` is 0, with `icc` as an iCCP chunk when
+/// not NULL. `*out` is malloc'ed. Stops with
 /// WI_LIMIT_EXCEEDED between rows once `stop` is requested or `budget_ns` has passed.
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
-                        int compression_level, const wi_stop *stop, int64_t budget_ns, uint8_t **out,
-                        size_t *out_size, char *message);
+                        int compression_level, const uint8_t *icc, size_t icc_length, const wi_stop *stop,
+                        int64_t budget_ns, uint8_t **out, size_t *out_size, char *message);
+
+// MARK: Colour management (Little CMS 2)
+
+/// How the pixels a colour transform reads are laid out; it always writes RGBA8.
+typedef enum {
+    WI_PIXELS_RGBA = 0,            // RGBA8; alpha is copied.
+    WI_PIXELS_GRAY_IN_RGBA = 1,    // RGBA8 whose first byte is the gray value; alpha is left alone.
+    WI_PIXELS_CMYK = 2,            // CMYK8 as stored; the fourth byte becomes opaque alpha.
+    WI_PIXELS_CMYK_INVERTED = 3,   // Adobe's inverted CMYK8 (0 = full ink).
+} wi_pixel_layout;
+
+/// The colour space of an ICC profile.
+typedef enum {
+    WI_PROFILE_UNREADABLE = 0,
+    WI_PROFILE_RGB = 1,
+    WI_PROFILE_GRAY = 2,
+    WI_PROFILE_CMYK = 3,
+    WI_PROFILE_OTHER = 4,
+} wi_profile_space;
+
+/// What lcms says of a profile: its colour space, and 1 in `*is_srgb` when its description names
+/// sRGB (those skip the transform).
+wi_profile_space wi_color_profile_inspect(const uint8_t *icc, size_t size, int *is_srgb);
+
+typedef struct wi_color_transform wi_color_transform;
+
+/// A transform from `icc` (in `layout`) to sRGB RGBA8: relative colorimetric with black-point
+/// compensation, as libvips does. Safe to apply from several threads at once (no cache). NULL
+/// when the profile cannot be read or does not fit the layout; `message` says why.
+wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, wi_pixel_layout layout, char *message);
+/// Transforms `pixel_count` pixels in place (4 bytes each).
+void wi_color_transform_apply(const wi_color_transform *transform, uint8_t *pixels, size_t pixel_count);
+void wi_color_transform_destroy(wi_color_transform *transform);
+
+/// A matrix-shaper RGB profile from chromaticities (x, y of red, green, blue and white) and a
+/// transfer curve: `gamma` > 0 for a pure power, or 0 for sRGB's curve. `*out` is malloc'ed.
+/// For tests and for containers that describe colour by primaries (nclx).
+wi_status wi_color_profile_create_rgb(const double chromaticities[8], double gamma, uint8_t **out, size_t *out_size);
+/// lcms's built-in sRGB profile ("sRGB built-in"). `*out` is malloc'ed.
+wi_status wi_color_profile_create_srgb(uint8_t **out, size_t *out_size);
+/// A gray profile (D50 white) with a pure power `gamma`. `*out` is malloc'ed.
+wi_status wi_color_profile_create_gray(double gamma, uint8_t **out, size_t *out_size);
 
 #ifdef __cplusplus
 }

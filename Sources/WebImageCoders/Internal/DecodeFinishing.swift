@@ -2,8 +2,10 @@ extension DecodedImage {
     /// Applies the options' target size and orientation to freshly decoded frames: the common
     /// last step of every decoder. The decode's `deadline` covers this step too: it is checked
     /// before each frame is resized or turned.
+    /// Colour comes first: the embedded profile's policy is applied at the decoded size, before
+    /// any resize.
     func finished(with options: ImageDecodingOptions, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
-        var image = self
+        var image = try applyingColorPolicy(options.colorPolicy, deadline: deadline)
         let target = options.targetSize(forSource: sourceSize, orientation: orientation)
         let resizes = target.width < width || target.height < height
         let turns = options.applyOrientation && orientation != .up

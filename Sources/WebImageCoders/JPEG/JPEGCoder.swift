@@ -106,10 +106,17 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
 
         let colorSpace = info.pointee.jpeg_color_space
         let isCMYK = colorSpace == JCS_CMYK || colorSpace == JCS_YCCK
+        let profile = options.colorPolicy == .ignore ? nil : Self.embeddedProfile(decoder, colorSpace: colorSpace)
         guard wi_jpeg_start(decoder, isCMYK ? 1 : 0) == WI_OK else { throw failure() }
         let width = Int(info.pointee.output_width)
         let height = Int(info.pointee.output_height)
         let invertedCMYK = wi_jpeg_saw_adobe_marker(decoder) != 0
+        // CMYK goes to RGB here, through its profile when it has one and sRGB is asked for.
+        let cmykTransform =
+            isCMYK && options.colorPolicy == .convertToSRGB
+            ? profile.flatMap {
+                ColorTransform.toSRGB(from: $0, layout: invertedCMYK ? WI_PIXELS_CMYK_INVERTED : WI_PIXELS_CMYK)
+            } : nil
 
         let bitmap = try Bitmap(width: width, height: height, hasAlpha: false) { (buffer) throws(CoderError) in
             var rowsRead: UInt32 = 0
@@ -120,7 +127,11 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                 let start = Int(rowsRead) * width * 4
                 buffer.baseAddress!.advanced(by: start).initialize(repeating: 0x80, count: buffer.count - start)
             }
-            if isCMYK { Self.convertCMYKToRGBA(buffer, inverted: invertedCMYK) }
+            if let cmykTransform {
+                cmykTransform.apply(to: UnsafeMutableRawBufferPointer(buffer), count: width * height)
+            } else if isCMYK {
+                Self.convertCMYKToRGBA(buffer, inverted: invertedCMYK)
+            }
         }
         let truncated = wi_jpeg_decoder_hit_end_of_data(decoder) != 0
         guard wi_jpeg_finish(decoder) == WI_OK || truncated else { throw failure() }
@@ -132,9 +143,25 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             format: .jpeg,
             orientation: orientation,
             isPartial: truncated,
-            sourceSize: source
+            sourceSize: source,
+            // A CMYK profile was used above (or cannot describe RGB pixels): not carried on.
+            colorProfile: isCMYK ? nil : profile
         )
         return try image.finished(with: options, deadline: deadline)
+    }
+
+    /// The APP2 ICC profile when it fits the JPEG's colour space (RGB for YCbCr and RGB files,
+    /// gray for grayscale ones, CMYK for CMYK and YCCK); `nil` otherwise.
+    private static func embeddedProfile(_ decoder: OpaquePointer, colorSpace: J_COLOR_SPACE) -> ColorProfile? {
+        var length = 0
+        guard let bytes = wi_jpeg_icc_profile(decoder, &length) else { return nil }
+        defer { free(bytes) }
+        guard let profile = ColorProfile(iccData: Data(bytes: bytes, count: length)) else { return nil }
+        switch colorSpace {
+        case JCS_GRAYSCALE: return profile.colorSpace == .gray ? profile : nil
+        case JCS_CMYK, JCS_YCCK: return profile.colorSpace == .cmyk ? profile : nil
+        default: return profile.colorSpace == .rgb ? profile : nil
+        }
     }
 
     /// Converts CMYK (as stored; Adobe files store it inverted) to opaque RGBA in place.
@@ -167,6 +194,8 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         throws(CoderError) -> Data
     {
         guard format == .jpeg else { throw .encodingFailed(format, "the JPEG coder writes only JPEG") }
+        // The profile embedded must fit the colour model written.
+        let image = try image.withProfileFitting(colorModel == .grayscale ? .gray : colorModel == .cmyk ? .cmyk : .rgb)
         var bitmap = image.bitmap
         if bitmap.hasAlpha { bitmap = bitmap.flattened(onto: RGBA(r: 255, g: 255, b: 255)) }
         let quality = Int32(max(1, min(100, (options.quality * 100).rounded())))
@@ -178,28 +207,34 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             }
         // Keep the orientation: pixels stay as stored, so viewers need the tag.
         let exif = image.orientation == .up ? [] : EXIFWriter.orientationBlock(image.orientation)
+        // Pixels in another space than sRGB say which (APP2 ICC_PROFILE).
+        let icc = image.colorProfile.map { [UInt8]($0.data) } ?? []
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let deadline = CodingDeadline(options)
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
             exif.withUnsafeBufferPointer { exif in
-                wi_jpeg_encode(
-                    pixels.baseAddress,
-                    UInt32(bitmap.width),
-                    UInt32(bitmap.height),
-                    bitmap.bytesPerRow,
-                    quality,
-                    options.progressive ? 1 : 0,
-                    model,
-                    exif.baseAddress,
-                    exif.count,
-                    options.cancellation?.flag,
-                    deadline.remainingNanoseconds,
-                    &output,
-                    &size,
-                    &message
-                )
+                icc.withUnsafeBufferPointer { icc in
+                    wi_jpeg_encode(
+                        pixels.baseAddress,
+                        UInt32(bitmap.width),
+                        UInt32(bitmap.height),
+                        bitmap.bytesPerRow,
+                        quality,
+                        options.progressive ? 1 : 0,
+                        model,
+                        exif.baseAddress,
+                        exif.count,
+                        icc.baseAddress,
+                        icc.count,
+                        options.cancellation?.flag,
+                        deadline.remainingNanoseconds,
+                        &output,
+                        &size,
+                        &message
+                    )
+                }
             }
         }
         let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)

@@ -32,8 +32,9 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         if let animation {
             return try APNGDecoder(animation: animation, data: data, options: options, deadline: deadline).decode()
         }
-        let bitmap = try Self.decodeStill(data, options: options, deadline: deadline)
-        return try DecodedImage(frames: [.init(bitmap: bitmap)], format: .png).finished(
+        var profile: ColorProfile?
+        let bitmap = try Self.decodeStill(data, options: options, deadline: deadline, profile: &profile)
+        return try DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, colorProfile: profile).finished(
             with: options,
             deadline: deadline
         )
@@ -44,6 +45,19 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         _ data: Data,
         options: ImageDecodingOptions,
         deadline: CodingDeadline
+    ) throws(CoderError) -> Bitmap {
+        var ignored: ColorProfile?
+        return try decodeStill(data, options: options, deadline: deadline, profile: &ignored)
+    }
+
+    /// ``decodeStill(_:options:deadline:)`` that also reads the iCCP chunk's profile into
+    /// `profile` when it fits the PNG's colour type (gray for gray PNGs, RGB for the others) and
+    /// the options do not ignore profiles.
+    static func decodeStill(
+        _ data: Data,
+        options: ImageDecodingOptions,
+        deadline: CodingDeadline,
+        profile: inout ColorProfile?
     ) throws(CoderError) -> Bitmap {
         // The header tells the size, so the bitmap is allocated once and libpng writes into it.
         let size = try data.withBytes { (bytes) throws(CoderError) -> PixelSize in
@@ -62,6 +76,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         defer { wi_png_decoder_destroy(decoder) }
         wi_png_decoder_set_time_budget(decoder, deadline.remainingNanoseconds)
         var hasAlpha = true
+        var foundProfile: ColorProfile?
         let bitmap = try Bitmap(width: size.width, height: size.height, hasAlpha: true) {
             (buffer) throws(CoderError) in
             wi_png_decoder_use_buffer(decoder, buffer.baseAddress, buffer.count)
@@ -74,10 +89,23 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                 throw .truncatedData(.png, state.header_ready != 0 ? "the image data ends early" : "no image data")
             }
             hasAlpha = state.has_alpha != 0
+            foundProfile = Self.embeddedProfile(decoder, options: options)
         }
+        profile = foundProfile
         var result = bitmap
         result.hasAlpha = hasAlpha
         return result
+    }
+
+    /// The iCCP profile of a decoder past the header, when it fits the PNG's colour type (gray
+    /// for gray PNGs, RGB for the others) and the options do not ignore profiles.
+    static func embeddedProfile(_ decoder: OpaquePointer, options: ImageDecodingOptions) -> ColorProfile? {
+        var length = 0
+        guard options.colorPolicy != .ignore, let icc = wi_png_decoder_icc_profile(decoder, &length),
+            let profile = ColorProfile(iccData: Data(bytes: icc, count: length))
+        else { return nil }
+        let isGray = wi_png_decoder_state(decoder).color_type & ~4 == 0  // gray, or gray + alpha
+        return profile.colorSpace == (isGray ? .gray : .rgb) ? profile : nil
     }
 
     static func check(_ status: wi_status, _ decoder: OpaquePointer) throws(CoderError) {
@@ -98,6 +126,8 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         throws(CoderError) -> Data
     {
         guard format == .png else { throw .encodingFailed(format, "the PNG coder writes only PNG") }
+        // PNGs are written RGB(A): only an RGB profile can be embedded.
+        let image = try image.withProfileFitting(.rgb)
         // One colour type for every frame of an animation: with alpha when any frame has it.
         let hasAlpha = image.frames.contains { $0.bitmap.hasAlpha }
         let deadline = CodingDeadline(options)
@@ -106,29 +136,45 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                 try encodeStill(bitmap, hasAlpha: hasAlpha, deadline: deadline)
             }
         }
-        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha, deadline: deadline)
+        return try encodeStill(
+            image.bitmap,
+            hasAlpha: image.bitmap.hasAlpha,
+            deadline: deadline,
+            profile: image.colorProfile
+        )
     }
 
-    /// One picture, stopped between rows by the encode's deadline or cancellation.
-    private func encodeStill(_ bitmap: Bitmap, hasAlpha: Bool, deadline: CodingDeadline) throws(CoderError) -> Data {
+    /// One picture, stopped between rows by the encode's deadline or cancellation; `profile`
+    /// becomes its iCCP chunk.
+    private func encodeStill(
+        _ bitmap: Bitmap,
+        hasAlpha: Bool,
+        deadline: CodingDeadline,
+        profile: ColorProfile? = nil
+    ) throws(CoderError) -> Data {
         try deadline.check(.png, "encoding")
+        let icc = profile.map { [UInt8]($0.data) } ?? []
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
-            wi_png_encode(
-                pixels.baseAddress,
-                UInt32(bitmap.width),
-                UInt32(bitmap.height),
-                bitmap.bytesPerRow,
-                hasAlpha ? 1 : 0,
-                Int32(max(0, min(9, compressionLevel))),
-                deadline.cancellation?.flag,
-                deadline.remainingNanoseconds,
-                &output,
-                &size,
-                &message
-            )
+            icc.withUnsafeBufferPointer { icc in
+                wi_png_encode(
+                    pixels.baseAddress,
+                    UInt32(bitmap.width),
+                    UInt32(bitmap.height),
+                    bitmap.bytesPerRow,
+                    hasAlpha ? 1 : 0,
+                    Int32(max(0, min(9, compressionLevel))),
+                    icc.baseAddress,
+                    icc.count,
+                    deadline.cancellation?.flag,
+                    deadline.remainingNanoseconds,
+                    &output,
+                    &size,
+                    &message
+                )
+            }
         }
         let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
         if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.png, detail) }

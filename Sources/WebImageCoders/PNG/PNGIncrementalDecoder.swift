@@ -64,7 +64,12 @@ final class PNGIncrementalDecoder: IncrementalImageDecoding {
                 pixels: Array(UnsafeBufferPointer(start: pixels, count: width * height * 4))
             )
         }
-        let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, isPartial: true)
+        let image = DecodedImage(
+            frames: [.init(bitmap: bitmap)],
+            format: .png,
+            isPartial: true,
+            colorProfile: PNGCoder.embeddedProfile(decoder, options: options)
+        )
         // A preview gets the time budget of its own (ImageDecodingOptions.maxDecodeDuration).
         return try image.finished(with: options, deadline: CodingDeadline(options))
     }

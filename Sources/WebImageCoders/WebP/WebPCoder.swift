@@ -43,8 +43,49 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
             frames: [.init(bitmap: bitmap)],
             format: .webp,
             orientation: orientation,
-            sourceSize: source
+            sourceSize: source,
+            colorProfile: options.colorPolicy == .ignore ? nil : Self.embeddedProfile(in: data)
         ).finished(with: options, deadline: deadline)
+    }
+
+    /// The RGB ICC profile of the file's ICCP chunk, if the extended header says there is one.
+    static func embeddedProfile(in data: Data) -> ColorProfile? {
+        guard ImageFormatDetails(sniffing: data).webpEncoding == .extended else { return nil }
+        return data.withUnsafeBytes { bytes -> ColorProfile? in
+            var webpData = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+            guard let demux = WebPDemux(&webpData) else { return nil }
+            defer { WebPDemuxDelete(demux) }
+            guard WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS) & UInt32(ICCP_FLAG.rawValue) != 0 else { return nil }
+            var iterator = WebPChunkIterator()
+            guard WebPDemuxGetChunk(demux, "ICCP", 1, &iterator) != 0 else { return nil }
+            defer { WebPDemuxReleaseChunkIterator(&iterator) }
+            guard let start = iterator.chunk.bytes,
+                let profile = ColorProfile(iccData: Data(bytes: start, count: iterator.chunk.size)),
+                profile.colorSpace == .rgb
+            else { return nil }
+            return profile
+        }
+    }
+
+    /// `webp` with `profile` in an ICCP chunk (libwebpmux sets the extended header's flag).
+    static func embedding(_ profile: ColorProfile, in webp: Data) throws(CoderError) -> Data {
+        guard
+            let mux = webp.withUnsafeBytes({ bytes -> OpaquePointer? in
+                var image = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+                return WebPMuxCreate(&image, 1)
+            })
+        else { throw .encodingFailed(.webp, "libwebpmux cannot read the encoded image") }
+        defer { WebPMuxDelete(mux) }
+        let set = profile.data.withUnsafeBytes { bytes -> WebPMuxError in
+            var chunk = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+            return WebPMuxSetChunk(mux, "ICCP", &chunk, 1)
+        }
+        var assembled = WebPData()
+        guard set == WEBP_MUX_OK, WebPMuxAssemble(mux, &assembled) == WEBP_MUX_OK, let bytes = assembled.bytes else {
+            throw .encodingFailed(.webp, "libwebpmux cannot add the ICC profile")
+        }
+        defer { WebPDataClear(&assembled) }
+        return Data(bytes: bytes, count: assembled.size)
     }
 
     /// Decodes a still WebP into a new bitmap at `size`; with `scaled` libwebp resamples while
@@ -104,10 +145,15 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         throws(CoderError) -> Data
     {
         guard format == .webp else { throw .encodingFailed(format, "the WebP coder writes only WebP") }
+        let image = try image.withProfileFitting(.rgb)
+        let encoded: Data
         if image.frames.count > 1 && !options.firstFrameOnly {
-            return try WebPAnimationEncoder(image: image, options: options).encode()
+            encoded = try WebPAnimationEncoder(image: image, options: options).encode()
+        } else {
+            encoded = try WebPEncoding.encodeStill(image.bitmap, options: options)
         }
-        return try WebPEncoding.encodeStill(image.bitmap, options: options)
+        guard let profile = image.colorProfile else { return encoded }
+        return try Self.embedding(profile, in: encoded)
     }
 }
 
@@ -178,7 +224,8 @@ struct WebPAnimationDecoder {
             format: .webp,
             orientation: orientation,
             sourceSize: canvas,
-            sourceFrameCount: frameCount
+            sourceFrameCount: frameCount,
+            colorProfile: options.colorPolicy == .ignore ? nil : WebPCoder.embeddedProfile(in: data)
         )
     }
 }

@@ -1,0 +1,104 @@
+import CWebImageShims
+import Foundation
+
+/// An ICC colour profile embedded in an image, read by Little CMS. Decoders carry it on
+/// ``DecodedImage/colorProfile`` when ``ImageDecodingOptions/colorPolicy`` is ``ColorPolicy/keep``;
+/// encoders write it back.
+public struct ColorProfile: Sendable, Hashable {
+    /// The colour space the profile describes.
+    public enum ColorSpace: Sendable, Hashable {
+        case rgb, gray, cmyk, other
+    }
+
+    /// The profile's bytes, as embedded.
+    public let data: Data
+    public let colorSpace: ColorSpace
+    /// Whether the profile describes sRGB (its description names it): such images need no
+    /// transform and are written untagged.
+    public let isSRGB: Bool
+
+    /// The profile in `iccData`; `nil` when lcms cannot read it.
+    public init?(iccData: Data) {
+        var srgb: Int32 = 0
+        let space = iccData.withUnsafeBytes { bytes in
+            wi_color_profile_inspect(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &srgb)
+        }
+        switch space {
+        case WI_PROFILE_RGB: colorSpace = .rgb
+        case WI_PROFILE_GRAY: colorSpace = .gray
+        case WI_PROFILE_CMYK: colorSpace = .cmyk
+        case WI_PROFILE_OTHER: colorSpace = .other
+        default: return nil
+        }
+        data = iccData
+        isSRGB = srgb != 0
+    }
+
+    /// A matrix-shaper RGB profile made by lcms from the chromaticities (x, y) of red, green, blue
+    /// and white, with a pure power `gamma`, or sRGB's curve when `gamma` is `nil`.
+    package static func rgb(
+        red: (Double, Double),
+        green: (Double, Double),
+        blue: (Double, Double),
+        white: (Double, Double),
+        gamma: Double?
+    ) -> ColorProfile? {
+        let chromaticities = [red.0, red.1, green.0, green.1, blue.0, blue.1, white.0, white.1]
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        guard wi_color_profile_create_rgb(chromaticities, gamma ?? 0, &bytes, &size) == WI_OK, let bytes else {
+            return nil
+        }
+        defer { free(bytes) }
+        return ColorProfile(iccData: Data(bytes: bytes, count: size))
+    }
+
+    /// A gray profile (D50 white) with a pure power `gamma`, made by lcms.
+    package static func gray(gamma: Double) -> ColorProfile? {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        guard wi_color_profile_create_gray(gamma, &bytes, &size) == WI_OK, let bytes else { return nil }
+        defer { free(bytes) }
+        return ColorProfile(iccData: Data(bytes: bytes, count: size))
+    }
+
+    /// lcms's built-in sRGB profile ("sRGB built-in").
+    package static let sRGB: ColorProfile? = {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        guard wi_color_profile_create_srgb(&bytes, &size) == WI_OK, let bytes else { return nil }
+        defer { free(bytes) }
+        return ColorProfile(iccData: Data(bytes: bytes, count: size))
+    }()
+
+    /// Display P3 (DCI-P3 primaries, D65, sRGB's curve): what iPhones write.
+    package static let displayP3 = rgb(
+        red: (0.680, 0.320),
+        green: (0.265, 0.690),
+        blue: (0.150, 0.060),
+        white: (0.3127, 0.3290),
+        gamma: nil
+    )!
+
+    /// Adobe RGB (1998): what cameras write (gamma 563/256).
+    package static let adobeRGB = rgb(
+        red: (0.640, 0.330),
+        green: (0.210, 0.710),
+        blue: (0.150, 0.060),
+        white: (0.3127, 0.3290),
+        gamma: 563.0 / 256.0
+    )!
+}
+
+/// What a decode does with an embedded colour profile.
+public enum ColorPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Convert the pixels to sRGB with the profile (relative colorimetric with black-point
+    /// compensation, as libvips does) and drop it. Untagged and sRGB-tagged images are left as
+    /// they are. The default.
+    case convertToSRGB = "srgb"
+    /// Leave the pixels as stored and carry the profile on ``DecodedImage/colorProfile`` (the
+    /// encoders write it back).
+    case keep
+    /// Leave the pixels as stored and drop the profile (the numbers as if they were sRGB).
+    case ignore
+}

@@ -1,0 +1,103 @@
+import CWebImageShims
+import Foundation
+import Synchronization
+
+/// An lcms transform from one profile to sRGB RGBA8, built once per distinct profile and pixel
+/// layout and reused (building one costs milliseconds).
+final class ColorTransform: Sendable {
+    /// The lcms transform. Safe to share: it is created with `cmsFLAGS_NOCACHE`, so
+    /// `cmsDoTransform` keeps no state in it and may run on several threads at once; the pointer
+    /// never changes after `init` and is freed in `deinit`, when no thread can hold this object.
+    nonisolated(unsafe) private let transform: OpaquePointer
+
+    private init(_ transform: OpaquePointer) { self.transform = transform }
+
+    deinit { wi_color_transform_destroy(transform) }
+
+    /// Converts `bitmap`'s pixels in place.
+    func apply(to bitmap: inout Bitmap) {
+        let count = bitmap.width * bitmap.height
+        bitmap.pixels.withUnsafeMutableBufferPointer { pixels in
+            wi_color_transform_apply(transform, pixels.baseAddress, count)
+        }
+    }
+
+    /// Converts `count` pixels (4 bytes each) at `pixels` in place.
+    func apply(to pixels: UnsafeMutableRawBufferPointer, count: Int) {
+        wi_color_transform_apply(transform, pixels.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
+    }
+
+    private struct Key: Hashable {
+        var profile: Data
+        var layout: UInt32
+    }
+
+    /// The transforms built so far (a few distinct profiles in practice; emptied past 32).
+    private static let cache = Mutex<[Key: ColorTransform]>([:])
+
+    /// The transform for `profile` read in `layout`, from the cache or built now; `nil` when lcms
+    /// cannot build one (an unreadable profile, or one that does not fit the pixels).
+    static func toSRGB(from profile: ColorProfile, layout: wi_pixel_layout) -> ColorTransform? {
+        let key = Key(profile: profile.data, layout: layout.rawValue)
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
+        let built = profile.data.withUnsafeBytes { bytes in
+            wi_color_transform_create(
+                bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                bytes.count,
+                layout,
+                &message
+            )
+        }
+        guard let built else { return nil }
+        let transform = ColorTransform(built)
+        return cache.withLock { cache in
+            if cache.count >= 32 { cache.removeAll() }
+            if let raced = cache[key] { return raced }
+            cache[key] = transform
+            return transform
+        }
+    }
+}
+
+extension DecodedImage {
+    /// Applies `policy` to the embedded profile: converts every frame to sRGB, keeps the profile,
+    /// or drops it. A profile that needs no transform (sRGB) or that lcms cannot use is dropped
+    /// and the pixels stay as decoded.
+    func applyingColorPolicy(_ policy: ColorPolicy, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
+        guard let profile = colorProfile else { return self }
+        var image = self
+        switch policy {
+        case .keep:
+            return self
+        case .ignore:
+            image.colorProfile = nil
+            return image
+        case .convertToSRGB:
+            image.colorProfile = nil
+            guard !profile.isSRGB else { return image }
+            let layout: wi_pixel_layout
+            switch profile.colorSpace {
+            case .rgb: layout = WI_PIXELS_RGBA
+            case .gray: layout = WI_PIXELS_GRAY_IN_RGBA
+            case .cmyk, .other: return image
+            }
+            guard let transform = ColorTransform.toSRGB(from: profile, layout: layout) else { return image }
+            for index in image.frames.indices {
+                try deadline.check(format)
+                transform.apply(to: &image.frames[index].bitmap)
+            }
+            return image
+        }
+    }
+}
+
+extension DecodedImage {
+    /// The image ready for an encoder that can embed profiles of `space` only: as it is when its
+    /// profile fits (or it has none), else converted to sRGB and untagged, so the numbers written
+    /// never claim a space they are not in.
+    func withProfileFitting(_ space: ColorProfile.ColorSpace) throws(CoderError) -> DecodedImage {
+        guard let profile = colorProfile, profile.colorSpace != space else { return self }
+        return try applyingColorPolicy(.convertToSRGB, deadline: CodingDeadline(ImageDecodingOptions()))
+    }
+}
