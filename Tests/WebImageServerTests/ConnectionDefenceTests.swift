@@ -90,9 +90,19 @@ struct ConnectionDefenceTests {
         defer { for connection in silent { connection.close() } }
         do {
             // Given: 20 silent connections against a cap of 8.
-            for _ in 0..<20 {
+            for index in 0..<20 {
                 silent.append(try RawClientConnection(port: fixture.server.port))
-                try await Task.sleep(for: .milliseconds(20))  // their order is the idle order
+                // Counted before the next one opens: their order is the idle order (two event
+                // loops may otherwise see them in another order on a busy machine).
+                let counted = await waitUntil(
+                    {
+                        Self.metric(fixture, "webimage_connections_open ")
+                            + Self.metric(fixture, "webimage_connections_closed_total{reason=\"evicted\"}")
+                            >= Double(index + 1)
+                    },
+                    timeout: .seconds(20)
+                )
+                #expect(counted, "connection \(index + 1) was not counted")
             }
             #expect(await waitUntil({ silent.prefix(12).allSatisfy(\.isClosedByPeer) }, timeout: .seconds(20)))
             #expect(silent.suffix(8).allSatisfy { !$0.isClosedByPeer }, "the newest 8 stay")
