@@ -179,9 +179,10 @@ struct ProxyLoadTests {
             options: .init()
         )
         fixture.origin.setRoute("/tiny.png", .data(tiny, contentType: "image/png"))
-        // Given: a render of seconds (a 49-megapixel enlargement, then its PNG encode).
+        // Given: a render of seconds in a debug build (a 16-megapixel enlargement, then its PNG
+        // encode), kept modest: its canvases count in the parallel suite's memory checks.
         let started = ContinuousClock.now
-        let (response, body) = try await fixture.get(fixture.url("rs:fill:7000:7000:1", "/tiny.png", suffix: "@png"))
+        let (response, body) = try await fixture.get(fixture.url("rs:fill:4000:4000:1", "/tiny.png", suffix: "@png"))
         let elapsed = ContinuousClock.now - started
         // Then: 504, and by the time it is sent the work has ended: nothing holds the worker slot
         // or the memory it reserved.
@@ -189,7 +190,7 @@ struct ProxyLoadTests {
         #expect(Self.errorCode(body) == "timedOut")
         #expect(fixture.proxy.load.working == 0)
         #expect(budget.bytesInUse == 0, "the render's reservation is held until its work ends")
-        #expect(budget.peakBytesInUse >= 196_000_000, "the render reserved its canvases")
+        #expect(budget.peakBytesInUse >= 64_000_000, "the render reserved its canvases")
         #expect(elapsed < .seconds(60), "stopped, not run to its end: \(elapsed)")
         await fixture.stop()
     }
