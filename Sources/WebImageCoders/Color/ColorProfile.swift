@@ -19,19 +19,31 @@ public struct ColorProfile: Sendable, Hashable {
 
     /// The profile in `iccData`; `nil` when lcms cannot read it.
     public init?(iccData: Data) {
+        // Everything is decided before `self` is touched: no partly initialised value on the
+        // `nil` path.
+        guard let (space, isSRGB) = Self.inspect(iccData) else { return nil }
+        self.init(data: iccData, colorSpace: space, isSRGB: isSRGB)
+    }
+
+    private init(data: Data, colorSpace: ColorSpace, isSRGB: Bool) {
+        self.data = data
+        self.colorSpace = colorSpace
+        self.isSRGB = isSRGB
+    }
+
+    /// What lcms reads of a profile: its colour space and whether it describes sRGB.
+    private static func inspect(_ iccData: Data) -> (ColorSpace, Bool)? {
         var srgb: Int32 = 0
         let space = iccData.withUnsafeBytes { bytes in
             wi_color_profile_inspect(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &srgb)
         }
         switch space {
-        case WI_PROFILE_RGB: colorSpace = .rgb
-        case WI_PROFILE_GRAY: colorSpace = .gray
-        case WI_PROFILE_CMYK: colorSpace = .cmyk
-        case WI_PROFILE_OTHER: colorSpace = .other
+        case WI_PROFILE_RGB: return (.rgb, srgb != 0)
+        case WI_PROFILE_GRAY: return (.gray, false)
+        case WI_PROFILE_CMYK: return (.cmyk, false)
+        case WI_PROFILE_OTHER: return (.other, false)
         default: return nil
         }
-        data = iccData
-        isSRGB = srgb != 0
     }
 
     /// A matrix-shaper RGB profile made by lcms from the chromaticities (x, y) of red, green, blue

@@ -28,7 +28,10 @@ final class ColorTransform: Sendable {
     }
 
     private struct Key: Hashable {
-        var profile: Data
+        /// The profile's bytes as an array: `Data` keeps its storage behind an enum whose tag
+        /// bits hide the pointer from LeakSanitizer, which then reports a process-long cache as a
+        /// leak (the fuzz targets run with it).
+        var profile: [UInt8]
         var layout: UInt32
     }
 
@@ -38,7 +41,7 @@ final class ColorTransform: Sendable {
     /// The transform for `profile` read in `layout`, from the cache or built now; `nil` when lcms
     /// cannot build one (an unreadable profile, or one that does not fit the pixels).
     static func toSRGB(from profile: ColorProfile, layout: wi_pixel_layout) -> ColorTransform? {
-        let key = Key(profile: profile.data, layout: layout.rawValue)
+        let key = Key(profile: [UInt8](profile.data), layout: layout.rawValue)
         if let cached = cache.withLock({ $0[key] }) { return cached }
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let built = profile.data.withUnsafeBytes { bytes in
