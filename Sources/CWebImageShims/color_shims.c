@@ -158,3 +158,5 @@ wi_status wi_color_profile_create_gray(double gamma, uint8_t **out, size_t *out_
 wi_status wi_color_profile_create_srgb(uint8_t **out, size_t *out_size) {
     return wi_save_profile(cmsCreate_sRGBProfile(), out, out_size);
 }
+
+int wi_lcms_version(void) { return cmsGetEncodedCMMversion(); }

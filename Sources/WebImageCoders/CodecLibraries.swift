@@ -4,6 +4,7 @@ import CHEIF
 import CJPEG
 import CJXL
 import CPNG
+import CWebImageShims
 import CWebP
 
 /// The C codec libraries this build decodes and encodes with, and their versions: what
@@ -15,7 +16,7 @@ public struct CodecLibrary: Sendable, Hashable {
     /// giflib only have their headers' version).
     public let version: String
 
-    /// Every codec library, in the order of ``ImageCodersManager/builtInCoders``.
+    /// Every codec library, in the order of ``ImageCodersManager/builtInCoders``, then Little CMS.
     public static var all: [CodecLibrary] {
         func dotted(_ packed: Int, _ base: Int) -> String {
             "\(packed / (base * base)).\(packed / base % base).\(packed % base)"
@@ -34,6 +35,9 @@ public struct CodecLibrary: Sendable, Hashable {
             ),
             CodecLibrary(name: "libheif", version: String(cString: heif_get_version())),
             CodecLibrary(name: "libjxl", version: dotted(Int(JxlDecoderVersion()), 1000)),
+            // Colour management changes pixels too: results name its version (and the proxy's
+            // entity tags change with it).
+            CodecLibrary(name: "lcms2", version: "\(wi_lcms_version() / 1000).\(wi_lcms_version() % 1000 / 10)"),
         ]
     }
 }

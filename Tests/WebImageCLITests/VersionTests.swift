@@ -10,7 +10,7 @@ struct VersionTests {
         #expect(result.status == 0 && result.stderr.isEmpty)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("webimage ") == true)
-        let names = ["libjpeg-turbo", "libpng", "giflib", "libwebp", "libavif", "libheif", "libjxl"]
+        let names = ["libjpeg-turbo", "libpng", "giflib", "libwebp", "libavif", "libheif", "libjxl", "lcms2"]
         #expect(CodecLibrary.all.map(\.name) == names)
         for name in names {
             let line = try #require(lines.first { $0.hasPrefix(name + " ") }, "no line for \(name)")

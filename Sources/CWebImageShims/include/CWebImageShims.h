@@ -170,6 +170,8 @@ void wi_color_transform_destroy(wi_color_transform *transform);
 /// transfer curve: `gamma` > 0 for a pure power, or 0 for sRGB's curve. `*out` is malloc'ed.
 /// For tests and for containers that describe colour by primaries (nclx).
 wi_status wi_color_profile_create_rgb(const double chromaticities[8], double gamma, uint8_t **out, size_t *out_size);
+/// Little CMS's version as it encodes it (2140 for 2.14).
+int wi_lcms_version(void);
 /// lcms's built-in sRGB profile ("sRGB built-in"). `*out` is malloc'ed.
 wi_status wi_color_profile_create_srgb(uint8_t **out, size_t *out_size);
 /// A gray profile (D50 white) with a pure power `gamma`. `*out` is malloc'ed.
