@@ -121,15 +121,17 @@ extension ImageProxy {
                     metrics.decodedSourceCacheBytes(cache.cost)
                 }
             }
-            return try Self.render(
+            let decoded = ContinuousClock.now
+            var rendered = try Self.render(
                 image,
-                decodeStarted: decodeStarted,
                 options: options,
                 choice: choice,
                 quality: quality,
                 configuration: configuration,
                 limits: limits
             )
+            rendered.timings.decode = decoded - decodeStarted
+            return rendered
         }
     }
 
@@ -253,10 +255,9 @@ extension ImageProxy {
 
     /// Processes and encodes a decoded source. An animation keeps its first `maxAnimationFrames`
     /// frames, as imgproxy does; the source's summed pixels were checked against the resolution
-    /// limit before decoding.
+    /// limit before decoding. The decode's time is the caller's to fill in.
     private static func render(
         _ source: DecodedImage,
-        decodeStarted: ContinuousClock.Instant,
         options: ProcessingOptions,
         choice: OutputFormatChoice,
         quality: Int,
@@ -290,9 +291,7 @@ extension ImageProxy {
         encoding.cancellation = limits.cancellation
         do {
             let encoded = try ImageCodersManager.shared.encode(processed, as: format, options: encoding)
-            let timings = (
-                transformStarted - decodeStarted, encodeStarted - transformStarted, clock.now - encodeStarted
-            )
+            let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
             return Rendered(data: encoded, format: format, timings: timings)
         } catch {
             throw ProxyError(status: 422, code: "notAnImage", message: "the result cannot be encoded: \(error)")
