@@ -213,6 +213,8 @@ let package = Package(
                 "WebImageTestEncoders",
                 // NIOHTTP1 beside WebImage: a server app's imports, which must not collide.
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // EmbeddedChannel: the connection limiter's decisions tested without sockets.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
