@@ -48,10 +48,9 @@ wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, w
     cmsUInt32Number input;
     cmsUInt32Number flags = cmsFLAGS_NOCACHE | cmsFLAGS_BLACKPOINTCOMPENSATION;
     switch (layout) {
-    case WI_PIXELS_RGBA:
-        input = TYPE_RGBA_8;
-        flags |= cmsFLAGS_COPY_ALPHA;
-        break;
+    // In place, lcms leaves the extra (alpha) byte as it was: cmsFLAGS_COPY_ALPHA would copy it
+    // onto itself in a second pass (15 % of the transform's time).
+    case WI_PIXELS_RGBA: input = TYPE_RGBA_8; break;
     case WI_PIXELS_GRAY_IN_RGBA: input = COLORSPACE_SH(PT_GRAY) | CHANNELS_SH(1) | BYTES_SH(1) | EXTRA_SH(3); break;
     case WI_PIXELS_CMYK: input = TYPE_CMYK_8; break;
     case WI_PIXELS_CMYK_INVERTED: input = TYPE_CMYK_8_REV; break;
@@ -125,21 +124,18 @@ static wi_status wi_save_profile(cmsHPROFILE profile, uint8_t **out, size_t *out
     return WI_OK;
 }
 
-wi_status wi_color_profile_create_rgb(const double chromaticities[8], double gamma, uint8_t **out, size_t *out_size) {
+wi_status wi_color_profile_create_rgb(const double chromaticities[8], const double curve_parameters[5], uint8_t **out,
+                                      size_t *out_size) {
     cmsCIExyY white = {chromaticities[6], chromaticities[7], 1.0};
     cmsCIExyYTRIPLE primaries = {
         {chromaticities[0], chromaticities[1], 1.0},
         {chromaticities[2], chromaticities[3], 1.0},
         {chromaticities[4], chromaticities[5], 1.0},
     };
-    cmsToneCurve *curve;
-    if (gamma > 0) {
-        curve = cmsBuildGamma(NULL, gamma);
-    } else {
-        // sRGB's curve: IEC 61966-2.1 as lcms's parametric type 4.
-        cmsFloat64Number parameters[5] = {2.4, 1.0 / 1.055, 0.055 / 1.055, 1.0 / 12.92, 0.04045};
-        curve = cmsBuildParametricToneCurve(NULL, 4, parameters);
-    }
+    // lcms's parametric type 4: Y = (aX + b)^g for X >= d, else cX.
+    cmsFloat64Number parameters[5];
+    memcpy(parameters, curve_parameters, sizeof parameters);
+    cmsToneCurve *curve = cmsBuildParametricToneCurve(NULL, 4, parameters);
     if (curve == NULL) return WI_ERROR;
     cmsToneCurve *curves[3] = {curve, curve, curve};
     cmsHPROFILE profile = cmsCreateRGBProfile(&white, &primaries, curves);

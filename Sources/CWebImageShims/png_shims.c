@@ -26,6 +26,7 @@ struct wi_png_decoder {
     /* The iCCP chunk's profile, copied before the transforms; malloc'ed, NULL when none. */
     uint8_t *icc;
     size_t icc_length;
+    wi_png_color_chunks color_chunks;
 };
 
 static void wi_png_error(png_structp png, png_const_charp text) {
@@ -65,6 +66,14 @@ static void wi_png_info_callback(png_structp png, png_infop info) {
             decoder->icc_length = icc_length;
         }
     }
+
+    wi_png_color_chunks *chunks = &decoder->color_chunks;
+    chunks->has_srgb = png_get_valid(png, info, PNG_INFO_sRGB) != 0;
+    double gamma = 0;
+    if (png_get_valid(png, info, PNG_INFO_gAMA) && png_get_gAMA(png, info, &gamma) && gamma > 0) chunks->gamma = gamma;
+    double *c = chunks->chromaticities;
+    chunks->has_chromaticities = png_get_valid(png, info, PNG_INFO_cHRM) &&
+                                 png_get_cHRM(png, info, &c[6], &c[7], &c[0], &c[1], &c[2], &c[3], &c[4], &c[5]);
 
     uint64_t pixels = (uint64_t)width * (uint64_t)height;
     if (decoder->max_pixels != 0 && pixels > decoder->max_pixels) {
@@ -166,6 +175,8 @@ void wi_png_decoder_destroy(wi_png_decoder *decoder) {
     free(decoder->icc);
     free(decoder);
 }
+
+wi_png_color_chunks wi_png_decoder_color_chunks(const wi_png_decoder *decoder) { return decoder->color_chunks; }
 
 const uint8_t *wi_png_decoder_icc_profile(const wi_png_decoder *decoder, size_t *length) {
     *length = decoder->icc_length;

@@ -14,10 +14,11 @@ public enum HEIFTestEncoder {
     /// `bitmap` as a HEIC file (lossless when `lossless`, else quality 90); `orientation` is
     /// stored as `irot`/`imir`; `thumbnail` is encoded to fit a `thumbnailBox`-pixel square.
     /// `others` are stored before it as further top-level images (a collection); `bitmap` stays
-    /// the primary image.
+    /// the primary image. `iccProfile` is stored in the primary image's `colr` box.
     public static func encode(
         _ bitmap: Bitmap,
         orientation: ImageOrientation = .up,
+        iccProfile: Data? = nil,
         lossless: Bool = true,
         thumbnail: Bitmap? = nil,
         thumbnailBox: Int = 32,
@@ -40,6 +41,11 @@ public enum HEIFTestEncoder {
         }
         let image = try makeImage(bitmap)
         defer { heif_image_release(image) }
+        if let iccProfile {
+            try iccProfile.withUnsafeBytes { bytes in
+                try check(heif_image_set_raw_color_profile(image, "prof", bytes.baseAddress, bytes.count))
+            }
+        }
         var handle: OpaquePointer?
         try check(heif_context_encode_image(context, image, encoder, options, &handle))
         defer { heif_image_handle_release(handle) }

@@ -11,9 +11,10 @@ public enum JXLTestEncoder {
 
     /// `frames` (one for a still image) of equal size; durations in milliseconds (ticks of
     /// 1/1000 s); `loopCount` 0 loops forever. Lossless unless `distance` is given (1.0 is
-    /// visually lossless).
+    /// visually lossless). The pixels are sRGB, or in `iccProfile`'s space when it is given.
     public static func encode(
         _ frames: [Bitmap],
+        iccProfile: Data? = nil,
         durations: [Int] = [],
         loopCount: Int = 0,
         orientation: ImageOrientation = .up,
@@ -42,9 +43,14 @@ public enum JXLTestEncoder {
             info.animation.num_loops = UInt32(loopCount)
         }
         try check(JxlEncoderSetBasicInfo(encoder, &info), "JxlEncoderSetBasicInfo")
-        var color = JxlColorEncoding()
-        JxlColorEncodingSetToSRGB(&color, JXL_FALSE)
-        try check(JxlEncoderSetColorEncoding(encoder, &color), "JxlEncoderSetColorEncoding")
+        if let iccProfile {
+            let bytes = [UInt8](iccProfile)
+            try check(JxlEncoderSetICCProfile(encoder, bytes, bytes.count), "JxlEncoderSetICCProfile")
+        } else {
+            var color = JxlColorEncoding()
+            JxlColorEncodingSetToSRGB(&color, JXL_FALSE)
+            try check(JxlEncoderSetColorEncoding(encoder, &color), "JxlEncoderSetColorEncoding")
+        }
         guard let settings = JxlEncoderFrameSettingsCreate(encoder, nil) else {
             throw Failure(description: "JxlEncoderFrameSettingsCreate")
         }

@@ -67,6 +67,25 @@ public struct PNGBuilder {
     public var palette: [(UInt8, UInt8, UInt8, UInt8)]
     /// tRNS for gray (one value) or RGB (three values) images.
     public var transparentKey: [UInt16]?
+    /// Colour chunks written after IHDR: `sRGB`, `gAMA`, `cHRM`, `iCCP`.
+    public var colorChunks: [ColorChunk] = []
+
+    /// A PNG colour chunk.
+    public enum ColorChunk: Sendable {
+        /// `sRGB` with rendering intent 0 (perceptual).
+        case srgb
+        /// `gAMA`: the file gamma (0.45455 for 1/2.2).
+        case gamma(Double)
+        /// `cHRM`: x, y of white, red, green and blue.
+        case chromaticities(
+            white: (Double, Double),
+            red: (Double, Double),
+            green: (Double, Double),
+            blue: (Double, Double)
+        )
+        /// `iCCP` with these profile bytes.
+        case iccProfile(Data)
+    }
 
     public init(
         width: Int,
@@ -148,6 +167,7 @@ public struct PNGBuilder {
         var ihdr = be32(UInt32(width)) + be32(UInt32(height))
         ihdr += [UInt8(bitDepth), colorType.rawValue, 0, 0, interlaced ? 1 : 0]
         var chunks = [chunk("IHDR", ihdr)]
+        for color in colorChunks { chunks.append(colorChunk(color)) }
         if let animation { chunks.append(chunk("acTL", be32(animation.frames) + be32(animation.plays))) }
         if !palette.isEmpty {
             chunks.append(chunk("PLTE", palette.flatMap { [$0.0, $0.1, $0.2] }))
@@ -197,6 +217,18 @@ public struct PNGBuilder {
             }
             if used > 0 { out.append(current) }
             return out
+        }
+    }
+
+    private func colorChunk(_ color: ColorChunk) -> [UInt8] {
+        func fixed(_ value: Double) -> [UInt8] { be32(UInt32((value * 100_000).rounded())) }
+        switch color {
+        case .srgb: return chunk("sRGB", [0])
+        case .gamma(let gamma): return chunk("gAMA", fixed(gamma))
+        case .chromaticities(let white, let red, let green, let blue):
+            return chunk("cHRM", [white, red, green, blue].flatMap { fixed($0.0) + fixed($0.1) })
+        case .iccProfile(let profile):
+            return chunk("iCCP", Array("ICC profile".utf8) + [0, 0] + zlibStored([UInt8](profile)))
         }
     }
 

@@ -120,6 +120,15 @@ typedef struct {
 } wi_png_state;
 
 wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder);
+/// The colour chunks other than iCCP, once the header is read.
+typedef struct {
+    int has_srgb;              // an sRGB chunk
+    double gamma;              // gAMA's file gamma (0.45455 for 1/2.2); 0 when absent
+    int has_chromaticities;    // a cHRM chunk
+    double chromaticities[8];  // cHRM's x, y of red, green, blue and white
+} wi_png_color_chunks;
+
+wi_png_color_chunks wi_png_decoder_color_chunks(const wi_png_decoder *decoder);
 /// The iCCP chunk's profile (decompressed), once the header is read; NULL when there is none.
 /// Owned by the decoder.
 const uint8_t *wi_png_decoder_icc_profile(const wi_png_decoder *decoder, size_t *length);
@@ -137,7 +146,7 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
 
 /// How the pixels a colour transform reads are laid out; it always writes RGBA8.
 typedef enum {
-    WI_PIXELS_RGBA = 0,            // RGBA8; alpha is copied.
+    WI_PIXELS_RGBA = 0,            // RGBA8; alpha is left alone.
     WI_PIXELS_GRAY_IN_RGBA = 1,    // RGBA8 whose first byte is the gray value; alpha is left alone.
     WI_PIXELS_CMYK = 2,            // CMYK8 as stored; the fourth byte becomes opaque alpha.
     WI_PIXELS_CMYK_INVERTED = 3,   // Adobe's inverted CMYK8 (0 = full ink).
@@ -167,10 +176,10 @@ void wi_color_transform_apply(const wi_color_transform *transform, uint8_t *pixe
 void wi_color_transform_destroy(wi_color_transform *transform);
 
 /// A matrix-shaper RGB profile from chromaticities (x, y of red, green, blue and white) and a
-/// transfer curve: `gamma` > 0 for a pure power, or 0 for sRGB's curve. `*out` is malloc'ed.
-/// For tests and for containers that describe colour by primaries (nclx).
-wi_status wi_color_profile_create_rgb(const double chromaticities[8], double gamma, uint8_t **out, size_t *out_size);
-/// Little CMS's version as it encodes it (2140 for 2.14).
+/// transfer curve in lcms's parametric type 4 (g, a, b, c, d: Y = (aX + b)^g for X >= d, else cX).
+/// `*out` is malloc'ed.
+wi_status wi_color_profile_create_rgb(const double chromaticities[8], const double curve_parameters[5], uint8_t **out,
+                                      size_t *out_size);
 int wi_lcms_version(void);
 /// lcms's built-in sRGB profile ("sRGB built-in"). `*out` is malloc'ed.
 wi_status wi_color_profile_create_srgb(uint8_t **out, size_t *out_size);

@@ -69,8 +69,20 @@ public struct AVIFCoder: ImageCoding {
             format: .avif,
             orientation: orientation,
             sourceSize: source,
-            sourceFrameCount: frameCount
+            sourceFrameCount: frameCount,
+            colorProfile: options.colorPolicy == .ignore ? nil : Self.colorProfile(image)
         ).finished(with: options, deadline: deadline)
+    }
+
+    /// The image's ICC profile, or the profile its `nclx` code points describe; `nil` for sRGB.
+    static func colorProfile(_ image: avifImage) -> ColorProfile? {
+        if image.icc.size > 0, let bytes = image.icc.data {
+            return ColorProfile(iccData: Data(bytes: bytes, count: image.icc.size))
+        }
+        return ColorProfile.fromCICP(
+            primaries: UInt16(image.colorPrimaries),
+            transfer: UInt16(image.transferCharacteristics)
+        )
     }
 
     /// The container's declared size and frame count, from libavif's parse (no AV1 decoding,

@@ -13,6 +13,7 @@ struct AVIFEncoding {
 
     func encode(_ image: DecodedImage) throws(CoderError) -> Data {
         let deadline = CodingDeadline(options)
+        let image = try image.withProfileFitting(.rgb)
         guard let encoder = avifEncoderCreate() else { throw .outOfMemory(.avif, "cannot create the encoder") }
         defer { avifEncoderDestroy(encoder) }
         encoder.pointee.maxThreads = 1
@@ -28,6 +29,11 @@ struct AVIFEncoding {
             try deadline.check(.avif, "encoding")
             let planes = try Self.image(from: frame.bitmap, withAlpha: hasAlpha)
             defer { avifImageDestroy(planes) }
+            if let profile = image.colorProfile {
+                profile.data.withUnsafeBytes { bytes in
+                    avifImageSetProfileICC(planes, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
+                }
+            }
             let flags = frames.count == 1 ? AVIF_ADD_IMAGE_FLAG_SINGLE.rawValue : AVIF_ADD_IMAGE_FLAG_NONE.rawValue
             let milliseconds = UInt64(max(1, (frame.duration * 1000).rounded()))
             try Self.check(avifEncoderAddImage(encoder, planes, milliseconds, flags), "cannot encode a frame")

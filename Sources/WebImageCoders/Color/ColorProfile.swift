@@ -46,19 +46,38 @@ public struct ColorProfile: Sendable, Hashable {
         }
     }
 
+    /// A transfer curve of a matrix-shaper profile, as lcms's parametric curve of type 4.
+    package enum TransferCurve: Sendable {
+        /// IEC 61966-2.1's curve.
+        case sRGB
+        /// A pure power.
+        case gamma(Double)
+        /// BT.709's (also BT.601's and BT.2020's), inverted.
+        case bt709
+
+        /// g, a, b, c, d: Y = (aX + b)^g for X >= d, else cX.
+        var parameters: [Double] {
+            switch self {
+            case .sRGB: [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045]
+            case .gamma(let gamma): [gamma, 1, 0, 0, 0]
+            case .bt709: [1 / 0.45, 1 / 1.099, 0.099 / 1.099, 1 / 4.5, 0.081]
+            }
+        }
+    }
+
     /// A matrix-shaper RGB profile made by lcms from the chromaticities (x, y) of red, green, blue
-    /// and white, with a pure power `gamma`, or sRGB's curve when `gamma` is `nil`.
+    /// and white, with the transfer `curve`.
     package static func rgb(
         red: (Double, Double),
         green: (Double, Double),
         blue: (Double, Double),
         white: (Double, Double),
-        gamma: Double?
+        curve: TransferCurve
     ) -> ColorProfile? {
         let chromaticities = [red.0, red.1, green.0, green.1, blue.0, blue.1, white.0, white.1]
         var bytes: UnsafeMutablePointer<UInt8>?
         var size = 0
-        guard wi_color_profile_create_rgb(chromaticities, gamma ?? 0, &bytes, &size) == WI_OK, let bytes else {
+        guard wi_color_profile_create_rgb(chromaticities, curve.parameters, &bytes, &size) == WI_OK, let bytes else {
             return nil
         }
         defer { free(bytes) }
@@ -89,7 +108,7 @@ public struct ColorProfile: Sendable, Hashable {
         green: (0.265, 0.690),
         blue: (0.150, 0.060),
         white: (0.3127, 0.3290),
-        gamma: nil
+        curve: .sRGB
     )!
 
     /// Adobe RGB (1998): what cameras write (gamma 563/256).
@@ -98,7 +117,7 @@ public struct ColorProfile: Sendable, Hashable {
         green: (0.210, 0.710),
         blue: (0.150, 0.060),
         white: (0.3127, 0.3290),
-        gamma: 563.0 / 256.0
+        curve: .gamma(563.0 / 256.0)
     )!
 }
 

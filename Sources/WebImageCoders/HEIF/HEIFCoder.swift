@@ -112,11 +112,16 @@ private final class HEIFFile {
         try deadline.check(format)
         let bitmap = try chosen.decodeRGBA(format: format, hasAlpha: primary.hasAlpha)
         try deadline.check(format)
+        // A thumbnail without a `colr` box of its own shows the primary image's colours.
+        let profile: ColorProfile? =
+            options.colorPolicy == .ignore
+            ? nil : chosen.colorProfile ?? (chosen === primary ? nil : primary.colorProfile)
         return try DecodedImage(
             frames: [DecodedImage.Frame(bitmap: bitmap)],
             format: format,
             sourceSize: source,
-            sourceFrameCount: 1
+            sourceFrameCount: 1,
+            colorProfile: profile
         ).finished(with: options, deadline: deadline)
     }
 
@@ -179,6 +184,31 @@ private final class HEIFImageHandle {
     }
 
     var hasAlpha: Bool { heif_image_handle_has_alpha_channel(pointer) != 0 }
+
+    /// The `colr` box's ICC profile, or the profile its `nclx` code points describe; `nil` when
+    /// there is neither or it says sRGB.
+    var colorProfile: ColorProfile? {
+        switch heif_image_handle_get_color_profile_type(pointer) {
+        case heif_color_profile_type_prof, heif_color_profile_type_rICC:
+            let size = heif_image_handle_get_raw_color_profile_size(pointer)
+            guard size > 0 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: size)
+            guard heif_image_handle_get_raw_color_profile(pointer, &bytes).code == heif_error_Ok else { return nil }
+            return ColorProfile(iccData: Data(bytes))
+        case heif_color_profile_type_nclx:
+            var nclx: UnsafeMutablePointer<heif_color_profile_nclx>?
+            guard heif_image_handle_get_nclx_color_profile(pointer, &nclx).code == heif_error_Ok, let nclx else {
+                return nil
+            }
+            defer { heif_nclx_color_profile_free(nclx) }
+            return ColorProfile.fromCICP(
+                primaries: UInt16(nclx.pointee.color_primaries.rawValue),
+                transfer: UInt16(nclx.pointee.transfer_characteristics.rawValue)
+            )
+        default:
+            return nil
+        }
+    }
 
     /// Decodes to interleaved 8-bit RGBA (HDR converted down; premultiplied alpha undone by
     /// libheif) and copies the rows into a ``Bitmap``.

@@ -102,6 +102,7 @@ private final class JXLDecoding {
 
     func decode(options: ImageDecodingOptions, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
         var frames: [DecodedImage.Frame] = []
+        var profile: ColorProfile?
         var frameCount = 0
         var duration: TimeInterval = 0
         // With firstFrameOnly, later frames are still walked (skipped, not decoded) to count them.
@@ -113,6 +114,7 @@ private final class JXLDecoding {
                 try options.checkPixelLimit(size, format: .jxl)
             case JXL_DEC_COLOR_ENCODING:
                 try preferSRGB()
+                if options.colorPolicy != .ignore { profile = dataProfile() }
             case JXL_DEC_FRAME:
                 frameCount += 1
                 guard !skipsFrame else { continue }
@@ -147,8 +149,32 @@ private final class JXLDecoding {
             format: .jxl,
             orientation: ImageOrientation(rawValue: Int(info.orientation.rawValue)) ?? .up,
             sourceSize: size,
-            sourceFrameCount: frameCount
+            sourceFrameCount: frameCount,
+            colorProfile: profile
         ).finished(with: options, deadline: deadline)
+    }
+
+    /// The colour space of the pixels libjxl hands over: `nil` for sRGB (what XYB images are
+    /// asked for), else its ICC profile (embedded, or made by libjxl from the encoded space).
+    private func dataProfile() -> ColorProfile? {
+        var encoding = JxlColorEncoding()
+        if JxlDecoderGetColorAsEncodedProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &encoding)
+            == JXL_DEC_SUCCESS,
+            encoding.white_point == JXL_WHITE_POINT_D65, encoding.transfer_function == JXL_TRANSFER_FUNCTION_SRGB,
+            encoding.color_space == JXL_COLOR_SPACE_GRAY || encoding.primaries == JXL_PRIMARIES_SRGB
+        {
+            return nil
+        }
+        var size = 0
+        guard JxlDecoderGetICCProfileSize(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &size) == JXL_DEC_SUCCESS,
+            size > 0
+        else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size)
+        guard
+            JxlDecoderGetColorAsICCProfile(decoder, nil, JXL_COLOR_PROFILE_TARGET_DATA, &bytes, size)
+                == JXL_DEC_SUCCESS
+        else { return nil }
+        return ColorProfile(iccData: Data(bytes))
     }
 
     /// Lossy (XYB) images have no colour space of their own: ask for sRGB, not libjxl's default

@@ -23,7 +23,7 @@ struct APNGAnimation {
     var declaredFrameCount: Int
     var playCount: Int
     var hasAlpha: Bool
-    /// PLTE and tRNS payloads, shared by every frame.
+    /// The colour chunks (iCCP, sRGB, gAMA, cHRM), PLTE and tRNS, shared by every frame.
     var sharedChunks: [PNGChunk]
     var frames: [Frame]
     var sawEnd: Bool
@@ -59,7 +59,8 @@ struct APNGAnimation {
                 sawAnimationControl = true
                 declaredFrameCount = Int(PNGChunkReader.bigEndianUInt32(bytes, at: start))
                 playCount = Int(PNGChunkReader.bigEndianUInt32(bytes, at: start + 4))
-            case "PLTE" where !sawImageData, "tRNS" where !sawImageData:
+            case "PLTE" where !sawImageData, "tRNS" where !sawImageData, "iCCP" where !sawImageData,
+                "sRGB" where !sawImageData, "gAMA" where !sawImageData, "cHRM" where !sawImageData:
                 if chunk.type == "tRNS" { hasAlpha = true }
                 sharedChunks.append(chunk)
             case "fcTL" where chunk.payload.count == 26:
@@ -114,6 +115,7 @@ struct APNGDecoder {
         var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
         var output: [DecodedImage.Frame] = []
         var hasTransparency = animation.hasAlpha
+        var profile: ColorProfile?
         for (index, frame) in animation.frames.prefix(frameLimit).enumerated() {
             guard frame.rect.width > 0, frame.rect.height > 0,
                 frame.rect.clipped(to: canvasSize) == frame.rect
@@ -121,7 +123,13 @@ struct APNGDecoder {
                 throw .corruptData(.png, "frame \(index) (\(frame.rect)) lies outside the \(canvasSize) canvas")
             }
             try deadline.check(.png)
-            let bitmap = try PNGCoder.decodeStill(frameStream(for: frame), options: options, deadline: deadline)
+            // Frames are composed in the file's colour space; the policy converts each one after.
+            let bitmap = try PNGCoder.decodeStill(
+                frameStream(for: frame),
+                options: options,
+                deadline: deadline,
+                profile: &profile
+            )
             let dispose: APNGAnimation.Dispose = index == 0 && frame.dispose == .previous ? .background : frame.dispose
             let saved = dispose == .previous ? canvas.cropped(to: frame.rect) : nil
             canvas.draw(bitmap, atX: frame.rect.x, y: frame.rect.y, blend: frame.blendOver && index > 0)
@@ -139,7 +147,8 @@ struct APNGDecoder {
             loopCount: animation.playCount,
             format: .png,
             sourceSize: canvasSize,
-            sourceFrameCount: animation.frames.count
+            sourceFrameCount: animation.frames.count,
+            colorProfile: profile
         ).finished(with: options, deadline: deadline)
     }
 

@@ -97,15 +97,41 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         return result
     }
 
-    /// The iCCP profile of a decoder past the header, when it fits the PNG's colour type (gray
-    /// for gray PNGs, RGB for the others) and the options do not ignore profiles.
+    /// The colour space a decoder past the header declares, read as browsers read it: an `sRGB`
+    /// chunk says sRGB; else the `iCCP` profile when it fits the colour type (gray for gray PNGs,
+    /// RGB for the others); else `gAMA` (with `cHRM`'s primaries, or sRGB's) made into a profile.
+    /// `nil` for sRGB, for untagged PNGs and when the options ignore profiles.
     static func embeddedProfile(_ decoder: OpaquePointer, options: ImageDecodingOptions) -> ColorProfile? {
-        var length = 0
-        guard options.colorPolicy != .ignore, let icc = wi_png_decoder_icc_profile(decoder, &length),
-            let profile = ColorProfile(iccData: Data(bytes: icc, count: length))
-        else { return nil }
+        guard options.colorPolicy != .ignore else { return nil }
+        let chunks = wi_png_decoder_color_chunks(decoder)
+        guard chunks.has_srgb == 0 else { return nil }
         let isGray = wi_png_decoder_state(decoder).color_type & ~4 == 0  // gray, or gray + alpha
-        return profile.colorSpace == (isGray ? .gray : .rgb) ? profile : nil
+        var length = 0
+        if let icc = wi_png_decoder_icc_profile(decoder, &length) {
+            guard let profile = ColorProfile(iccData: Data(bytes: icc, count: length)) else { return nil }
+            return profile.colorSpace == (isGray ? .gray : .rgb) ? profile : nil
+        }
+        return gammaProfile(chunks, isGray: isGray)
+    }
+
+    /// The profile of `gAMA` and `cHRM`; `nil` without `gAMA`, or when they say sRGB (gamma
+    /// 1/2.2 with sRGB's primaries or none: what most encoders write beside untagged pixels).
+    private static func gammaProfile(_ chunks: wi_png_color_chunks, isGray: Bool) -> ColorProfile? {
+        guard chunks.gamma > 0 else { return nil }
+        let decodingGamma = 1 / chunks.gamma
+        if isGray { return abs(decodingGamma - 2.2) < 0.01 ? nil : ColorProfile.gray(gamma: decodingGamma) }
+        let c = chunks.chromaticities
+        let srgb = [0.64, 0.33, 0.30, 0.60, 0.15, 0.06, 0.3127, 0.3290]
+        let primaries = chunks.has_chromaticities != 0 ? [c.0, c.1, c.2, c.3, c.4, c.5, c.6, c.7] : srgb
+        let saysSRGB = zip(primaries, srgb).allSatisfy { abs($0 - $1) < 0.001 } && abs(decodingGamma - 2.2) < 0.01
+        guard !saysSRGB, primaries.allSatisfy({ $0 > 0 && $0 < 1 }) else { return nil }
+        return ColorProfile.rgb(
+            red: (primaries[0], primaries[1]),
+            green: (primaries[2], primaries[3]),
+            blue: (primaries[4], primaries[5]),
+            white: (primaries[6], primaries[7]),
+            curve: .gamma(decodingGamma)
+        )
     }
 
     static func check(_ status: wi_status, _ decoder: OpaquePointer) throws(CoderError) {
