@@ -13,6 +13,9 @@ public struct ImageContext: Sendable {
     public var priority: ImagePriority?
     /// Changes the request before it is sent, or returns `nil` to cancel the load.
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
+    /// What decodes do with an embedded colour profile (default: convert to sRGB). Another
+    /// policy gives a derived image, cached under its own key.
+    public var colorPolicy: ColorPolicy = .convertToSRGB
     /// The coders to decode with (default: the shared registry).
     public var coders: ImageCodersManager?
     /// The budget decodes reserve their pixel memory from (default:
@@ -71,7 +74,8 @@ public struct ImageContext: Sendable {
         ImageDecodingOptions(
             thumbnailPixelSize: thumbnailPixelSize,
             scaleDownLimitBytes: options.contains(.scaleDownLargeImages) ? scaleDownLimitBytes : nil,
-            firstFrameOnly: options.contains(.decodeFirstFrameOnly)
+            firstFrameOnly: options.contains(.decodeFirstFrameOnly),
+            colorPolicy: colorPolicy
         )
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import WebImageCoders
 
 /// The key an image is cached under: the source (a ``ImageManager/cacheKeyFilter``'s answer, or
-/// the absolute URL), and for a derived image the thumbnail size and the transformers' keys.
+/// the absolute URL), and for a derived image the thumbnail size, the colour policy when it is
+/// not the default, and the transformers' keys.
 ///
 /// ``rawValue`` is the string the caches store it under. An original's raw value is its source
 /// unchanged (so `ImageCache.shared.imageFromMemoryCache(forKey: url.absoluteString)` finds what
@@ -10,19 +11,29 @@ import WebImageCoders
 /// fields are length-prefixed, so no source or transformer key, whatever characters it holds,
 /// can make two different keys serialize alike:
 ///
-///     \u{1}webimage-key:1|<source bytes>|<source>|thumbnail=<W>x<H>|transform=<bytes>|<key>...
+///     \u{1}webimage-key:1|<source bytes>|<source>|thumbnail=<W>x<H>|color=<policy>|transform=<bytes>|<key>...
 public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     /// The original's key: the cache key filter's answer, or the absolute URL.
     public var source: String
     /// The thumbnail's pixel size, for a thumbnail.
     public var thumbnail: PixelSize?
+    /// What the decode does with an embedded colour profile; images decoded with another policy
+    /// than the default (``ColorPolicy/convertToSRGB``) are derived images.
+    public var colorPolicy: ColorPolicy
     /// The transformers' keys, in the order they run (a ``PipelineTransformer`` gives one each).
     public var transformerKeys: [String]
 
-    /// A key; without a thumbnail or transformers it names the original.
-    public init(source: String, thumbnail: PixelSize? = nil, transformerKeys: [String] = []) {
+    /// A key; without a thumbnail, a colour policy other than the default or transformers it
+    /// names the original.
+    public init(
+        source: String,
+        thumbnail: PixelSize? = nil,
+        colorPolicy: ColorPolicy = .convertToSRGB,
+        transformerKeys: [String] = []
+    ) {
         self.source = source
         self.thumbnail = thumbnail
+        self.colorPolicy = colorPolicy
         self.transformerKeys = transformerKeys
     }
 
@@ -33,7 +44,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether this names a thumbnail or a transformed image rather than the original.
-    public var isDerived: Bool { thumbnail != nil || !transformerKeys.isEmpty }
+    public var isDerived: Bool { thumbnail != nil || colorPolicy != .convertToSRGB || !transformerKeys.isEmpty }
 
     /// The original this key derives from (itself when it is the original).
     public var original: ImageCacheKey { ImageCacheKey(source: source) }
@@ -46,6 +57,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
         guard isDerived || source.hasPrefix("\u{1}webimage-key:") else { return source }
         var text = Self.versionedPrefix + "\(source.utf8.count)|" + source
         if let thumbnail { text += "|thumbnail=\(thumbnail.width)x\(thumbnail.height)" }
+        if colorPolicy != .convertToSRGB { text += "|color=\(colorPolicy.rawValue)" }
         for key in transformerKeys { text += "|transform=\(key.utf8.count)|" + key }
         return text
     }
@@ -65,13 +77,18 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
             guard let width = reader.number(), reader.skip("x"), let height = reader.number() else { return nil }
             thumbnail = PixelSize(width: width, height: height)
         }
+        var colorPolicy = ColorPolicy.convertToSRGB
+        if reader.skip("|color=") {
+            guard let policy = ColorPolicy.allCases.first(where: { reader.skip($0.rawValue) }) else { return nil }
+            colorPolicy = policy
+        }
         var transformerKeys: [String] = []
         while reader.skip("|transform=") {
             guard let key = reader.lengthPrefixed() else { return nil }
             transformerKeys.append(key)
         }
         guard reader.isAtEnd else { return nil }
-        self.init(source: source, thumbnail: thumbnail, transformerKeys: transformerKeys)
+        self.init(source: source, thumbnail: thumbnail, colorPolicy: colorPolicy, transformerKeys: transformerKeys)
     }
 
     public var description: String { rawValue.replacingOccurrences(of: "\u{1}", with: "\\u{1}") }
@@ -121,10 +138,11 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 struct ImageDownloadKey: Hashable, Sendable {
     /// The absolute URL.
     var url: String
-    /// What the decoder is asked for (thumbnail, scale-down limit, first frame only).
+    /// What the decoder is asked for (thumbnail, scale-down limit, first frame only, colour).
     var thumbnail: PixelSize?
     var scaleDownLimitBytes: Int?
     var firstFrameOnly: Bool
+    var colorPolicy: ColorPolicy
     /// `avoidDecodeImage`: the bytes without an image.
     var undecoded: Bool
     /// `allowInvalidSSLCertificates`: the load runs on the permissive session.
@@ -149,6 +167,7 @@ struct ImageDownloadKey: Hashable, Sendable {
         thumbnail = decoding.thumbnailPixelSize
         scaleDownLimitBytes = decoding.scaleDownLimitBytes
         firstFrameOnly = decoding.firstFrameOnly
+        colorPolicy = decoding.colorPolicy
         undecoded = options.contains(.avoidDecodeImage)
         allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         handlesCookies = options.contains(.handleCookies)

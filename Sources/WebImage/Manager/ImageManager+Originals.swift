@@ -2,10 +2,11 @@ import Foundation
 import WebImageCoders
 
 extension ImageManager {
-    /// Whether `context` asks for an image derived from the original (a thumbnail or a
-    /// transformer's output), cached under its own key beside the original's bytes.
+    /// Whether `context` asks for an image derived from the original (a thumbnail, a decode with
+    /// another colour policy, or a transformer's output), cached under its own key beside the
+    /// original's bytes.
     static func derivesImage(_ context: ImageContext) -> Bool {
-        context.thumbnailPixelSize != nil || context.transformer != nil
+        context.thumbnailPixelSize != nil || context.colorPolicy != .convertToSRGB || context.transformer != nil
     }
 
     /// Whether a load may make its missing derived image from the original's bytes on disk

@@ -96,10 +96,10 @@ extension DecodedImage {
 }
 
 extension DecodedImage {
-    /// The image ready for an encoder that can embed profiles of `space` only: as it is when its
-    /// profile fits (or it has none), else converted to sRGB and untagged, so the numbers written
-    /// never claim a space they are not in.
-    func withProfileFitting(_ space: ColorProfile.ColorSpace) throws(CoderError) -> DecodedImage {
+    /// The image ready for an encoder that can embed profiles of `space` only (`nil`: none): as it
+    /// is when its profile fits (or it has none), else converted to sRGB and untagged, so the
+    /// numbers written never claim a space they are not in.
+    func withProfileFitting(_ space: ColorProfile.ColorSpace?) throws(CoderError) -> DecodedImage {
         guard let profile = colorProfile, profile.colorSpace != space else { return self }
         return try applyingColorPolicy(.convertToSRGB, deadline: CodingDeadline(ImageDecodingOptions()))
     }

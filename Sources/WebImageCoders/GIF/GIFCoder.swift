@@ -30,7 +30,8 @@ public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
         throws(CoderError) -> Data
     {
         guard format == .gif else { throw .encodingFailed(format, "the GIF coder writes only GIF") }
-        return try GIFWriter(image: image, options: options).encode()
+        // GIF carries no profile: a kept one is applied to the pixels first.
+        return try GIFWriter(image: image.withProfileFitting(nil), options: options).encode()
     }
 }
 
