@@ -56,7 +56,7 @@ struct FetchCommandTests {
         #expect(origin.requestCount(for: "/a.png") == 1)
 
         let second = try await CLIRunner.runDetached([
-            "fetch", "--json", "--cache-dir", cache, "--thumbnail", "16x16", "--output", folder.file("out").path,
+            "fetch", "--json", "--cache-dir", cache, "--thumbnail", "16x16", "--output-dir", folder.file("out").path,
             "--format", "webp", b,
         ])
         #expect(second.status == 0, "\(second.stderr)")
@@ -67,7 +67,7 @@ struct FetchCommandTests {
         #expect(ImageFormat(sniffing: try Data(contentsOf: URL(fileURLWithPath: output))) == .webp)
 
         let avif = try await CLIRunner.runDetached([
-            "fetch", "--json", "--cache-dir", cache, "--output", folder.file("avif").path, "--format", "avif", b,
+            "fetch", "--json", "--cache-dir", cache, "--output-dir", folder.file("avif").path, "--format", "avif", b,
         ])
         #expect(avif.status == 0, "\(avif.stderr)")
         let avifOutput = try #require(try avif.jsonLines().first?["output"] as? String)
@@ -107,7 +107,7 @@ struct FetchCommandTests {
 
         // A thumbnail without --format: the thumbnail, in the source's format (before: the original bytes).
         let png = try file(Self.png, "wide.png")
-        let thumbnail = try await run(["--thumbnail", "16x16", "--output", out, png])
+        let thumbnail = try await run(["--thumbnail", "16x16", "--output-dir", out, png])
         let thumbnailBytes = try #require(thumbnail.written)
         #expect(ImageFormat(sniffing: thumbnailBytes) == .png)
         let thumbnailImage = try ImageCodersManager.shared.decode(thumbnailBytes)
@@ -127,12 +127,12 @@ struct FetchCommandTests {
             options: .init()
         )
         let jpeg = try file(oriented, "turned.jpg")
-        let upright = try await run(["--output", out, "--format", "png", jpeg])
+        let upright = try await run(["--output-dir", out, "--format", "png", jpeg])
         let uprightImage = try ImageCodersManager.shared.decode(try #require(upright.written))
         #expect(uprightImage.width == 20 && uprightImage.height == 40)
         #expect(upright.line["width"] as? Int == 20 && upright.line["format"] as? String == "png")
         #expect(uprightImage.bitmap[10, 30].r > 200, "orientation 8: the stored left half (red) ends at the bottom")
-        let asStored = try await run(["--output", out, "--format", "png", "--no-auto-orient", jpeg])
+        let asStored = try await run(["--output-dir", out, "--format", "png", "--no-auto-orient", jpeg])
         #expect(try ImageCodersManager.shared.decode(try #require(asStored.written)).width == 40)
 
         // An animated GIF: refused as JPEG (one frame would be silently lost), kept as GIF, WebP and
@@ -145,12 +145,12 @@ struct FetchCommandTests {
             format: .gif
         )
         let gif = try file(try GIFCoder().encode(animation, as: .gif, options: .init()), "anim.gif")
-        let refused = try await run(["--output", out, "--format", "jpeg", gif])
+        let refused = try await run(["--output-dir", out, "--format", "jpeg", gif])
         #expect(refused.status == 3 && refused.line["ok"] as? Bool == false)
         let message = try #require((refused.line["error"] as? [String: Any])?["message"] as? String)
         #expect(message.contains("cannot write an animation of 2 frames as jpeg"), "\(message)")
         for format in ["gif", "webp", "png"] {
-            let kept = try await run(["--output", out, "--format", format, gif])
+            let kept = try await run(["--output-dir", out, "--format", format, gif])
             let keptImage = try ImageCodersManager.shared.decode(try #require(kept.written))
             #expect(keptImage.frames.count == 2 && keptImage.format.rawValue == format)
             #expect(kept.line["frames"] as? Int == 2)
@@ -165,11 +165,91 @@ struct FetchCommandTests {
             ),
             "noise.png"
         )
-        let low = try await run(["--output", out, "--format", "jpeg", "--quality", "10", photo])
-        let high = try await run(["--output", out, "--format", "jpeg", "--quality", "95", photo])
+        let low = try await run(["--output-dir", out, "--format", "jpeg", "--quality", "10", photo])
+        let high = try await run(["--output-dir", out, "--format", "jpeg", "--quality", "95", photo])
         #expect(try #require(low.written).count * 2 < (try #require(high.written).count))
-        let usage = try await CLIRunner.runDetached(["fetch", "--quality", "0", "--output", out, photo])
+        let usage = try await CLIRunner.runDetached(["fetch", "--quality", "0", "--output-dir", out, photo])
         #expect(usage.status == 2 && usage.stderr.contains("--quality must be 1 to 100"))
+    }
+
+    @Test("Output as asked: --output FILE as curl's, --output-dir, explicit --quality and --color re-encode")
+    func outputAsAsked() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        func file(_ data: Data, _ name: String) throws -> String {
+            try data.write(to: folder.file(name))
+            return folder.file(name).absoluteString
+        }
+        var photo = DecodedImage(bitmap: GeneratedImages.noise(width: 64, height: 64), format: .jpeg)
+        let plainBytes = try JPEGCoder().encode(photo, as: .jpeg, options: .init(quality: 0.95))
+        let plain = try file(plainBytes, "photo.jpg")
+
+        // --output FILE is that file (before: a folder named x.jpg), the bytes as downloaded.
+        let single = folder.file("x.jpg")
+        let toFile = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output", single.path, plain])
+        #expect(toFile.status == 0, "\(toFile.stderr)")
+        var isDirectory: ObjCBool = true
+        #expect(
+            FileManager.default.fileExists(atPath: single.path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        )
+        #expect(try Data(contentsOf: single) == plainBytes)
+        // Several inputs and one file: a usage error that names --output-dir; nothing written.
+        let many = folder.file("many.jpg")
+        let refused = try await CLIRunner.runDetached(["fetch", "--output", many.path, plain, plain])
+        #expect(refused.status == 2 && refused.stderr.contains("--output-dir"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: many.path))
+        // An existing folder given to --output is the design's --output DIR; --output-dir makes its folder.
+        let existing = folder.file("existing")
+        try FileManager.default.createDirectory(at: existing, withIntermediateDirectories: true)
+        let intoFolder = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output", existing.path, plain])
+        #expect(
+            intoFolder.status == 0
+                && (try? Data(contentsOf: existing.appendingPathComponent("photo.jpg"))) == plainBytes
+        )
+        let made = folder.file("made/deeper")
+        let intoMade = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "--output-dir", made.path, plain, plain,
+        ])
+        #expect(
+            intoMade.status == 0
+                && FileManager.default.fileExists(atPath: made.appendingPathComponent("1-photo.jpg").path)
+        )
+
+        // --format jpeg --quality 40 on a JPEG: re-encoded at 40 (before: the original bytes).
+        let lower = folder.file("q40.jpg")
+        let requality = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "-o", lower.path, "--format", "jpeg", "--quality", "40", plain,
+        ])
+        #expect(requality.status == 0, "\(requality.stderr)")
+        let lowerBytes = try Data(contentsOf: lower)
+        #expect(ImageFormat(sniffing: lowerBytes) == .jpeg && lowerBytes.count * 2 < plainBytes.count)
+
+        // A Display P3 JPEG: written as downloaded by default (the profile travels with the
+        // bytes); --color srgb converts and writes it untagged; --color keep writes the profile.
+        photo.colorProfile = .displayP3
+        let p3Bytes = try JPEGCoder().encode(photo, as: .jpeg, options: .init(quality: 0.95))
+        let p3 = try file(p3Bytes, "p3.jpg")
+        let asIs = folder.file("as-is.jpg")
+        _ = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "-o", asIs.path, p3])
+        #expect(try Data(contentsOf: asIs) == p3Bytes)
+        let stored = try JPEGCoder().decode(p3Bytes, options: ImageDecodingOptions(colorPolicy: .ignore))
+        let srgb = folder.file("srgb.png")
+        let converted = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "--color", "srgb", "-o", srgb.path, p3,
+        ])
+        #expect(converted.status == 0, "\(converted.stderr)")
+        let convertedImage = try PNGCoder().decode(try Data(contentsOf: srgb), options: .init(colorPolicy: .keep))
+        #expect(convertedImage.colorProfile == nil && convertedImage.bitmap.pixels != stored.bitmap.pixels)
+        let keptFile = folder.file("kept.png")
+        let kept = try await CLIRunner.runDetached([
+            "fetch", "--no-disk-cache", "--color", "keep", "-o", keptFile.path, p3,
+        ])
+        #expect(kept.status == 0, "\(kept.stderr)")
+        let keptImage = try PNGCoder().decode(try Data(contentsOf: keptFile), options: .init(colorPolicy: .keep))
+        #expect(keptImage.colorProfile?.data == ColorProfile.displayP3.data)
+        #expect(keptImage.bitmap.pixels == stored.bitmap.pixels)
+        let badColor = try await CLIRunner.runDetached(["fetch", "--color", "cmyk", "-o", keptFile.path, p3])
+        #expect(badColor.status == 2 && badColor.stderr.contains("--color 'cmyk' is not one of srgb, keep, ignore"))
     }
 
     @Test(
@@ -209,7 +289,7 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
-    @Test("Naming outputs as curl does: -o FILE, -o -, -O, --output DIR, --output-template, --no-clobber")
+    @Test("Naming outputs as curl does: -o FILE, -o -, -O, --output-dir DIR, --output-template, --no-clobber")
     func outputNames() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
         defer { folder.remove() }
@@ -241,19 +321,19 @@ struct FetchCommandTests {
 
         // --output DIR: remote names; only the two that share a name get their position.
         let out = folder.file("out")
-        let named = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output", out.path, a, b, c])
+        let named = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output-dir", out.path, a, b, c])
         #expect(named.status == 0, "\(named.stderr)")
         #expect(try names(out) == ["1-photo.png", "2-photo.png", "other.png"])
         // --no-clobber: existing files stay, those items fail; without it they are replaced.
         try Data("keep".utf8).write(to: out.appendingPathComponent("other.png"))
         let kept = try await CLIRunner.runDetached([
-            "fetch", "--json", "--no-disk-cache", "--output", out.path, "--no-clobber", c,
+            "fetch", "--json", "--no-disk-cache", "--output-dir", out.path, "--no-clobber", c,
         ])
         #expect(kept.status == 3)
         let keptError = try #require(try kept.jsonLines().first?["error"] as? [String: Any])
         #expect((keptError["message"] as? String)?.contains("exists; --no-clobber leaves it alone") == true)
         #expect(try Data(contentsOf: out.appendingPathComponent("other.png")) == Data("keep".utf8))
-        _ = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output", out.path, c])
+        _ = try await CLIRunner.runDetached(["fetch", "--no-disk-cache", "--output-dir", out.path, c])
         #expect(try Data(contentsOf: out.appendingPathComponent("other.png")) == Self.png)
 
         // -O: remote names in the current folder.
@@ -266,7 +346,7 @@ struct FetchCommandTests {
         // --output-template inside --output DIR, converting.
         let templated = folder.file("templated")
         let template = try await CLIRunner.runDetached([
-            "fetch", "--no-disk-cache", "--output", templated.path, "--output-template", "%i_%s_100%%.%x",
+            "fetch", "--no-disk-cache", "--output-dir", templated.path, "--output-template", "%i_%s_100%%.%x",
             "--format", "jpeg", a, c,
         ])
         #expect(template.status == 0, "\(template.stderr)")
@@ -599,7 +679,9 @@ struct FetchCommandTests {
             withIntermediateDirectories: true
         )
         let url = origin.url("/b.png").absoluteString
-        let result = try await CLIRunner.runDetached(["fetch", "--json", "--no-disk-cache", "--output", out.path, url])
+        let result = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--output-dir", out.path, url,
+        ])
         #expect(result.status == 3)
         let line = try #require(result.jsonLines().first)
         #expect(line["ok"] as? Bool == false)

@@ -15,7 +15,7 @@ struct FetchCommand: AsyncParsableCommand {
             \(ExitStatus.summary)
 
             Example:
-              webimage fetch --json --thumbnail 256x256 --output thumbs --format webp \\
+              webimage fetch --json --thumbnail 256x256 --output-dir thumbs --format webp \\
                 https://example.com/a.jpg https://example.com/b.png
             """
     )
@@ -35,20 +35,33 @@ struct FetchCommand: AsyncParsableCommand {
     var thumbnail: String?
 
     @Option(
-        help: "Write each image into this folder, under its remote name (index-prefixed only where two would collide)."
+        name: .customLong("output-dir"),
+        help: """
+            Write each image into this folder (made as needed), under its remote name (index-prefixed \
+            only where two would collide), as curl's --output-dir.
+            """
     )
-    var output: String?
+    var outputDirectory: String?
 
-    @Option(name: .customShort("o"), help: "Write the image to FILE, '-' for standard output (one input only).")
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: """
+            Write the image to FILE, '-' for standard output (one input only, as curl's -o); an existing \
+            folder, or a path ending in '/', is taken as --output-dir.
+            """
+    )
     var outputFile: String?
 
-    @Flag(name: .customShort("O"), help: "Write each image into the current folder under its remote name (as curl -O).")
+    @Flag(
+        name: [.customShort("O"), .customLong("remote-name")],
+        help: "Write each image into the current folder under its remote name (as curl -O)."
+    )
     var remoteName = false
 
     @Option(
         name: .customLong("output-template"),
         help: """
-            File name of each image, inside --output DIR unless it starts with /; its folders are made \
+            File name of each image, inside --output-dir DIR unless it starts with /; its folders are made \
             as needed: %s remote name, %i position (1, 2, …), %x format extension, %% a percent sign.
             """
     )
@@ -110,6 +123,15 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Write no metadata: the image is re-encoded without its EXIF orientation.")
     var strip = false
 
+    @Option(
+        help: """
+            What to do with an embedded colour profile: srgb (convert to sRGB, the default), keep (the \
+            pixels as stored, the profile written back) or ignore (the numbers as stored, untagged). \
+            srgb and ignore given explicitly re-encode written images.
+            """
+    )
+    var color: String?
+
     @Flag(
         name: .customLong("auto-orient"),
         inversion: .prefixedNo,
@@ -129,26 +151,34 @@ struct FetchCommand: AsyncParsableCommand {
         if let format, Self.outputFormat(format) == nil {
             throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, gif")
         }
-        let writes = output != nil || outputFile != nil || remoteName || outputTemplate != nil
-        if format != nil && !writes { throw ValidationError("--format needs --output DIR, -o FILE or -O") }
+        let writes = outputFolder != nil || singleFile != nil || remoteName || outputTemplate != nil
+        if format != nil && !writes { throw ValidationError("--format needs --output-dir DIR, -o FILE or -O") }
+        if let color, ColorPolicy(rawValue: color.lowercased()) == nil {
+            throw ValidationError("--color '\(color)' is not one of srgb, keep, ignore")
+        }
         if let quality {
             guard (1...100).contains(quality) else {
                 throw ValidationError("--quality must be 1 to 100, got \(quality)")
             }
-            guard writes else { throw ValidationError("--quality needs --output DIR, -o FILE or -O") }
+            guard writes else { throw ValidationError("--quality needs --output-dir DIR, -o FILE or -O") }
         }
-        if outputFile != nil, output != nil || remoteName || outputTemplate != nil {
-            throw ValidationError("-o FILE names one file: it cannot go with --output, -O or --output-template")
+        if let singleFile {
+            guard outputFolder == nil, !remoteName, outputTemplate == nil else {
+                throw ValidationError(
+                    "-o/--output \(singleFile) names one file: it cannot go with --output-dir, -O or --output-template"
+                )
+            }
+            if urls.count > 1 { throw Self.oneFileError(singleFile, inputs: urls.count) }
         }
         if let outputTemplate, !outputTemplate.contains("%i"), !outputTemplate.contains("%s"), urls.count > 1 {
             throw ValidationError(
                 "--output-template '\(outputTemplate)' would give every input the same name: use %s or %i"
             )
         }
-        if let outputFile, outputFile != "-", Self.outputFormat(URL(fileURLWithPath: outputFile).pathExtension) == nil,
+        if let singleFile, singleFile != "-", Self.outputFormat(URL(fileURLWithPath: singleFile).pathExtension) == nil,
             format == nil, thumbnail != nil
         {
-            throw ValidationError("-o \(outputFile): with --thumbnail, give --format or a file extension such as .png")
+            throw ValidationError("-o \(singleFile): with --thumbnail, give --format or a file extension such as .png")
         }
         if let resize, Self.parseSize(resize) == nil {
             throw ValidationError("--resize '\(resize)' is not WxH with positive numbers")
@@ -169,7 +199,7 @@ struct FetchCommand: AsyncParsableCommand {
         }
         if let blur, !(1...200).contains(blur) { throw ValidationError("--blur must be 1 to 200 pixels, got \(blur)") }
         if transformer != nil || strip, !writes {
-            throw ValidationError("--resize, --crop, --rotate, --blur and --strip need --output DIR, -o FILE or -O")
+            throw ValidationError("--resize, --crop, --rotate, --blur and --strip need --output-dir DIR, -o FILE or -O")
         }
         try LoadingOptions.validateInputFile(inputFile)
         if urls.isEmpty && inputFile == nil { throw ValidationError("give at least one URL or --input FILE") }
@@ -240,19 +270,41 @@ struct FetchCommand: AsyncParsableCommand {
         }
     }
 
-    /// Where written images go: `-o FILE` or `-o -` (one input), or a folder (`--output DIR`,
+    /// `-o`/`--output`'s file: `nil` when it names a folder (an existing one, or a path ending
+    /// in "/", as the design's `--output DIR` has it).
+    var singleFile: String? {
+        guard let outputFile, !Self.namesFolder(outputFile) else { return nil }
+        return outputFile
+    }
+
+    /// The folder images are written into: `--output-dir`, or `-o`/`--output` naming a folder.
+    var outputFolder: String? {
+        outputDirectory ?? outputFile.flatMap { Self.namesFolder($0) ? $0 : nil }
+    }
+
+    static func namesFolder(_ path: String) -> Bool {
+        guard path != "-" else { return false }
+        var isDirectory: ObjCBool = false
+        return path.hasSuffix("/")
+            || (FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
+
+    static func oneFileError(_ file: String, inputs: Int) -> ValidationError {
+        ValidationError(
+            "-o/--output \(file) names one file and takes one input, got \(inputs): "
+                + "use --output-dir DIR (or --output-template) for several"
+        )
+    }
+
+    /// Where written images go: `-o FILE` or `-o -` (one input), or a folder (`--output-dir`,
     /// `-O` for the current one, `--output-template` inside either).
     func destination(for inputs: [String]) throws -> FetchJob.Destination {
-        if let outputFile {
-            guard inputs.count == 1 else {
-                throw ValidationError(
-                    "-o \(outputFile) takes one input, got \(inputs.count): use --output DIR or --output-template"
-                )
-            }
-            return outputFile == "-" ? .standardOutput : .file(URL(fileURLWithPath: outputFile))
+        if let singleFile {
+            guard inputs.count == 1 else { throw Self.oneFileError(singleFile, inputs: inputs.count) }
+            return singleFile == "-" ? .standardOutput : .file(URL(fileURLWithPath: singleFile))
         }
-        guard output != nil || remoteName || outputTemplate != nil else { return .none }
-        let folder = URL(fileURLWithPath: output ?? ".", isDirectory: true)
+        guard outputFolder != nil || remoteName || outputTemplate != nil else { return .none }
+        let folder = URL(fileURLWithPath: outputFolder ?? ".", isDirectory: true)
         // Default names are the remote ones; only names two inputs share get their position.
         var counts: [String: Int] = [:]
         for input in inputs { counts[FetchJob.remoteName(input), default: 0] += 1 }
@@ -266,13 +318,15 @@ struct FetchCommand: AsyncParsableCommand {
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
         context.transformer = transformer
+        let colorPolicy = color.flatMap { ColorPolicy(rawValue: $0.lowercased()) }
+        context.colorPolicy = colorPolicy ?? .convertToSRGB
         let destination = try destination(for: inputs)
         if case .folder(let folder, _, _) = destination {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
         // With the image on standard output, result lines go to standard error.
         let results: StandardStream = destination == .standardOutput ? .error : .output
-        let fileFormat = outputFile.flatMap { Self.outputFormat(URL(fileURLWithPath: $0).pathExtension) }
+        let fileFormat = singleFile.flatMap { Self.outputFormat(URL(fileURLWithPath: $0).pathExtension) }
         let job = FetchJob(
             manager: manager,
             options: loading.imageOptions,
@@ -282,7 +336,10 @@ struct FetchCommand: AsyncParsableCommand {
                 format: format.flatMap(Self.outputFormat) ?? fileFormat,
                 encoding: ImageEncodingOptions(quality: Double(quality ?? 90) / 100),
                 autoOrient: autoOrient,
-                reencodes: thumbnail != nil || transformer != nil || strip,
+                // Asked-for quality, stripping or colour handling need new bytes; keep is what the
+                // downloaded bytes already do.
+                reencodes: thumbnail != nil || transformer != nil || strip || quality != nil
+                    || (colorPolicy != nil && colorPolicy != .keep),
                 strip: strip,
                 noClobber: noClobber
             ),
