@@ -226,8 +226,9 @@ static void wi_png_write(png_structp png, png_bytep data, png_size_t length) {
 static void wi_png_flush(png_structp png) { (void)png; }
 
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
-                        int compression_level, const uint8_t *icc, size_t icc_length, const wi_stop *stop,
-                        int64_t budget_ns, uint8_t **out, size_t *out_size, char *message) {
+                        int compression_level, const uint8_t *icc, size_t icc_length, const uint8_t *exif,
+                        size_t exif_length, const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size,
+                        char *message) {
     const int64_t deadline_ns = wi_deadline_after(budget_ns);
     volatile int stopped = 0;
     *out = NULL;
@@ -254,6 +255,9 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     if (icc != NULL && icc_length > 0 && icc_length <= UINT32_MAX) {
         png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_length);
+    }
+    if (exif != NULL && exif_length > 0 && exif_length <= INT32_MAX) {
+        png_set_eXIf_1(png, info, (png_uint_32)exif_length, (png_bytep)exif);
     }
     png_write_info(png, info);
     if (!keep_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);

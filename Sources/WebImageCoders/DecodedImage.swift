@@ -28,6 +28,7 @@ public struct DecodedImage: Sendable {
         var sourceSize: PixelSize
         var sourceFrameCount: Int
         var colorProfile: ColorProfile?
+        var exif: Data?
     }
 
     /// The image's contents, shared by every copy. Immutable: a setter makes a new one (cheap,
@@ -93,6 +94,15 @@ public struct DecodedImage: Sendable {
         set { update { $0.colorProfile = newValue } }
     }
 
+    /// The source's EXIF block (TIFF header and IFDs, without JPEG's `Exif\0\0`), read when
+    /// ``ImageDecodingOptions/keepsMetadata`` is on (JPEG, PNG `eXIf`, WebP `EXIF`); `nil`
+    /// otherwise. The JPEG, PNG, WebP and AVIF encoders write it back with the orientation tag
+    /// set to ``orientation``.
+    public var exif: Data? {
+        get { storage.fields.exif }
+        set { update { $0.exif = newValue } }
+    }
+
     public init(
         frames: [Frame],
         loopCount: Int = 1,
@@ -113,7 +123,8 @@ public struct DecodedImage: Sendable {
                 isPartial: isPartial,
                 sourceSize: sourceSize ?? PixelSize(width: frames[0].bitmap.width, height: frames[0].bitmap.height),
                 sourceFrameCount: sourceFrameCount ?? frames.count,
-                colorProfile: colorProfile
+                colorProfile: colorProfile,
+                exif: nil
             )
         )
     }

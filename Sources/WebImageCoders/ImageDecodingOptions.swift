@@ -32,6 +32,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// What to do with an embedded ICC profile: convert to sRGB (the default), keep it on
     /// ``DecodedImage/colorProfile`` with the pixels untouched, or ignore it.
     public var colorPolicy: ColorPolicy = .convertToSRGB
+    /// Carry the source's EXIF block on ``DecodedImage/exif`` (for encoders to write back).
+    /// Default `false`: EXIF is read for the orientation only.
+    public var keepsMetadata = false
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).
     /// Default `false`: pixels stay as stored and ``DecodedImage/orientation`` says how to show them.
     public var applyOrientation: Bool

@@ -88,7 +88,9 @@ extension ImageProxy {
             sourceFingerprint: source.fingerprint,
             decodedSize: header.decodedFrameSize(with: decoding),
             firstFrameOnly: decoding.firstFrameOnly,
-            maxFrameCount: decoding.maxFrameCount
+            maxFrameCount: decoding.maxFrameCount,
+            colorPolicy: decoding.colorPolicy,
+            keepsMetadata: decoding.keepsMetadata
         )
         let metrics = metrics
         let bytes = try Self.plannedMemory(
@@ -205,6 +207,8 @@ extension ImageProxy {
             maxFrameCount: max(configuration.maxAnimationFrames, header.frameCount)
         )
         decoding.maxDecodeDuration = configuration.processingTimeout
+        decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep
+        decoding.keepsMetadata = !options.stripMetadata || options.keepCopyright
         decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(
             storedSize: header.size,
             orientation: header.orientation,
@@ -279,6 +283,7 @@ extension ImageProxy {
         guard var processed = ImageProcessor.process(image, options: options, cancellation: limits.cancellation),
             !limits.cancellation.isCancelled
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
+        if options.stripMetadata { processed.stripMetadata(keepingCopyright: options.keepCopyright) }
         // A source we cannot write: PNG when the result has alpha, else JPEG.
         let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
         if let background = options.background {

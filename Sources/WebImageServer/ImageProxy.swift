@@ -38,6 +38,10 @@ public struct ImageProxyConfiguration: Sendable {
     public var formatNegotiation = false
     /// The quality when the URL sets none, 1–100. Default 80.
     public var defaultQuality = 80
+    /// Options every request starts from (imgproxy's `IMGPROXY_STRIP_METADATA`,
+    /// `IMGPROXY_KEEP_COPYRIGHT`, `IMGPROXY_STRIP_COLOR_PROFILE`): metadata stripped but the
+    /// copyright, colour converted to sRGB.
+    public var defaultOptions = ProcessingOptions()
     /// Requests working at once (fetch, decode, transform and encode all count). Default: the
     /// number of cores.
     public var workers = ProcessInfo.processInfo.activeProcessorCount
@@ -180,7 +184,8 @@ public final class ImageProxy: Sendable {
         let options = try ProcessingOptions(
             request.options,
             presets: configuration.presets,
-            onlyPresets: configuration.onlyPresets
+            onlyPresets: configuration.onlyPresets,
+            base: configuration.defaultOptions
         )
         var requested = options.format
         if let name = request.outputExtension {

@@ -131,7 +131,9 @@ struct DecodedSourceCacheTests {
                 sourceFingerprint: name,
                 decodedSize: PixelSize(width: side, height: side),
                 firstFrameOnly: true,
-                maxFrameCount: 1
+                maxFrameCount: 1,
+                colorPolicy: .convertToSRGB,
+                keepsMetadata: false
             )
         }
         func image(_ side: Int) -> DecodedImage {

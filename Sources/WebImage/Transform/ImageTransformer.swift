@@ -27,15 +27,10 @@ extension BitmapTransformer {
             guard let bitmap = transform(frame.bitmap) else { return nil }
             frames.append(DecodedImage.Frame(bitmap: bitmap, duration: frame.duration))
         }
-        return DecodedImage(
-            frames: frames,
-            loopCount: image.loopCount,
-            format: image.format,
-            orientation: image.orientation,
-            isPartial: image.isPartial,
-            sourceSize: image.sourceSize,
-            sourceFrameCount: image.sourceFrameCount
-        )
+        // Everything else (orientation, colour profile, EXIF) carries over.
+        var result = image
+        result.frames = frames
+        return result
     }
 }
 

@@ -34,6 +34,10 @@ struct AVIFEncoding {
                     avifImageSetProfileICC(planes, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
                 }
             }
+            if image.exif != nil {
+                let exif = EXIFWriter.block(for: image)
+                avifImageSetMetadataExif(planes, exif, exif.count)
+            }
             let flags = frames.count == 1 ? AVIF_ADD_IMAGE_FLAG_SINGLE.rawValue : AVIF_ADD_IMAGE_FLAG_NONE.rawValue
             let milliseconds = UInt64(max(1, (frame.duration * 1000).rounded()))
             try Self.check(avifEncoderAddImage(encoder, planes, milliseconds, flags), "cannot encode a frame")

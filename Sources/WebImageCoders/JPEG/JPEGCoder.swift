@@ -95,10 +95,11 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         try options.checkPixelLimit(source, format: .jpeg)
 
         var exifLength = 0
+        let exif = wi_jpeg_exif(decoder, &exifLength)
         let orientation =
-            wi_jpeg_exif(decoder, &exifLength).flatMap { exif in
-                EXIFReader.orientation(in: UnsafeRawBufferPointer(start: exif, count: exifLength))
-            } ?? .up
+            exif.flatMap { EXIFReader.orientation(in: UnsafeRawBufferPointer(start: $0, count: exifLength)) } ?? .up
+        // Copied now: the saved markers live in libjpeg's image pool, freed when decoding finishes.
+        let keptEXIF = options.keepsMetadata ? exif.map { Data(bytes: $0, count: exifLength) } : nil
 
         let target = options.reductionFloor(forSource: source, orientation: orientation)
         info.pointee.scale_num = UInt32(Self.dctScale(of: source, covering: target))
@@ -138,7 +139,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         if truncated && !allowTruncation {
             throw .truncatedData(.jpeg, "the data ends before the image (\(source) expected)")
         }
-        let image = DecodedImage(
+        var image = DecodedImage(
             frames: [.init(bitmap: bitmap)],
             format: .jpeg,
             orientation: orientation,
@@ -147,6 +148,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             // A CMYK profile was used above (or cannot describe RGB pixels): not carried on.
             colorProfile: isCMYK ? nil : profile
         )
+        image.exif = keptEXIF
         return try image.finished(with: options, deadline: deadline)
     }
 
@@ -205,8 +207,8 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             case .grayscale: WI_JPEG_GRAYSCALE
             case .cmyk: WI_JPEG_CMYK
             }
-        // Keep the orientation: pixels stay as stored, so viewers need the tag.
-        let exif = image.orientation == .up ? [] : EXIFWriter.orientationBlock(image.orientation)
+        // Keep the orientation (pixels stay as stored, so viewers need the tag) and any EXIF kept.
+        let exif = EXIFWriter.block(for: image)
         // Pixels in another space than sRGB say which (APP2 ICC_PROFILE).
         let icc = image.colorProfile.map { [UInt8]($0.data) } ?? []
         var output: UnsafeMutablePointer<UInt8>?

@@ -5,11 +5,12 @@ import Foundation
 /// `fdAT` for the rest). Every frame replaces the canvas (dispose none, blend source), so what
 /// a viewer shows is exactly each decoded frame.
 enum APNGEncoder {
-    /// - Parameter encodeFrame: encodes one frame as a still PNG; every frame must get the same
-    ///   colour type (the caller passes the same alpha decision for all).
+    /// - Parameter encodeFrame: encodes one frame as a still PNG (the first, `true`, with the
+    ///   image's iCCP and eXIf chunks, which are copied); every frame must get the same colour type
+    ///   (the caller passes the same alpha decision for all).
     static func encode(
         _ image: DecodedImage,
-        encodeFrame: (Bitmap) throws(CoderError) -> Data
+        encodeFrame: (Bitmap, _ isFirst: Bool) throws(CoderError) -> Data
     ) throws(CoderError) -> Data {
         let frames = image.frames
         guard let first = frames.first else { throw .encodingFailed(.png, "the animation has no frames") }
@@ -18,10 +19,11 @@ enum APNGEncoder {
         var writer = PNGStreamWriter()
         var sequence: UInt32 = 0
         for (index, frame) in frames.enumerated() {
-            let still = try encodeFrame(frame.bitmap)
-            let (header, imageData) = try chunks(of: still)
+            let still = try encodeFrame(frame.bitmap, index == 0)
+            let (header, metadata, imageData) = try chunks(of: still)
             if index == 0 {
                 writer.append(type: "IHDR", payload: header)
+                for (type, payload) in metadata { writer.append(type: type, payload: payload) }
                 writer.append(
                     type: "acTL",
                     payload: bigEndian(UInt32(frames.count)) + bigEndian(UInt32(image.loopCount))
@@ -42,19 +44,23 @@ enum APNGEncoder {
         return writer.data
     }
 
-    /// The IHDR payload and the IDAT payloads of a still PNG libpng wrote.
-    private static func chunks(of png: Data) throws(CoderError) -> (header: [UInt8], imageData: [[UInt8]]) {
+    /// The IHDR payload, the iCCP and eXIf chunks and the IDAT payloads of a still PNG libpng wrote.
+    private static func chunks(
+        of png: Data
+    ) throws(CoderError) -> (header: [UInt8], metadata: [(String, [UInt8])], imageData: [[UInt8]]) {
         png.withUnsafeBytes { bytes in
             var header: [UInt8] = []
+            var metadata: [(String, [UInt8])] = []
             var imageData: [[UInt8]] = []
             for chunk in PNGChunkSequence(bytes: bytes) {
                 switch chunk.type {
                 case "IHDR": header = Array(bytes[chunk.payload])
+                case "iCCP", "eXIf": metadata.append((chunk.type, Array(bytes[chunk.payload])))
                 case "IDAT": imageData.append(Array(bytes[chunk.payload]))
                 default: continue
                 }
             }
-            return (header, imageData)
+            return (header, metadata, imageData)
         }
     }
 

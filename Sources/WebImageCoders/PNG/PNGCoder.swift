@@ -34,10 +34,16 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         }
         var profile: ColorProfile?
         let bitmap = try Self.decodeStill(data, options: options, deadline: deadline, profile: &profile)
-        return try DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, colorProfile: profile).finished(
-            with: options,
-            deadline: deadline
-        )
+        var image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, colorProfile: profile)
+        if options.keepsMetadata { image.exif = Self.exif(in: data) }
+        return try image.finished(with: options, deadline: deadline)
+    }
+
+    /// The payload of the `eXIf` chunk, when there is one.
+    static func exif(in data: Data) -> Data? {
+        data.withUnsafeBytes { bytes in
+            PNGChunkSequence(bytes: bytes).first { $0.type == "eXIf" }.map { Data(bytes[$0.payload]) }
+        }
     }
 
     /// Decodes a complete, non-animated PNG stream into a new bitmap, within `deadline`.
@@ -157,49 +163,59 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         // One colour type for every frame of an animation: with alpha when any frame has it.
         let hasAlpha = image.frames.contains { $0.bitmap.hasAlpha }
         let deadline = CodingDeadline(options)
+        let metadata = Metadata(
+            profile: image.colorProfile,
+            exif: image.exif == nil ? [] : EXIFWriter.block(for: image)
+        )
         if image.frames.count > 1 {
-            return try APNGEncoder.encode(image) { (bitmap) throws(CoderError) in
-                try encodeStill(bitmap, hasAlpha: hasAlpha, deadline: deadline)
+            return try APNGEncoder.encode(image) { (bitmap, isFirst) throws(CoderError) in
+                try encodeStill(bitmap, hasAlpha: hasAlpha, deadline: deadline, metadata: isFirst ? metadata : nil)
             }
         }
-        return try encodeStill(
-            image.bitmap,
-            hasAlpha: image.bitmap.hasAlpha,
-            deadline: deadline,
-            profile: image.colorProfile
-        )
+        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha, deadline: deadline, metadata: metadata)
     }
 
-    /// One picture, stopped between rows by the encode's deadline or cancellation; `profile`
-    /// becomes its iCCP chunk.
+    /// What a PNG says beside its pixels: the iCCP profile and the eXIf block.
+    private struct Metadata {
+        var profile: ColorProfile?
+        var exif: [UInt8]
+    }
+
+    /// One picture, stopped between rows by the encode's deadline or cancellation, with
+    /// `metadata`'s chunks.
     private func encodeStill(
         _ bitmap: Bitmap,
         hasAlpha: Bool,
         deadline: CodingDeadline,
-        profile: ColorProfile? = nil
+        metadata: Metadata?
     ) throws(CoderError) -> Data {
         try deadline.check(.png, "encoding")
-        let icc = profile.map { [UInt8]($0.data) } ?? []
+        let icc = metadata?.profile.map { [UInt8]($0.data) } ?? []
+        let exif = metadata?.exif ?? []
         var output: UnsafeMutablePointer<UInt8>?
         var size = 0
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
             icc.withUnsafeBufferPointer { icc in
-                wi_png_encode(
-                    pixels.baseAddress,
-                    UInt32(bitmap.width),
-                    UInt32(bitmap.height),
-                    bitmap.bytesPerRow,
-                    hasAlpha ? 1 : 0,
-                    Int32(max(0, min(9, compressionLevel))),
-                    icc.baseAddress,
-                    icc.count,
-                    deadline.cancellation?.flag,
-                    deadline.remainingNanoseconds,
-                    &output,
-                    &size,
-                    &message
-                )
+                exif.withUnsafeBufferPointer { exif in
+                    wi_png_encode(
+                        pixels.baseAddress,
+                        UInt32(bitmap.width),
+                        UInt32(bitmap.height),
+                        bitmap.bytesPerRow,
+                        hasAlpha ? 1 : 0,
+                        Int32(max(0, min(9, compressionLevel))),
+                        icc.baseAddress,
+                        icc.count,
+                        exif.baseAddress,
+                        exif.count,
+                        deadline.cancellation?.flag,
+                        deadline.remainingNanoseconds,
+                        &output,
+                        &size,
+                        &message
+                    )
+                }
             }
         }
         let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)

@@ -39,36 +39,50 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         let target = options.targetSize(forSource: source, orientation: orientation)
         let hasAlpha = features.has_alpha != 0
         let bitmap = try Self.decodeStill(data, size: target, scaled: target != source, hasAlpha: hasAlpha)
-        return try DecodedImage(
+        var image = DecodedImage(
             frames: [.init(bitmap: bitmap)],
             format: .webp,
             orientation: orientation,
             sourceSize: source,
             colorProfile: options.colorPolicy == .ignore ? nil : Self.embeddedProfile(in: data)
-        ).finished(with: options, deadline: deadline)
+        )
+        if options.keepsMetadata { image.exif = Self.exif(in: data) }
+        return try image.finished(with: options, deadline: deadline)
     }
 
     /// The RGB ICC profile of the file's ICCP chunk, if the extended header says there is one.
     static func embeddedProfile(in data: Data) -> ColorProfile? {
+        guard let icc = chunk("ICCP", flag: ICCP_FLAG, in: data), let profile = ColorProfile(iccData: icc),
+            profile.colorSpace == .rgb
+        else { return nil }
+        return profile
+    }
+
+    /// The file's EXIF block (without an `Exif\0\0` prefix), if the extended header says there is one.
+    static func exif(in data: Data) -> Data? {
+        guard let block = chunk("EXIF", flag: EXIF_FLAG, in: data) else { return nil }
+        return block.starts(with: [0x45, 0x78, 0x69, 0x66, 0, 0]) ? Data(block.dropFirst(6)) : block
+    }
+
+    /// The payload of the first `fourCC` chunk of an extended WebP whose header sets `flag`.
+    private static func chunk(_ fourCC: String, flag: WebPFeatureFlags, in data: Data) -> Data? {
         guard ImageFormatDetails(sniffing: data).webpEncoding == .extended else { return nil }
-        return data.withUnsafeBytes { bytes -> ColorProfile? in
+        return data.withUnsafeBytes { bytes -> Data? in
             var webpData = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
             guard let demux = WebPDemux(&webpData) else { return nil }
             defer { WebPDemuxDelete(demux) }
-            guard WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS) & UInt32(ICCP_FLAG.rawValue) != 0 else { return nil }
+            guard WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS) & UInt32(flag.rawValue) != 0 else { return nil }
             var iterator = WebPChunkIterator()
-            guard WebPDemuxGetChunk(demux, "ICCP", 1, &iterator) != 0 else { return nil }
+            guard WebPDemuxGetChunk(demux, fourCC, 1, &iterator) != 0 else { return nil }
             defer { WebPDemuxReleaseChunkIterator(&iterator) }
-            guard let start = iterator.chunk.bytes,
-                let profile = ColorProfile(iccData: Data(bytes: start, count: iterator.chunk.size)),
-                profile.colorSpace == .rgb
-            else { return nil }
-            return profile
+            guard let start = iterator.chunk.bytes else { return nil }
+            return Data(bytes: start, count: iterator.chunk.size)
         }
     }
 
-    /// `webp` with `profile` in an ICCP chunk (libwebpmux sets the extended header's flag).
-    static func embedding(_ profile: ColorProfile, in webp: Data) throws(CoderError) -> Data {
+    /// `webp` with `chunks` (ICCP, EXIF) added; libwebpmux sets the extended header's flags.
+    static func embedding(_ chunks: [(fourCC: String, payload: Data)], in webp: Data) throws(CoderError) -> Data {
+        guard !chunks.isEmpty else { return webp }
         guard
             let mux = webp.withUnsafeBytes({ bytes -> OpaquePointer? in
                 var image = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
@@ -76,13 +90,16 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
             })
         else { throw .encodingFailed(.webp, "libwebpmux cannot read the encoded image") }
         defer { WebPMuxDelete(mux) }
-        let set = profile.data.withUnsafeBytes { bytes -> WebPMuxError in
-            var chunk = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
-            return WebPMuxSetChunk(mux, "ICCP", &chunk, 1)
+        for (fourCC, payload) in chunks {
+            let set = payload.withUnsafeBytes { bytes -> WebPMuxError in
+                var chunk = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+                return WebPMuxSetChunk(mux, fourCC, &chunk, 1)
+            }
+            guard set == WEBP_MUX_OK else { throw .encodingFailed(.webp, "libwebpmux cannot add the \(fourCC) chunk") }
         }
         var assembled = WebPData()
-        guard set == WEBP_MUX_OK, WebPMuxAssemble(mux, &assembled) == WEBP_MUX_OK, let bytes = assembled.bytes else {
-            throw .encodingFailed(.webp, "libwebpmux cannot add the ICC profile")
+        guard WebPMuxAssemble(mux, &assembled) == WEBP_MUX_OK, let bytes = assembled.bytes else {
+            throw .encodingFailed(.webp, "libwebpmux cannot assemble the file")
         }
         defer { WebPDataClear(&assembled) }
         return Data(bytes: bytes, count: assembled.size)
@@ -152,8 +169,10 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         } else {
             encoded = try WebPEncoding.encodeStill(image.bitmap, options: options)
         }
-        guard let profile = image.colorProfile else { return encoded }
-        return try Self.embedding(profile, in: encoded)
+        var chunks: [(fourCC: String, payload: Data)] = []
+        if let profile = image.colorProfile { chunks.append(("ICCP", profile.data)) }
+        if image.exif != nil { chunks.append(("EXIF", Data(EXIFWriter.block(for: image)))) }
+        return try Self.embedding(chunks, in: encoded)
     }
 }
 
@@ -218,7 +237,7 @@ struct WebPAnimationDecoder {
         }
         guard !frames.isEmpty else { throw .corruptData(.webp, "the WebP animation has no frames") }
         if hasAlpha { for index in frames.indices { frames[index].bitmap.hasAlpha = true } }
-        return DecodedImage(
+        var image = DecodedImage(
             frames: frames,
             loopCount: Int(info.loop_count),
             format: .webp,
@@ -227,5 +246,7 @@ struct WebPAnimationDecoder {
             sourceFrameCount: frameCount,
             colorProfile: options.colorPolicy == .ignore ? nil : WebPCoder.embeddedProfile(in: data)
         )
+        if options.keepsMetadata { image.exif = WebPCoder.exif(in: data) }
+        return image
     }
 }

@@ -6,9 +6,10 @@ import WebImageCoders
 /// most of a cold request's time.
 ///
 /// An entry is found only by a request whose decode would give the very same pixels: the key is
-/// the source's URL and fingerprint, the size the decoder produces (JPEG's DCT scale, known from the
-/// header before decoding) and the frame options. So a result never depends on what the cache
-/// held: the same URL gives the same bytes, and its entity tag stays honest.
+/// the source's URL and fingerprint, the size the decoder produces (JPEG's DCT scale, known from
+/// the header before decoding), the frame options, the colour policy and whether EXIF is kept.
+/// So a result never depends on what the cache held: the same URL gives the same bytes, and its
+/// entity tag stays honest.
 ///
 /// Least recently used entries go first past ``budget`` bytes (frames' pixels); an image larger
 /// than a quarter of the budget is not kept; near a cgroup memory limit it is purged to its
@@ -23,9 +24,13 @@ final class DecodedSourceCache: Sendable {
         var decodedSize: PixelSize
         var firstFrameOnly: Bool
         var maxFrameCount: Int
+        /// Converted, kept or ignored profiles give different pixels; EXIF read or not, different images.
+        var colorPolicy: ColorPolicy
+        var keepsMetadata: Bool
 
         var string: String {
-            "\(sourceURL)\n\(sourceFingerprint) \(decodedSize.width)x\(decodedSize.height) \(firstFrameOnly ? 1 : 0) \(maxFrameCount)"
+            "\(sourceURL)\n\(sourceFingerprint) \(decodedSize.width)x\(decodedSize.height) \(firstFrameOnly ? 1 : 0) "
+                + "\(maxFrameCount) \(colorPolicy.rawValue) \(keepsMetadata ? 1 : 0)"
         }
     }
 

@@ -70,23 +70,31 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var rotate = 0
     /// Apply the EXIF orientation. Default on.
     public var autoRotate = true
-    /// Write no metadata. Default on.
+    /// Write no metadata (EXIF) but what ``keepCopyright`` keeps (imgproxy's `strip_metadata`).
+    /// Default on.
     public var stripMetadata = true
+    /// When stripping metadata, keep the EXIF Artist and Copyright (imgproxy's `keep_copyright`).
+    /// Default on.
+    public var keepCopyright = true
+    /// Convert an embedded colour profile's pixels to sRGB and write them untagged; off: keep the
+    /// pixels as stored and write the profile (imgproxy's `strip_color_profile`). Default on.
+    public var stripColorProfile = true
     /// Changes the URL (and so caches) without changing the image.
     public var cacheBuster = ""
 
     public init() {}
 
-    /// The options `options` set over the defaults, presets expanded (`default` first when it
-    /// exists), later options overriding earlier ones. With `onlyPresets`, every option must be
+    /// The options `options` set over `base` (the server's defaults), presets expanded
+    /// (`default` first when it exists), later options overriding earlier ones. With `onlyPresets`, every option must be
     /// a preset (`pr:NAME` or a bare preset name, as imgproxy's only-presets mode).
     /// - Throws: ``ProxyError`` 400 naming the option and what is wrong with its arguments.
     public init(
         _ options: [ProxyOption],
         presets: [String: [ProxyOption]] = [:],
-        onlyPresets: Bool = false
+        onlyPresets: Bool = false,
+        base: ProcessingOptions = ProcessingOptions()
     ) throws(ProxyError) {
-        self.init()
+        self = base
         if let defaults = presets["default"] { try apply(defaults, presets: presets, depth: 1) }
         if onlyPresets {
             for option in options where !["pr", "preset"].contains(option.name) {
@@ -221,6 +229,12 @@ public struct ProcessingOptions: Sendable, Hashable {
         case "strip_metadata", "sm":
             try arguments.expect(1...1)
             stripMetadata = try arguments.bool(0) ?? stripMetadata
+        case "keep_copyright", "kcr":
+            try arguments.expect(1...1)
+            keepCopyright = try arguments.bool(0) ?? keepCopyright
+        case "strip_color_profile", "scp":
+            try arguments.expect(1...1)
+            stripColorProfile = try arguments.bool(0) ?? stripColorProfile
         case "cachebuster", "cb":
             try arguments.expect(1...1)
             cacheBuster = option.arguments[0]
@@ -241,7 +255,7 @@ public struct ProcessingOptions: Sendable, Hashable {
             "rt:\(resizingType.rawValue)", "s:\(width):\(height)", "dpr:\(dpr)", "el:\(enlarge)", "ex:\(extend)",
             "g:\(gravity)", "q:\(quality.map(String.init) ?? "-")", "f:\(format?.rawValue ?? "-")",
             "bl:\(blur)", "sh:\(sharpen)", "rot:\(rotate)", "ar:\(autoRotate)", "sm:\(stripMetadata)",
-            "cb:\(cacheBuster)",
+            "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
         ]
         if let crop { parts.append("c:\(crop.width):\(crop.height):\(crop.gravity.map { "\($0)" } ?? "-")") }
         if let background { parts.append("bg:\(background.r):\(background.g):\(background.b)") }

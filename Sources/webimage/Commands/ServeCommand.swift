@@ -52,6 +52,30 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("format-negotiation"), help: "Pick AVIF or WebP from Accept when the URL names no format.")
     var formatNegotiation = false
 
+    @Flag(
+        name: .customLong("strip-metadata"),
+        inversion: .prefixedNo,
+        help: "Write results without EXIF (default), as imgproxy's IMGPROXY_STRIP_METADATA; sm:0 in a URL keeps it."
+    )
+    var stripMetadata = true
+
+    @Flag(
+        name: .customLong("keep-copyright"),
+        inversion: .prefixedNo,
+        help: "Keep the EXIF Artist and Copyright when stripping metadata (default), as IMGPROXY_KEEP_COPYRIGHT."
+    )
+    var keepCopyright = true
+
+    @Flag(
+        name: .customLong("strip-color-profile"),
+        inversion: .prefixedNo,
+        help: """
+            Convert pixels with an embedded colour profile to sRGB and write them untagged (default), as \
+            IMGPROXY_STRIP_COLOR_PROFILE; with --no-strip-color-profile (or scp:0 in a URL) the profile is kept.
+            """
+    )
+    var stripColorProfile = true
+
     @Option(help: "Cache-Control max-age of results, e.g. 1y, 7d or 3600 (seconds).", transform: Units.seconds)
     var ttl: Double = 31_536_000
 
@@ -251,6 +275,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         configuration.onlyPresets = onlyPresets
         configuration.formatNegotiation = formatNegotiation
+        configuration.defaultOptions.stripMetadata = stripMetadata
+        configuration.defaultOptions.keepCopyright = keepCopyright
+        configuration.defaultOptions.stripColorProfile = stripColorProfile
         configuration.ttl = Int(ttl)
         configuration.maxSourceFileSize = maxSourceFileSize
         configuration.maxSourceResolution = maxSourceResolution
