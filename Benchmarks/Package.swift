@@ -17,7 +17,7 @@ let package = Package(
             name: "CDirectCodecs",
             linkerSettings: [
                 .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("webp"), .linkedLibrary("gif"),
-                .linkedLibrary("avif"), .linkedLibrary("heif"), .linkedLibrary("jxl"),
+                .linkedLibrary("avif"), .linkedLibrary("heif"), .linkedLibrary("jxl"), .linkedLibrary("lcms2"),
             ]
         ),
         .executableTarget(

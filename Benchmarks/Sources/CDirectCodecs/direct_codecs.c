@@ -138,3 +138,57 @@ int direct_gif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_
     DGifCloseFile(gif, &error);
     return 0;
 }
+
+// MARK: Colour: libjpeg, then Little CMS on the same pixels
+
+#include <lcms2.h>
+
+static cmsHTRANSFORM direct_srgb_transform;
+
+int direct_color_transform_prepare(const uint8_t *icc, size_t size) {
+    if (direct_srgb_transform != NULL) cmsDeleteTransform(direct_srgb_transform);
+    cmsHPROFILE source = cmsOpenProfileFromMem(icc, (cmsUInt32Number)size);
+    cmsHPROFILE srgb = cmsCreate_sRGBProfile();
+    if (source == NULL || srgb == NULL) return -1;
+    // The flags a C program converting to sRGB as libvips does would pass, in place.
+    direct_srgb_transform = cmsCreateTransform(source, TYPE_RGBA_8, srgb, TYPE_RGBA_8, INTENT_RELATIVE_COLORIMETRIC,
+                                               cmsFLAGS_NOCACHE | cmsFLAGS_BLACKPOINTCOMPENSATION);
+    cmsCloseProfile(source);
+    cmsCloseProfile(srgb);
+    return direct_srgb_transform == NULL ? -1 : 0;
+}
+
+int direct_jpeg_decode_to_srgb(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height) {
+    if (direct_srgb_transform == NULL) return -1;
+    struct jpeg_decompress_struct info;
+    struct direct_jpeg_error error;
+    uint8_t *volatile pixels = NULL;
+    info.err = jpeg_std_error(&error.pub);
+    error.pub.error_exit = direct_jpeg_exit;
+    if (setjmp(error.jump)) {
+        jpeg_destroy_decompress(&info);
+        free(pixels);
+        return -1;
+    }
+    jpeg_create_decompress(&info);
+    jpeg_mem_src(&info, data, (unsigned long)size);
+    jpeg_read_header(&info, TRUE);
+    info.out_color_space = JCS_EXT_RGBA;
+    jpeg_start_decompress(&info);
+    size_t stride = (size_t)info.output_width * 4;
+    pixels = malloc(stride * info.output_height);
+    JSAMPROW rows[16];
+    while (info.output_scanline < info.output_height) {
+        unsigned int batch = info.output_height - info.output_scanline;
+        if (batch > 16) batch = 16;
+        for (unsigned int i = 0; i < batch; i++) rows[i] = pixels + (size_t)(info.output_scanline + i) * stride;
+        jpeg_read_scanlines(&info, rows, batch);
+    }
+    *width = info.output_width;
+    *height = info.output_height;
+    cmsDoTransform(direct_srgb_transform, pixels, pixels, (cmsUInt32Number)(*width * *height));
+    jpeg_finish_decompress(&info);
+    jpeg_destroy_decompress(&info);
+    free(pixels);
+    return 0;
+}

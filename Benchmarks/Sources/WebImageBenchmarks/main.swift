@@ -8,10 +8,12 @@ import WebImageTestEncoders
 // with a full decode. Images are generated here with our own encoders (HEIC and JPEG XL with
 // WebImageTestEncoders: libheif + x265, libjxl).
 //
-//   swift run -c release --package-path Benchmarks webimage-benchmarks [--iterations N] [--only classic|modern]
+//   swift run -c release --package-path Benchmarks webimage-benchmarks [--iterations N] [--only classic|modern|color]
 //
 // `classic`: JPEG, PNG, WebP, GIF. `modern`: 12 MP AVIF, HEIC and JPEG XL decodes, AVIF encoding
 // at three speeds, and their thumbnail paths (fewer iterations: each decode takes ~1 s).
+// `color`: a 12 MP Display P3 JPEG decoded with its profile ignored and converted to sRGB, beside
+// libjpeg + Little CMS called from C on the same file.
 
 let iterations =
     CommandLine.arguments.firstIndex(of: "--iterations").flatMap {
@@ -21,8 +23,9 @@ let iterations =
 let only = CommandLine.arguments.firstIndex(of: "--only").flatMap {
     CommandLine.arguments.indices.contains($0 + 1) ? CommandLine.arguments[$0 + 1] : nil
 }
-let runsClassic = only != "modern"
-let runsModern = only != "classic"
+let runsClassic = only == nil || only == "classic"
+let runsModern = only == nil || only == "modern"
+let runsColor = only == nil || only == "color"
 
 /// Child mode: `--peak-child full|thumbnail FILE` decodes FILE once in this fresh process and
 /// prints the peak resident memory the decode added, in bytes.
@@ -414,10 +417,56 @@ func childPeak(_ mode: String, _ data: Data) throws -> Int? {
     return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)).flatMap { $0 >= 0 ? $0 : nil }
 }
 
+/// The colour rows: what converting a 12 MP Display P3 JPEG to sRGB adds to its decode, ours and
+/// C's (libjpeg, then cmsDoTransform with the same flags on the same pixels).
+func colorRows(into rows: inout [Row]) throws {
+    var (width, height): (UInt32, UInt32) = (0, 0)
+    log("encoding the 12 MP Display P3 JPEG…")
+    var tagged = DecodedImage(bitmap: photo(width: 4000, height: 3000), format: .jpeg)
+    let untagged = try JPEGCoder().encode(tagged, as: .jpeg, options: .init(quality: 0.9))
+    tagged.colorProfile = .displayP3
+    let p3 = try JPEGCoder().encode(tagged, as: .jpeg, options: .init(quality: 0.9))
+    let icc = [UInt8](ColorProfile.displayP3.data)
+    precondition(direct_color_transform_prepare(icc, icc.count) == 0, "lcms cannot build the P3 transform")
+    let ignore = ImageDecodingOptions(colorPolicy: .ignore)
+    let coder = JPEGCoder()
+    let ignored = Row(
+        name: "JPEG 4000×3000 Display P3, profile ignored",
+        ours: try time { _ = try coder.decode(p3, options: ignore) },
+        direct: time { direct(p3) { direct_jpeg_decode($0, $1, 1, &width, &height) } },
+        note: "C: libjpeg only"
+    )
+    let converted = Row(
+        name: "JPEG 4000×3000 Display P3 → sRGB",
+        ours: try time { _ = try coder.decode(p3, options: ImageDecodingOptions()) },
+        direct: time { direct(p3) { direct_jpeg_decode_to_srgb($0, $1, &width, &height) } },
+        note: "C: libjpeg, then cmsDoTransform"
+    )
+    let plain = Row(
+        name: "JPEG 4000×3000 untagged (default policy)",
+        ours: try time { _ = try coder.decode(untagged, options: ImageDecodingOptions()) },
+        direct: time { direct(untagged) { direct_jpeg_decode($0, $1, 1, &width, &height) } },
+        note: "no transform"
+    )
+    rows += [ignored, converted, plain]
+    let ourTransform = converted.ours - ignored.ours
+    let theirTransform = (converted.direct ?? 0) - (ignored.direct ?? 0)
+    colorSummary = String(
+        format: "conversion adds %.1f %% to our decode (C: %.1f %%); our transform %.2f ms, C's %.2f ms (%.3f×)",
+        100 * ourTransform / ignored.ours,
+        100 * theirTransform / (ignored.direct ?? 1),
+        ourTransform,
+        theirTransform,
+        ourTransform / theirTransform
+    )
+}
+
+var colorSummary: String?
 var rows: [Row] = []
 var peakFiles: [(name: String, data: Data)] = []
 if runsClassic { peakFiles.append(("JPEG 4000×3000", try classicRows(into: &rows))) }
 if runsModern { peakFiles += try modernRows(into: &rows).map { ("\($0.name) 4000×3000", $0.data) } }
+if runsColor { try colorRows(into: &rows) }
 
 func format(_ value: Double) -> String { String(format: "%.2f", value) }
 print("| benchmark | swift-web-image ms | direct C ms | ours / C | note |")
@@ -426,6 +475,7 @@ for row in rows {
     let ratio = row.direct.map { String(format: "%.3f", row.ours / $0) } ?? "–"
     print("| \(row.name) | \(format(row.ours)) | \(row.direct.map(format) ?? "–") | \(ratio) | \(row.note) |")
 }
+if let colorSummary { print("\n\(colorSummary)") }
 print("")
 print("| peak memory added by one decode | full MB | 256 px thumbnail MB | thumbnail / full |")
 print("|---|---:|---:|---:|")

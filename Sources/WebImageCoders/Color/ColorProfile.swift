@@ -93,8 +93,8 @@ public struct ColorProfile: Sendable, Hashable {
         return ColorProfile(iccData: Data(bytes: bytes, count: size))
     }
 
-    /// lcms's built-in sRGB profile ("sRGB built-in").
-    package static let sRGB: ColorProfile? = {
+    /// lcms's built-in sRGB profile ("sRGB built-in"); `nil` only if lcms cannot write it.
+    public static let sRGB: ColorProfile? = {
         var bytes: UnsafeMutablePointer<UInt8>?
         var size = 0
         guard wi_color_profile_create_srgb(&bytes, &size) == WI_OK, let bytes else { return nil }
@@ -102,8 +102,8 @@ public struct ColorProfile: Sendable, Hashable {
         return ColorProfile(iccData: Data(bytes: bytes, count: size))
     }()
 
-    /// Display P3 (DCI-P3 primaries, D65, sRGB's curve): what iPhones write.
-    package static let displayP3 = rgb(
+    /// Display P3 (DCI-P3 primaries, D65, sRGB's curve): what iPhones write. Made by lcms.
+    public static let displayP3 = rgb(
         red: (0.680, 0.320),
         green: (0.265, 0.690),
         blue: (0.150, 0.060),
@@ -111,8 +111,8 @@ public struct ColorProfile: Sendable, Hashable {
         curve: .sRGB
     )!
 
-    /// Adobe RGB (1998): what cameras write (gamma 563/256).
-    package static let adobeRGB = rgb(
+    /// Adobe RGB (1998): what cameras write (gamma 563/256). Made by lcms.
+    public static let adobeRGB = rgb(
         red: (0.640, 0.330),
         green: (0.210, 0.710),
         blue: (0.150, 0.060),
