@@ -68,29 +68,32 @@ extension DecodedImage {
     /// or drops it. A profile that needs no transform (sRGB) or that lcms cannot use is dropped
     /// and the pixels stay as decoded.
     func applyingColorPolicy(_ policy: ColorPolicy, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
-        guard let profile = colorProfile else { return self }
         var image = self
-        switch policy {
-        case .keep:
-            return self
-        case .ignore:
-            image.colorProfile = nil
-            return image
-        case .convertToSRGB:
-            image.colorProfile = nil
-            guard !profile.isSRGB else { return image }
-            let layout: wi_pixel_layout
-            switch profile.colorSpace {
-            case .rgb: layout = WI_PIXELS_RGBA
-            case .gray: layout = WI_PIXELS_GRAY_IN_RGBA
-            case .cmyk, .other: return image
-            }
-            guard let transform = ColorTransform.toSRGB(from: profile, layout: layout) else { return image }
-            for index in image.frames.indices {
-                try deadline.check(format)
-                transform.apply(to: &image.frames[index].bitmap)
-            }
-            return image
+        try image.applyColorPolicy(policy, deadline: deadline)
+        return image
+    }
+
+    /// ``applyingColorPolicy(_:deadline:)`` in place: when this value holds the only reference to
+    /// its pixels (a decoder's fresh image), they are converted without a copy.
+    mutating func applyColorPolicy(_ policy: ColorPolicy, deadline: CodingDeadline) throws(CoderError) {
+        guard let profile = colorProfile, policy != .keep else { return }
+        colorProfile = nil
+        guard policy == .convertToSRGB, !profile.isSRGB else { return }
+        let layout: wi_pixel_layout
+        switch profile.colorSpace {
+        case .rgb: layout = WI_PIXELS_RGBA
+        case .gray: layout = WI_PIXELS_GRAY_IN_RGBA
+        case .cmyk, .other: return
+        }
+        guard let transform = ColorTransform.toSRGB(from: profile, layout: layout) else { return }
+        // Take the frames out (a 1×1 stand-in meanwhile), so the array and its bitmaps are
+        // uniquely referenced here and converted in place.
+        var converted = frames
+        frames = [Frame(bitmap: Bitmap(width: 1, height: 1))]
+        defer { frames = converted }
+        for index in converted.indices {
+            try deadline.check(format)
+            transform.apply(to: &converted[index].bitmap)
         }
     }
 }

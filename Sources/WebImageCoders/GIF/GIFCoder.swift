@@ -59,7 +59,7 @@ final class GIFIncrementalDecoder: IncrementalImageDecoding {
         guard var image = try? reader.decode() else { return nil }
         shownFirstFrame = true
         image.isPartial = true
-        return try image.finished(with: options, deadline: reader.deadline)
+        return try (consume image).finished(with: options, deadline: reader.deadline)
     }
 }
 

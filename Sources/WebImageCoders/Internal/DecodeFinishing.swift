@@ -4,14 +4,22 @@ extension DecodedImage {
     /// before each frame is resized or turned.
     /// Colour comes first: the embedded profile's policy is applied at the decoded size, before
     /// any resize.
-    func finished(with options: ImageDecodingOptions, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
-        var image = try applyingColorPolicy(options.colorPolicy, deadline: deadline)
-        let target = options.targetSize(forSource: sourceSize, orientation: orientation)
-        let resizes = target.width < width || target.height < height
+    /// Consuming: a decoder's only copy is converted in place, not copied first.
+    consuming func finished(
+        with options: ImageDecodingOptions,
+        deadline: CodingDeadline
+    ) throws(CoderError)
+        -> DecodedImage
+    {
+        var image = consume self
+        try image.applyColorPolicy(options.colorPolicy, deadline: deadline)
+        let target = options.targetSize(forSource: image.sourceSize, orientation: image.orientation)
+        let resizes = target.width < image.width || target.height < image.height
+        let orientation = image.orientation
         let turns = options.applyOrientation && orientation != .up
         guard resizes || turns else { return image }
         for index in image.frames.indices {
-            try deadline.check(format)
+            try deadline.check(image.format)
             if resizes { image.frames[index].bitmap = image.frames[index].bitmap.resized(to: target) }
             if turns { image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(orientation) }
         }

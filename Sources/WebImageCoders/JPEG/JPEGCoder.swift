@@ -149,7 +149,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             colorProfile: isCMYK ? nil : profile
         )
         image.exif = keptEXIF
-        return try image.finished(with: options, deadline: deadline)
+        return try (consume image).finished(with: options, deadline: deadline)
     }
 
     /// The APP2 ICC profile when it fits the JPEG's colour space (RGB for YCbCr and RGB files,

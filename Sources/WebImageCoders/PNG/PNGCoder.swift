@@ -36,7 +36,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         let bitmap = try Self.decodeStill(data, options: options, deadline: deadline, profile: &profile)
         var image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .png, colorProfile: profile)
         if options.keepsMetadata { image.exif = Self.exif(in: data) }
-        return try image.finished(with: options, deadline: deadline)
+        return try (consume image).finished(with: options, deadline: deadline)
     }
 
     /// The payload of the `eXIf` chunk, when there is one.

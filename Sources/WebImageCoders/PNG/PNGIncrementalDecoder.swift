@@ -71,7 +71,7 @@ final class PNGIncrementalDecoder: IncrementalImageDecoding {
             colorProfile: PNGCoder.embeddedProfile(decoder, options: options)
         )
         // A preview gets the time budget of its own (ImageDecodingOptions.maxDecodeDuration).
-        return try image.finished(with: options, deadline: CodingDeadline(options))
+        return try (consume image).finished(with: options, deadline: CodingDeadline(options))
     }
 
     /// After Adam7 pass `pass` (0-based), the known pixels lie on a grid; each fills its cell.
