@@ -419,7 +419,7 @@ func childPeak(_ mode: String, _ data: Data) throws -> Int? {
 
 /// The colour rows: what converting a 12 MP Display P3 JPEG to sRGB adds to its decode, ours and
 /// C's (libjpeg, then cmsDoTransform with the same flags on the same pixels).
-func colorRows(into rows: inout [Row]) throws {
+func colorRows(into rows: inout [Row]) throws -> String {
     var (width, height): (UInt32, UInt32) = (0, 0)
     log("encoding the 12 MP Display P3 JPEG…")
     var tagged = DecodedImage(bitmap: photo(width: 4000, height: 3000), format: .jpeg)
@@ -448,10 +448,28 @@ func colorRows(into rows: inout [Row]) throws {
         direct: time { direct(untagged) { direct_jpeg_decode($0, $1, 1, &width, &height) } },
         note: "no transform"
     )
-    rows += [ignored, converted, plain]
+    var thumbnailIgnoring = thumbnailBox
+    thumbnailIgnoring.colorPolicy = .ignore
+    let thumbnailIgnored = Row(
+        name: "JPEG 4000×3000 Display P3 → 256 px thumbnail, profile ignored",
+        ours: try time { _ = try coder.decode(p3, options: thumbnailIgnoring) },
+        direct: nil,
+        note: "DCT 1/8, then resize"
+    )
+    let thumbnailConverted = Row(
+        name: "JPEG 4000×3000 Display P3 → 256 px thumbnail, converted",
+        ours: try time { _ = try coder.decode(p3, options: thumbnailBox) },
+        direct: nil,
+        note: ""
+    )
+    rows += [ignored, converted, plain, thumbnailIgnored, thumbnailConverted]
+    rows[rows.count - 1].note = String(
+        format: "converted at the DCT-scaled 500×375: +%.1f %%",
+        100 * (thumbnailConverted.ours / thumbnailIgnored.ours - 1)
+    )
     let ourTransform = converted.ours - ignored.ours
     let theirTransform = (converted.direct ?? 0) - (ignored.direct ?? 0)
-    colorSummary = String(
+    return String(
         format: "conversion adds %.1f %% to our decode (C: %.1f %%); our transform %.2f ms, C's %.2f ms (%.3f×)",
         100 * ourTransform / ignored.ours,
         100 * theirTransform / (ignored.direct ?? 1),
@@ -466,7 +484,7 @@ var rows: [Row] = []
 var peakFiles: [(name: String, data: Data)] = []
 if runsClassic { peakFiles.append(("JPEG 4000×3000", try classicRows(into: &rows))) }
 if runsModern { peakFiles += try modernRows(into: &rows).map { ("\($0.name) 4000×3000", $0.data) } }
-if runsColor { try colorRows(into: &rows) }
+if runsColor { colorSummary = try colorRows(into: &rows) }
 
 func format(_ value: Double) -> String { String(format: "%.2f", value) }
 print("| benchmark | swift-web-image ms | direct C ms | ours / C | note |")

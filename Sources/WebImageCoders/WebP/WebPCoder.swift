@@ -47,12 +47,14 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
             colorProfile: options.colorPolicy == .ignore ? nil : Self.embeddedProfile(in: data)
         )
         if options.keepsMetadata { image.exif = Self.exif(in: data) }
-        return try image.finished(with: options, deadline: deadline)
+        return try (consume image).finished(with: options, deadline: deadline)
     }
 
-    /// The RGB ICC profile of the file's ICCP chunk, if the extended header says there is one.
-    static func embeddedProfile(in data: Data) -> ColorProfile? {
-        guard let icc = chunk("ICCP", flag: ICCP_FLAG, in: data), let profile = ColorProfile(iccData: icc),
+    /// The RGB ICC profile of the file's ICCP chunk, if the extended header says there is one;
+    /// `partial` data may end anywhere after it (the chunk comes before the image data).
+    static func embeddedProfile(in data: Data, partial: Bool = false) -> ColorProfile? {
+        guard let icc = chunk("ICCP", flag: ICCP_FLAG, in: data, partial: partial),
+            let profile = ColorProfile(iccData: icc),
             profile.colorSpace == .rgb
         else { return nil }
         return profile
@@ -65,11 +67,12 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
     }
 
     /// The payload of the first `fourCC` chunk of an extended WebP whose header sets `flag`.
-    private static func chunk(_ fourCC: String, flag: WebPFeatureFlags, in data: Data) -> Data? {
+    private static func chunk(_ fourCC: String, flag: WebPFeatureFlags, in data: Data, partial: Bool = false) -> Data? {
         guard ImageFormatDetails(sniffing: data).webpEncoding == .extended else { return nil }
         return data.withUnsafeBytes { bytes -> Data? in
             var webpData = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
-            guard let demux = WebPDemux(&webpData) else { return nil }
+            var state = WEBP_DEMUX_PARSING_HEADER
+            guard let demux = partial ? WebPDemuxPartial(&webpData, &state) : WebPDemux(&webpData) else { return nil }
             defer { WebPDemuxDelete(demux) }
             guard WebPDemuxGetI(demux, WEBP_FF_FORMAT_FLAGS) & UInt32(flag.rawValue) != 0 else { return nil }
             var iterator = WebPChunkIterator()
@@ -200,7 +203,7 @@ struct WebPAnimationDecoder {
             defer { WebPAnimDecoderDelete(decoder) }
             return try decodeFrames(decoder)
         }
-        return try image.finished(with: options, deadline: deadline)
+        return try (consume image).finished(with: options, deadline: deadline)
     }
 
     private func decodeFrames(_ decoder: OpaquePointer) throws(CoderError) -> DecodedImage {

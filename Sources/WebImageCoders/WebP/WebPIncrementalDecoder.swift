@@ -10,6 +10,8 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
     private var fed = 0
     private var lastRows = 0
     private var stopped = false
+    /// The ICCP profile, read once the header has come (it precedes the image data).
+    private var profile: ColorProfile?
 
     init(options: ImageDecodingOptions) {
         self.options = options
@@ -37,6 +39,7 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
                 stopped = true
                 return nil
             }
+            if options.colorPolicy != .ignore { profile = WebPCoder.embeddedProfile(in: data, partial: true) }
             decoder = WebPINewRGB(MODE_RGBA, nil, 0, 0)
             guard decoder != nil else {
                 stopped = true
@@ -67,8 +70,9 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
             }
         }
         let bitmap = Bitmap(width: Int(width), height: Int(height), hasAlpha: true, pixels: pixels)
-        let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .webp, isPartial: true)
+        // Previews show the colours the final image will have.
+        let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .webp, isPartial: true, colorProfile: profile)
         // A preview gets the time budget of its own (ImageDecodingOptions.maxDecodeDuration).
-        return try image.finished(with: options, deadline: CodingDeadline(options))
+        return try (consume image).finished(with: options, deadline: CodingDeadline(options))
     }
 }
