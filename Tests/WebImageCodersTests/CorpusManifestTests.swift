@@ -34,6 +34,7 @@ struct CorpusManifestTests {
             if let repeats = entry.trait("netscape-loop") { #expect(image.loopCount == Int(repeats)! + 1) }
             if entry.traits.contains("no-loop-extension") { #expect(image.loopCount == 1) }
             if !entry.traits.isDisjoint(with: ["alpha", "trns", "transparency"]) { #expect(image.hasAlpha) }
+            try checkColor(entry, data: data, converted: image)
             // The header alone gives the same canvas and frame count.
             let header = try #require(ImageHeader(data), "no header read")
             #expect(header.format == sniffed)
@@ -63,6 +64,29 @@ struct CorpusManifestTests {
             }
         default:  // no-crash: reaching here is the check; a success must be a sane image
             if case .success(let image) = result { #expect(image.width > 0 && image.height > 0) }
+        }
+    }
+
+    /// Rows with an ICC profile keep it on request, and convert (the default) unless it is sRGB;
+    /// a gAMA-only PNG converts as browsers show it.
+    func checkColor(_ entry: Corpus.Entry, data: Data, converted: DecodedImage) throws {
+        guard !entry.traits.isDisjoint(with: ["icc", "gama"]) else { return }
+        let kept = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(colorPolicy: .keep))
+        let ignored = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(colorPolicy: .ignore))
+        #expect(converted.colorProfile == nil && ignored.colorProfile == nil)
+        #expect(kept.bitmap.pixels == ignored.bitmap.pixels, "keep and ignore leave the stored numbers")
+        guard let profile = kept.colorProfile else {
+            // An unreadable profile (jpeg-icc-after-sof.jpg's is 7 bytes of text) changes nothing.
+            #expect(converted.bitmap.pixels == ignored.bitmap.pixels, "\(entry.file): no usable profile")
+            return
+        }
+        if profile.isSRGB {
+            #expect(converted.bitmap.pixels == ignored.bitmap.pixels, "an sRGB profile needs no transform")
+        } else {
+            #expect(
+                converted.bitmap.pixels != ignored.bitmap.pixels,
+                "\(entry.file): converted from \(profile.colorSpace)"
+            )
         }
     }
 }
