@@ -211,6 +211,9 @@ public final class ImageCache: ImageCaching {
         if !sweptTemporaryFiles.exchange(true, ordering: .relaxed) {
             writeQueue.async { [diskCache] in diskCache.removeOrphanedTemporaryFiles() }
         }
+        // The queued write holds the image only when it must encode it: a decoded photo is tens of
+        // megabytes, its bytes a few hundred kilobytes.
+        let toEncode = data == nil ? image : nil
         writeQueue.async { [diskCache, pendingWrites, generation, metadata, configuration, size] in
             var metadata = metadata
             defer {
@@ -220,7 +223,7 @@ public final class ImageCache: ImageCaching {
                 }
             }
             do {
-                guard let bytes = try data ?? image.map(Self.encodeForDisk) else { return }
+                guard let bytes = try data ?? toEncode.map(Self.encodeForDisk) else { return }
                 if metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: bytes).mimeType }
                 try diskCache.store(bytes, forKey: key, metadata: metadata)
                 completion?(nil)

@@ -131,19 +131,31 @@ extension ImageManager {
             return
         }
         let waits = options.contains(.waitStoreCache)
-        imageCache.store(delivered, data: storedData, forKey: key, metadata: metadata, cacheType: .disk) { error in
-            guard waits else { return }
-            let event: Event =
-                error.map {
-                    .failure(
-                        WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \($0)"),
-                        url
-                    )
-                } ?? .image(result, final: true)
-            // The store completion runs on the cache's write queue: the caller's completion must
-            // not hold up the writes queued behind it.
-            DispatchQueue.global().async { deliver(event) }
+        // Only a caller who waits for the write needs the result kept until it ends; otherwise
+        // the decoded image is not held by the write queue.
+        var storedDone: (@Sendable ((any Error)?) -> Void)?
+        if waits {
+            storedDone = { error in
+                let event: Event =
+                    error.map {
+                        .failure(
+                            WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \($0)"),
+                            url
+                        )
+                    } ?? .image(result, final: true)
+                // The store completion runs on the cache's write queue: the caller's completion
+                // must not hold up the writes queued behind it.
+                DispatchQueue.global().async { deliver(event) }
+            }
         }
+        imageCache.store(
+            storedData == nil ? delivered : nil,
+            data: storedData,
+            forKey: key,
+            metadata: metadata,
+            cacheType: .disk,
+            completion: storedDone
+        )
         if !waits { deliver(.image(result, final: true)) }
     }
 
