@@ -187,7 +187,7 @@ let package = Package(
         // HEIC (libheif + x265) and JPEG XL (libjxl) writers: test files and fuzz seeds.
         .target(
             name: "WebImageTestEncoders",
-            dependencies: ["WebImageCoders", "CHEIF", "CJXL", "CAVIF"],
+            dependencies: ["WebImageCoders", "CHEIF", "CJXL", "CAVIF", "CLCMS2"],
             swiftSettings: swiftSettings
         ),
         // Test-only helpers: generated images, PNG/GIF builders, the WEBIMAGE_CORPUS loader.

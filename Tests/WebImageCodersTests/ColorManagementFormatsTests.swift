@@ -192,4 +192,40 @@ struct ColorManagementFormatsTests {
         let kept = try PNGCoder().decode(data, options: ImageDecodingOptions(colorPolicy: .keep))
         #expect(kept.colorProfile?.data == ColorProfile.displayP3.data)
     }
+
+    @Test("An Adobe-inverted CMYK JPEG with a CMYK profile converts through it; without one, naively")
+    func cmykProfile() throws {
+        let profile = try #require(ColorProfile(iccData: try CMYKTestProfile.make()))
+        #expect(profile.colorSpace == .cmyk)
+        var image = DecodedImage(bitmap: Self.blocks, format: .jpeg)
+        let naive = try JPEGCoder().decode(
+            try JPEGCoder(colorModel: .cmyk).encode(image, as: .jpeg, options: .init(quality: 1)),
+            options: ImageDecodingOptions()
+        )
+        image.colorProfile = profile
+        let tagged = try JPEGCoder(colorModel: .cmyk).encode(image, as: .jpeg, options: .init(quality: 1))
+        let kept = try JPEGCoder().decode(tagged, options: ImageDecodingOptions(colorPolicy: .keep))
+        #expect(kept.colorProfile == nil, "CMYK pixels leave the decoder as RGB: the profile is spent")
+        let converted = try JPEGCoder().decode(tagged, options: ImageDecodingOptions())
+        // The profile swaps what cyan and magenta do: each block comes out with red and green
+        // exchanged; the naive conversion gives the colours back as they were.
+        for (index, color) in ColorManagementTests.colors.enumerated() {
+            let got = converted.bitmap[index * 16 + 8, 8]
+            let plain = naive.bitmap[index * 16 + 8, 8]
+            let swapped = [Int(color.g), Int(color.r), Int(color.b)]
+            #expect(
+                zip([got.r, got.g, got.b].map(Int.init), swapped).allSatisfy { abs($0 - $1) <= 6 },
+                "\(color) → \(got)"
+            )
+            #expect(
+                zip([plain.r, plain.g, plain.b].map(Int.init), [color.r, color.g, color.b].map(Int.init)).allSatisfy {
+                    abs($0 - $1) <= 6
+                },
+                "naive \(color) → \(plain)"
+            )
+        }
+        // ignore: the profile is not used, so the naive conversion.
+        let ignored = try JPEGCoder().decode(tagged, options: ImageDecodingOptions(colorPolicy: .ignore))
+        #expect(ignored.bitmap[8, 8] == naive.bitmap[8, 8])
+    }
 }
