@@ -18,7 +18,7 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
     /// The thumbnail's pixel size, for a thumbnail.
     public var thumbnail: PixelSize?
     /// What the decode does with an embedded colour profile; images decoded with another policy
-    /// than the default (``ColorPolicy/convertToSRGB``) are derived images.
+    /// than the default (`ColorPolicy.convertToSRGB`) are derived images.
     public var colorPolicy: ColorPolicy
     /// The transformers' keys, in the order they run (a ``PipelineTransformer`` gives one each).
     public var transformerKeys: [String]
