@@ -195,7 +195,7 @@ public final class ImageProxy: Sendable {
             guard ProcessingOptions.outputFormats.contains(format) else {
                 throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif)")
             }
-            requested = requested ?? format
+            requested = format  // the extension wins over `format`, as in imgproxy
         }
         let url = try configuration.sourcePolicy.check(request.source)
         return Request(path: request, source: url, options: options, requestedFormat: requested)

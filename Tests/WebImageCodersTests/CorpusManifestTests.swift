@@ -74,19 +74,19 @@ struct CorpusManifestTests {
         let kept = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(colorPolicy: .keep))
         let ignored = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(colorPolicy: .ignore))
         #expect(converted.colorProfile == nil && ignored.colorProfile == nil)
-        #expect(kept.bitmap.pixels == ignored.bitmap.pixels, "keep and ignore leave the stored numbers")
+        // Bools, not arrays: a failing comparison of large arrays makes the test library diff them.
+        let keptIsStored = kept.bitmap.pixels == ignored.bitmap.pixels
+        #expect(keptIsStored, "keep and ignore leave the stored numbers")
+        let unconverted = converted.bitmap.pixels == ignored.bitmap.pixels
         guard let profile = kept.colorProfile else {
             // An unreadable profile (jpeg-icc-after-sof.jpg's is 7 bytes of text) changes nothing.
-            #expect(converted.bitmap.pixels == ignored.bitmap.pixels, "\(entry.file): no usable profile")
+            #expect(unconverted, "\(entry.file): no usable profile")
             return
         }
         if profile.isSRGB {
-            #expect(converted.bitmap.pixels == ignored.bitmap.pixels, "an sRGB profile needs no transform")
+            #expect(unconverted, "an sRGB profile needs no transform")
         } else {
-            #expect(
-                converted.bitmap.pixels != ignored.bitmap.pixels,
-                "\(entry.file): converted from \(profile.colorSpace)"
-            )
+            #expect(!unconverted, "\(entry.file): converted from \(profile.colorSpace)")
         }
     }
 }

@@ -30,6 +30,21 @@ public enum ProxyGravity: Sendable, Hashable {
     ]
 }
 
+/// imgproxy's gravity offsets: a magnitude of 1 or more is pixels (times the device pixel ratio
+/// in the result crop and `extend`), less than 1 a share of the outer side. They move the window
+/// away from the gravity's edge (inwards from east and south), and along the axis for centre.
+public struct GravityOffset: Sendable, Hashable, CustomStringConvertible {
+    public var x: Double
+    public var y: Double
+
+    public init(x: Double = 0, y: Double = 0) {
+        self.x = x
+        self.y = y
+    }
+
+    public var description: String { "\(x):\(y)" }
+}
+
 /// The processing a proxy URL asks for, after presets, with imgproxy's defaults.
 public struct ProcessingOptions: Sendable, Hashable {
     public var resizingType: ResizingType = .fit
@@ -43,6 +58,8 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// Pad the result to the box when it is smaller. Default off.
     public var extend = false
     public var gravity: ProxyGravity = .center
+    /// `g:TYPE:X:Y`'s offsets (for the result crop, and the source crop without a gravity of its own).
+    public var gravityOffset = GravityOffset()
     /// A crop of the source before resizing: sizes in pixels (≥ 1) or fractions (< 1) of the
     /// source; 0 keeps that side.
     public var crop: (width: Double, height: Double, gravity: ProxyGravity?)? {
@@ -53,6 +70,12 @@ public struct ProcessingOptions: Sendable, Hashable {
             cropGravity = newValue?.gravity
         }
     }
+    /// `c:W:H:TYPE:X:Y`'s offsets.
+    public var cropGravityOffset = GravityOffset()
+    /// Where `extend` places the image on the box (`ex:1:TYPE:X:Y`, `rs`'s and `s`'s arguments
+    /// after extend); focus point allowed, smart not.
+    public var extendGravity: ProxyGravity = .center
+    public var extendGravityOffset = GravityOffset()
     private var cropWidth: Double = 0
     private var cropHeight: Double = 0
     private var cropGravity: ProxyGravity?
@@ -148,18 +171,12 @@ public struct ProcessingOptions: Sendable, Hashable {
         let arguments = ArgumentReader(option: option)
         switch option.name {
         case "resize", "rs":
-            try arguments.expect(1...5)
+            try arguments.expect(1...8)
             if let type = try arguments.resizingType(0) { resizingType = type }
-            if let value = try arguments.size(1) { width = value }
-            if let value = try arguments.size(2) { height = value }
-            if let value = try arguments.bool(3) { enlarge = value }
-            if let value = try arguments.bool(4) { extend = value }
+            try applySize(arguments, from: 1)
         case "size", "s":
-            try arguments.expect(1...4)
-            if let value = try arguments.size(0) { width = value }
-            if let value = try arguments.size(1) { height = value }
-            if let value = try arguments.bool(2) { enlarge = value }
-            if let value = try arguments.bool(3) { extend = value }
+            try arguments.expect(1...7)
+            try applySize(arguments, from: 0)
         case "resizing_type", "rt":
             try arguments.expect(1...1)
             if let type = try arguments.resizingType(0) { resizingType = type }
@@ -180,16 +197,18 @@ public struct ProcessingOptions: Sendable, Hashable {
             enlarge = try arguments.bool(0) ?? enlarge
         case "extend", "ex":
             try arguments.expect(1...4)
-            extend = try arguments.bool(0) ?? extend
+            try applyExtend(arguments, from: 0)
         case "gravity", "g":
             try arguments.expect(1...3)
-            gravity = try arguments.gravity(from: 0)
+            (gravity, gravityOffset) = try arguments.gravity(from: 0)
         case "crop", "c":
             try arguments.expect(2...5)
             let cropWidth = try arguments.number(0) ?? 0
             let cropHeight = try arguments.number(1) ?? 0
             guard cropWidth >= 0, cropHeight >= 0 else { throw .badOption("crop sizes must not be negative") }
-            crop = (cropWidth, cropHeight, option.arguments.count > 2 ? try arguments.gravity(from: 2) : nil)
+            let placed = option.arguments.count > 2 ? try arguments.gravity(from: 2) : nil
+            crop = (cropWidth, cropHeight, placed?.gravity)
+            cropGravityOffset = placed?.offset ?? GravityOffset()
         case "quality", "q":
             try arguments.expect(1...1)
             guard let value = try arguments.integer(0), (0...100).contains(value) else {
@@ -249,15 +268,39 @@ public struct ProcessingOptions: Sendable, Hashable {
         }
     }
 
+    /// `W:H:ENLARGE:EXTEND:GRAVITY:X:Y` from argument `start` (`s`, and `rs` after its type).
+    private mutating func applySize(_ arguments: ArgumentReader, from start: Int) throws(ProxyError) {
+        if let value = try arguments.size(start) { width = value }
+        if let value = try arguments.size(start + 1) { height = value }
+        if let value = try arguments.bool(start + 2) { enlarge = value }
+        if arguments.option.arguments.count > start + 3 { try applyExtend(arguments, from: start + 3) }
+    }
+
+    /// `EXTEND:GRAVITY:X:Y` from argument `start`.
+    private mutating func applyExtend(_ arguments: ArgumentReader, from start: Int) throws(ProxyError) {
+        if let value = try arguments.bool(start) { extend = value }
+        guard arguments.argument(start + 1) != nil else { return }
+        let placed = try arguments.gravity(from: start + 1)
+        guard placed.gravity != .smart else {
+            throw .badOption("\(arguments.option.name): extend cannot place the image by smart gravity")
+        }
+        (extendGravity, extendGravityOffset) = placed
+    }
+
     /// Every setting in one fixed order: equal strings mean equal processing (the ETag's input).
     public var canonicalDescription: String {
         var parts = [
             "rt:\(resizingType.rawValue)", "s:\(width):\(height)", "dpr:\(dpr)", "el:\(enlarge)", "ex:\(extend)",
-            "g:\(gravity)", "q:\(quality.map(String.init) ?? "-")", "f:\(format?.rawValue ?? "-")",
+            "g:\(gravity):\(gravityOffset)", "exg:\(extendGravity):\(extendGravityOffset)",
+            "q:\(quality.map(String.init) ?? "-")", "f:\(format?.rawValue ?? "-")",
             "bl:\(blur)", "sh:\(sharpen)", "rot:\(rotate)", "ar:\(autoRotate)", "sm:\(stripMetadata)",
             "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
         ]
-        if let crop { parts.append("c:\(crop.width):\(crop.height):\(crop.gravity.map { "\($0)" } ?? "-")") }
+        if let crop {
+            parts.append(
+                "c:\(crop.width):\(crop.height):\(crop.gravity.map { "\($0)" } ?? "-"):\(cropGravityOffset)"
+            )
+        }
         if let background { parts.append("bg:\(background.r):\(background.g):\(background.b)") }
         return parts.joined(separator: "/")
     }
@@ -276,7 +319,7 @@ private struct ArgumentReader {
         }
     }
 
-    private func argument(_ index: Int) -> String? {
+    func argument(_ index: Int) -> String? {
         index < option.arguments.count && !option.arguments[index].isEmpty ? option.arguments[index] : nil
     }
 
@@ -321,21 +364,25 @@ private struct ArgumentReader {
         return type
     }
 
-    /// `TYPE[:X:Y]`: a gravity name with optional offsets, or `fp:X:Y` (0…1 each).
-    func gravity(from index: Int) throws(ProxyError) -> ProxyGravity {
+    /// `TYPE[:X:Y]`: a gravity name with optional offsets, `fp:X:Y` (0…1 each), or `sm` alone.
+    func gravity(from index: Int) throws(ProxyError) -> (gravity: ProxyGravity, offset: GravityOffset) {
         guard let name = argument(index) else { throw .badOption("\(option.name): the gravity is missing") }
         if name == "fp" {
             guard let x = try number(index + 1), let y = try number(index + 2), (0...1).contains(x), (0...1).contains(y)
             else { throw .badOption("\(option.name): fp takes X and Y from 0 to 1") }
-            return .focusPoint(x: x, y: y)
+            return (.focusPoint(x: x, y: y), GravityOffset())
         }
         guard let gravity = ProxyGravity.names[name] else {
             throw invalid(index, "a gravity (no, so, ea, we, noea, nowe, soea, sowe, ce, fp:X:Y, sm)")
         }
-        for offset in (index + 1)..<option.arguments.count where argument(offset) != nil {
-            _ = try number(offset)  // offsets are accepted and checked; the window is placed by type
+        if gravity == .smart {
+            guard option.arguments.count == index + 1 else { throw .badOption("\(option.name): sm takes no offsets") }
+            return (gravity, GravityOffset())
         }
-        return gravity
+        guard option.arguments.count <= index + 3 else {
+            throw .badOption("\(option.name): a gravity takes at most two offsets (X and Y)")
+        }
+        return (gravity, GravityOffset(x: try number(index + 1) ?? 0, y: try number(index + 2) ?? 0))
     }
 
     /// `R:G:B` (0–255 each) or a hex colour `RRGGBB`.

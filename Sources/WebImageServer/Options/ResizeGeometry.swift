@@ -16,6 +16,9 @@ public struct ResizeGeometry: Sendable, Hashable {
     public var resultCrop: PixelSize
     /// The final size: `resultCrop`, or the box when `extend` pads a smaller image.
     public var output: PixelSize
+    /// The device pixel ratio actually applied (less than `dpr` when a small image is not
+    /// enlarged): what pixel offsets of the result crop and `extend` are multiplied by.
+    public var dprScale: Double
 
     /// The plan for a source of `size` pixels as stored, with EXIF `orientation`.
     public init(source size: PixelSize, orientation: ImageOrientation = .up, options: ProcessingOptions) {
@@ -26,6 +29,7 @@ public struct ResizeGeometry: Sendable, Hashable {
             height: Self.cropSide(source.height, options.crop?.height ?? 0)
         )
         let (widthScale, heightScale, dprScale) = Self.scales(for: cropped, options: options)
+        self.dprScale = dprScale
         scaled = PixelSize(
             width: max(1, Self.round(Double(cropped.width) * widthScale)),
             height: max(1, Self.round(Double(cropped.height) * heightScale))

@@ -69,15 +69,36 @@ public enum ImageProcessor {
             width: max(1, reduced(geometry.cropped.width, by: current.width, of: geometry.source.width)),
             height: max(1, reduced(geometry.cropped.height, by: current.height, of: geometry.source.height))
         )
-        current = crop(current, to: reducedCrop, gravity: options.crop?.gravity ?? options.gravity)
+        // The source crop's own gravity, else the main one (imgproxy's rule); pixel offsets are
+        // in source pixels, so they shrink with a bitmap decoded smaller.
+        let sourcePlacement =
+            options.crop?.gravity.map { Placement(gravity: $0, offset: options.cropGravityOffset) }
+            ?? Placement(gravity: options.gravity, offset: options.gravityOffset)
+        current = crop(
+            current,
+            to: reducedCrop,
+            placement: sourcePlacement,
+            offsetScale: Double(current.width) / Double(max(1, geometry.source.width))
+        )
         if current.width != geometry.scaled.width || current.height != geometry.scaled.height {
             guard let resized = current.resized(to: geometry.scaled, cancellation: cancellation) else { return nil }
             current = resized
         }
         if stopped() { return nil }
-        current = crop(current, to: geometry.resultCrop, gravity: options.gravity)
+        current = crop(
+            current,
+            to: geometry.resultCrop,
+            placement: Placement(gravity: options.gravity, offset: options.gravityOffset),
+            offsetScale: geometry.dprScale
+        )
         if geometry.output != geometry.resultCrop {
-            current = padded(current, to: geometry.output, background: options.background)
+            current = padded(
+                current,
+                to: geometry.output,
+                background: options.background,
+                placement: Placement(gravity: options.extendGravity, offset: options.extendGravityOffset),
+                offsetScale: geometry.dprScale
+            )
         }
         if stopped() { return nil }
         if options.blur > 0, let blurred = BlurTransformer(radius: boxRadius(options.blur)).transform(current) {
@@ -96,46 +117,76 @@ public enum ImageProcessor {
     /// Three box blurs of radius r approximate a Gaussian of sigma ≈ r.
     private static func boxRadius(_ sigma: Double) -> Int { max(1, Int(sigma.rounded())) }
 
-    /// A `size` window of `bitmap` placed by `gravity` (the whole bitmap when it is no larger).
-    static func crop(_ bitmap: Bitmap, to size: PixelSize, gravity: ProxyGravity) -> Bitmap {
+    /// A gravity and its offsets.
+    struct Placement {
+        var gravity: ProxyGravity
+        var offset = GravityOffset()
+    }
+
+    /// A `size` window of `bitmap` where `placement` puts it (the whole bitmap when it is no
+    /// larger); pixel offsets are multiplied by `offsetScale`.
+    static func crop(_ bitmap: Bitmap, to size: PixelSize, placement: Placement, offsetScale: Double = 1) -> Bitmap {
         let full = PixelSize(width: bitmap.width, height: bitmap.height)
         let cut = PixelSize(width: min(size.width, full.width), height: min(size.height, full.height))
         guard cut != full, cut.width > 0, cut.height > 0 else { return bitmap }
-        let origin = cropOrigin(of: cut, in: bitmap, gravity: gravity)
+        let origin =
+            placement.gravity == .smart
+            ? SmartCrop.origin(of: cut, in: bitmap)
+            : position(of: cut, in: full, placement: placement, offsetScale: offsetScale)
         return CropTransformer(x: origin.x, y: origin.y, width: cut.width, height: cut.height).transform(bitmap)
             ?? bitmap
     }
 
-    static func cropOrigin(of cut: PixelSize, in bitmap: Bitmap, gravity: ProxyGravity) -> (x: Int, y: Int) {
-        let full = PixelSize(width: bitmap.width, height: bitmap.height)
-        switch gravity {
-        case .focusPoint(let x, let y):
-            let left = Int((x * Double(full.width) - Double(cut.width) / 2).rounded())
-            let top = Int((y * Double(full.height) - Double(cut.height) / 2).rounded())
-            return (min(max(0, left), full.width - cut.width), min(max(0, top), full.height - cut.height))
-        case .smart:
-            return SmartCrop.origin(of: cut, in: bitmap)
-        default:
-            return imageGravity(gravity).origin(of: cut, in: full)
+    /// Where an `inner` window goes in `outer`, by imgproxy's `calcPosition`: the gravity's
+    /// edge or centre (halves rounded to even), a focus point's centre, then the offsets, kept
+    /// inside `outer`.
+    static func position(
+        of inner: PixelSize,
+        in outer: PixelSize,
+        placement: Placement,
+        offsetScale: Double
+    ) -> (x: Int, y: Int) {
+        func toEven(_ value: Double) -> Int { Int(value.rounded(.toNearestOrEven)) }
+        func scaled(_ side: Int, _ share: Double) -> Int { side == 0 ? 0 : toEven(Double(side) * share) }
+        func offset(_ value: Double, side: Int) -> Int {
+            abs(value) >= 1 ? toEven(value * offsetScale) : scaled(side, value)
         }
+        var left: Int
+        var top: Int
+        if case .focusPoint(let x, let y) = placement.gravity {
+            left = scaled(outer.width, x) - inner.width / 2
+            top = scaled(outer.height, y) - inner.height / 2
+        } else {
+            let dx = offset(placement.offset.x, side: outer.width)
+            let dy = offset(placement.offset.y, side: outer.height)
+            left = toEven(Double(outer.width - inner.width + 1) / 2) + dx
+            top = toEven(Double(outer.height - inner.height + 1) / 2) + dy
+            switch placement.gravity {
+            case .north, .northEast, .northWest: top = dy
+            case .south, .southEast, .southWest: top = outer.height - inner.height - dy
+            default: break
+            }
+            switch placement.gravity {
+            case .west, .northWest, .southWest: left = dx
+            case .east, .northEast, .southEast: left = outer.width - inner.width - dx
+            default: break
+            }
+        }
+        return (
+            max(0, min(left, outer.width - inner.width)),
+            max(0, min(top, outer.height - inner.height))
+        )
     }
 
-    private static func imageGravity(_ gravity: ProxyGravity) -> ImageGravity {
-        switch gravity {
-        case .north: .north
-        case .south: .south
-        case .east: .east
-        case .west: .west
-        case .northEast: .northEast
-        case .northWest: .northWest
-        case .southEast: .southEast
-        case .southWest: .southWest
-        case .center, .focusPoint, .smart: .center
-        }
-    }
-
-    /// `bitmap` centred on a `size` canvas of `background` (transparent when `nil`).
-    static func padded(_ bitmap: Bitmap, to size: PixelSize, background: RGBA?) -> Bitmap {
+    /// `bitmap` on a `size` canvas of `background` (transparent when `nil`), where `placement`
+    /// puts it (centred by default).
+    static func padded(
+        _ bitmap: Bitmap,
+        to size: PixelSize,
+        background: RGBA?,
+        placement: Placement = Placement(gravity: .center),
+        offsetScale: Double = 1
+    ) -> Bitmap {
         let fill = background ?? RGBA(r: 0, g: 0, b: 0, a: 0)
         var pixels = [UInt8](repeating: 0, count: size.width * size.height * 4)
         for index in 0..<size.width * size.height {
@@ -144,8 +195,12 @@ public enum ImageProcessor {
             pixels[index * 4 + 2] = fill.b
             pixels[index * 4 + 3] = fill.a
         }
-        let left = (size.width - bitmap.width) / 2
-        let top = (size.height - bitmap.height) / 2
+        let (left, top) = position(
+            of: PixelSize(width: min(bitmap.width, size.width), height: min(bitmap.height, size.height)),
+            in: size,
+            placement: placement,
+            offsetScale: offsetScale
+        )
         let rowBytes = min(bitmap.width, size.width) * 4
         for y in 0..<min(bitmap.height, size.height) {
             let source = y * bitmap.bytesPerRow
