@@ -149,7 +149,7 @@ extension ImageProxy {
     ) throws(ProxyError) -> Int {
         var largest = PixelSize(width: 0, height: 0)
         for orientation in header.orientation.map({ [$0] }) ?? [ImageOrientation.up, .right] {
-            let output = ResizeGeometry(source: header.size, orientation: orientation, options: options).output
+            let output = ResizeGeometry(source: header.size, orientation: orientation, options: options).padded
             try checkResultSize(output, configuration: configuration)
             if output.pixelCount > largest.pixelCount { largest = output }
         }
@@ -279,7 +279,7 @@ extension ImageProxy {
             orientation: image.orientation,
             options: options
         )
-        try checkResultSize(geometry.output, configuration: configuration)
+        try checkResultSize(geometry.padded, configuration: configuration)
         guard var processed = ImageProcessor.process(image, options: options, cancellation: limits.cancellation),
             !limits.cancellation.isCancelled
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason

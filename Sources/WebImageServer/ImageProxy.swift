@@ -276,7 +276,8 @@ public final class ImageProxy: Sendable {
             negotiation: configuration.formatNegotiation,
             encodesAVIF: Self.encodesAVIF
         )
-        let quality = request.options.quality ?? configuration.defaultQuality
+        let quality =
+            request.options.quality ?? request.options.formatQuality[choice.format] ?? configuration.defaultQuality
         let sourceFingerprint = Self.fingerprint(data)
         let etag = ResultETag.make(
             options: request.options,
@@ -304,6 +305,17 @@ public final class ImageProxy: Sendable {
         metrics.record(.transform, rendered.timings.transform)
         metrics.record(.encode, rendered.timings.encode)
         headers.insert(("Content-Type", rendered.format.mimeType), at: 0)
+        headers.append(
+            (
+                "Content-Disposition",
+                ContentDisposition.value(
+                    name: request.options.filename,
+                    source: request.source,
+                    format: rendered.format,
+                    attachment: request.options.returnAttachment
+                )
+            )
+        )
         return ProxyResponse(status: 200, headers: headers, body: rendered.data)
     }
 

@@ -142,9 +142,9 @@ struct ServeCommandTests {
                 && decodedCache.stderr.contains("'lots' is not a size"),
             "\(decodedCache.stderr)"
         )
-        let preset = try await CLIRunner.runDetached(["serve", "--insecure", "--preset", "x=zoom:2"])
+        let preset = try await CLIRunner.runDetached(["serve", "--insecure", "--preset", "x=watermark:1"])
         #expect(
-            preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'zoom'"),
+            preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'watermark'"),
             "\(preset.stderr)"
         )
     }

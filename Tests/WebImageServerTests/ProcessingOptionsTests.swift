@@ -47,12 +47,13 @@ struct ProcessingOptionsTests {
     @Test(
         "Bad options are 400s naming the option",
         arguments: [
-            ("dpr:5", "dpr"), ("dpr:0.5", "dpr"), ("rot:45", "rotate"), ("q:101", "quality"),
+            ("dpr:0", "dpr"), ("dpr:-2", "dpr"), ("rot:45", "rotate"), ("q:101", "quality"),
             ("rs:stretch:1:1", "resizing type"),
             ("w:-1", "size"), ("el:maybe", "boolean"), ("g:up", "gravity"), ("g:fp:2:0", "fp"),
             ("f:svg", "cannot be written"),
             ("f:bmpx", "format"), ("bg:12345", "colour"), ("bl:abc", "number"),
-            ("zoom:2", "unknown or unsupported option 'zoom'"),
+            ("watermark:1", "unknown or unsupported option 'watermark'"), ("z:0", "positive"),
+            ("fq:jpeg", "pairs"), ("pd:-1", "size"), ("exar:1:sm", "smart"), ("g:sm:1:2", "no offsets"),
             ("w:1:2", "takes 1 arguments"), ("pr:nope", "no preset named 'nope'"),
         ]
     )

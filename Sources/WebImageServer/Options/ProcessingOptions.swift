@@ -45,14 +45,40 @@ public struct GravityOffset: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(x):\(y)" }
 }
 
+/// `padding`'s four sides, in pixels before `dpr`.
+public struct Padding: Sendable, Hashable, CustomStringConvertible {
+    public var top = 0
+    public var right = 0
+    public var bottom = 0
+    public var left = 0
+
+    public init(top: Int = 0, right: Int = 0, bottom: Int = 0, left: Int = 0) {
+        self.top = top
+        self.right = right
+        self.bottom = bottom
+        self.left = left
+    }
+
+    public var isEmpty: Bool { top == 0 && right == 0 && bottom == 0 && left == 0 }
+    public var description: String { "\(top):\(right):\(bottom):\(left)" }
+}
+
 /// The processing a proxy URL asks for, after presets, with imgproxy's defaults.
 public struct ProcessingOptions: Sendable, Hashable {
     public var resizingType: ResizingType = .fit
     /// 0: from the other side and the aspect ratio (both 0: the source's size).
     public var width = 0
     public var height = 0
-    /// Device pixel ratio, 1…4: the result is `dpr` times the size.
+    /// Device pixel ratio, any positive number: the result is `dpr` times the size (bounded by
+    /// the result limits).
     public var dpr: Double = 1
+    /// `zoom:X[:Y]`: multiplies the resize and the box, after the resizing type.
+    public var zoomWidth: Double = 1
+    public var zoomHeight: Double = 1
+    /// `min-width`/`min-height`: the resized image is at least this big on that side (pixels
+    /// before `dpr`), cropping the other requested side; 0: none.
+    public var minWidth = 0
+    public var minHeight = 0
     /// Upscale images smaller than the box. Default off.
     public var enlarge = false
     /// Pad the result to the box when it is smaller. Default off.
@@ -89,8 +115,28 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var blur: Double = 0
     /// Sharpen sigma; 0: none.
     public var sharpen: Double = 0
-    /// Extra clockwise rotation: 0, 90, 180 or 270.
+    /// Extra clockwise rotation: 0, 90, 180 or 270 (any multiple of 90 in the URL, reduced).
     public var rotate = 0
+    /// `flip:H:V`: mirror left to right and top to bottom, after rotating.
+    public var flipHorizontal = false
+    public var flipVertical = false
+    /// `padding:T:R:B:L`: bands of the background around the result, in pixels before `dpr`.
+    public var padding = Padding()
+    /// `pixelate:SIZE`: blocks of SIZE pixels (0 or 1: none).
+    public var pixelate = 0
+    /// `extend_aspect_ratio:1[:GRAVITY:X:Y]`: pad the result to the box's aspect ratio.
+    public var extendAspectRatio = false
+    public var extendAspectRatioGravity: ProxyGravity = .center
+    public var extendAspectRatioGravityOffset = GravityOffset()
+    /// `format_quality:FORMAT:Q:…`: the quality for results in that format when `quality` is
+    /// not given.
+    public var formatQuality: [ImageFormat: Int] = [:]
+    /// `expires:UNIX`: the moment the URL stops working (checked when it is parsed).
+    public var expires: Int?
+    /// `filename:NAME[:BASE64]`: the name in `Content-Disposition` (the source's by default).
+    public var filename: String?
+    /// `return_attachment`: `Content-Disposition: attachment` instead of `inline`.
+    public var returnAttachment = false
     /// Apply the EXIF orientation. Default on.
     public var autoRotate = true
     /// Write no metadata (EXIF) but what ``keepCopyright`` keeps (imgproxy's `strip_metadata`).
@@ -188,8 +234,8 @@ public struct ProcessingOptions: Sendable, Hashable {
             height = try arguments.size(0) ?? height
         case "dpr":
             try arguments.expect(1...1)
-            guard let value = try arguments.number(0), (1...4).contains(value) else {
-                throw .badOption("dpr:\(option.arguments[0]): must be a number from 1 to 4")
+            guard let value = try arguments.number(0), value > 0, value.isFinite else {
+                throw .badOption("dpr:\(option.arguments[0]): must be a positive number")
             }
             dpr = value
         case "enlarge", "el":
@@ -238,10 +284,10 @@ public struct ProcessingOptions: Sendable, Hashable {
             sharpen = value
         case "rotate", "rot":
             try arguments.expect(1...1)
-            guard let value = try arguments.integer(0), [0, 90, 180, 270].contains(value) else {
-                throw .badOption("rotate:\(option.arguments[0]): must be 0, 90, 180 or 270")
+            guard let value = try arguments.integer(0), value % 90 == 0 else {
+                throw .badOption("rotate:\(option.arguments[0]): must be a multiple of 90")
             }
-            rotate = value
+            rotate = (value % 360 + 360) % 360
         case "auto_rotate", "ar":
             try arguments.expect(1...1)
             autoRotate = try arguments.bool(0) ?? autoRotate
@@ -264,7 +310,9 @@ public struct ProcessingOptions: Sendable, Hashable {
                 try apply(preset, presets: presets, depth: depth + 1)
             }
         default:
-            throw .badOption("unknown or unsupported option '\(option.name)'")
+            guard try applyLayoutOrDelivery(option, arguments) else {
+                throw .badOption("unknown or unsupported option '\(option.name)'")
+            }
         }
     }
 
@@ -294,6 +342,10 @@ public struct ProcessingOptions: Sendable, Hashable {
             "g:\(gravity):\(gravityOffset)", "exg:\(extendGravity):\(extendGravityOffset)",
             "q:\(quality.map(String.init) ?? "-")", "f:\(format?.rawValue ?? "-")",
             "bl:\(blur)", "sh:\(sharpen)", "rot:\(rotate)", "ar:\(autoRotate)", "sm:\(stripMetadata)",
+            "z:\(zoomWidth):\(zoomHeight)", "min:\(minWidth):\(minHeight)", "fl:\(flipHorizontal):\(flipVertical)",
+            "pd:\(padding)", "pix:\(pixelate)",
+            "exar:\(extendAspectRatio):\(extendAspectRatioGravity):\(extendAspectRatioGravityOffset)",
+            "fq:\(formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" })",
             "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
         ]
         if let crop {
@@ -307,7 +359,7 @@ public struct ProcessingOptions: Sendable, Hashable {
 }
 
 /// Reads one option's arguments; an empty argument means "unchanged" (`nil`).
-private struct ArgumentReader {
+struct ArgumentReader {
     let option: ProxyOption
 
     func expect(_ counts: ClosedRange<Int>) throws(ProxyError) {

@@ -14,8 +14,13 @@ public struct ResizeGeometry: Sendable, Hashable {
     public var scaled: PixelSize
     /// The window cut from the scaled image (equal to `scaled` when nothing is cut).
     public var resultCrop: PixelSize
-    /// The final size: `resultCrop`, or the box when `extend` pads a smaller image.
+    /// `resultCrop`, or the box when `extend` pads a smaller image (or the box's aspect ratio
+    /// with `extend_aspect_ratio`).
     public var output: PixelSize
+    /// `padding`'s bands in result pixels (times the dpr applied, rounded to even).
+    public var padding: Padding
+    /// The final size: `output` with the padding.
+    public var padded: PixelSize
     /// The device pixel ratio actually applied (less than `dpr` when a small image is not
     /// enlarged): what pixel offsets of the result crop and `extend` are multiplied by.
     public var dprScale: Double
@@ -35,8 +40,8 @@ public struct ResizeGeometry: Sendable, Hashable {
             height: max(1, Self.round(Double(cropped.height) * heightScale))
         )
         // The box at the resolution asked for; a side of 0 keeps the scaled side.
-        var boxWidth = Self.round(Double(options.width) * dprScale)
-        var boxHeight = Self.round(Double(options.height) * dprScale)
+        var boxWidth = Self.round(Double(options.width) * dprScale * options.zoomWidth)
+        var boxHeight = Self.round(Double(options.height) * dprScale * options.zoomHeight)
         if options.resizingType == .fillDown, boxWidth > 0, boxHeight > 0 {
             let overWidth = Double(boxWidth) / Double(scaled.width)
             let overHeight = Double(boxHeight) / Double(scaled.height)
@@ -52,10 +57,43 @@ public struct ResizeGeometry: Sendable, Hashable {
             width: boxWidth > 0 ? min(boxWidth, scaled.width) : scaled.width,
             height: boxHeight > 0 ? min(boxHeight, scaled.height) : scaled.height
         )
-        output =
-            options.extend
-            ? PixelSize(width: max(resultCrop.width, boxWidth), height: max(resultCrop.height, boxHeight))
-            : resultCrop
+        if options.extend {
+            output = PixelSize(width: max(resultCrop.width, boxWidth), height: max(resultCrop.height, boxHeight))
+        } else if options.extendAspectRatio, boxWidth > 0, boxHeight > 0 {
+            output = Self.aspectExtended(resultCrop, toAspectOf: PixelSize(width: boxWidth, height: boxHeight))
+        } else {
+            output = resultCrop
+        }
+        func even(_ side: Int) -> Int { Int((Double(side) * dprScale).rounded(.toNearestOrEven)) }
+        padding = Padding(
+            top: even(options.padding.top),
+            right: even(options.padding.right),
+            bottom: even(options.padding.bottom),
+            left: even(options.padding.left)
+        )
+        padded = PixelSize(
+            width: output.width + padding.left + padding.right,
+            height: output.height + padding.top + padding.bottom
+        )
+    }
+
+    /// `size` grown on one side to `box`'s aspect ratio (imgproxy's `extend_aspect_ratio`).
+    private static func aspectExtended(_ size: PixelSize, toAspectOf box: PixelSize) -> PixelSize {
+        let overWidth = Double(box.width) / Double(size.width)
+        let overHeight = Double(box.height) / Double(size.height)
+        if overHeight > overWidth {
+            return PixelSize(
+                width: size.width,
+                height: round(Double(size.width) * Double(box.height) / Double(box.width))
+            )
+        }
+        if overWidth > overHeight {
+            return PixelSize(
+                width: round(Double(size.height) * Double(box.width) / Double(box.height)),
+                height: size.height
+            )
+        }
+        return size
     }
 
     /// A crop side: 0 keeps the side, ≥ 1 is pixels, below 1 a fraction of the side.
@@ -94,6 +132,8 @@ public struct ResizeGeometry: Sendable, Hashable {
                 heightShrink = widthShrink
             }
         }
+        widthShrink /= options.zoomWidth
+        heightShrink /= options.zoomHeight
         var dprScale = options.dpr
         if !options.enlarge {
             let smallest = min(widthShrink, heightShrink)
@@ -103,6 +143,17 @@ public struct ResizeGeometry: Sendable, Hashable {
                 if !options.extend { dprScale /= smallest }
             }
             dprScale = min(dprScale, min(widthShrink, heightShrink))
+        }
+        // min-width and min-height: at least that side, the other following (cropped by the box).
+        if options.minWidth > 0, sourceWidth / Double(options.minWidth) < widthShrink {
+            let least = sourceWidth / Double(options.minWidth)
+            heightShrink /= widthShrink / least
+            widthShrink = least
+        }
+        if options.minHeight > 0, sourceHeight / Double(options.minHeight) < heightShrink {
+            let least = sourceHeight / Double(options.minHeight)
+            widthShrink /= heightShrink / least
+            heightShrink = least
         }
         widthShrink = min(widthShrink / dprScale, sourceWidth)
         heightShrink = min(heightShrink / dprScale, sourceHeight)

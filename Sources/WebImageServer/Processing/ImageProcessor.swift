@@ -60,10 +60,7 @@ public enum ImageProcessor {
     ) -> Bitmap? {
         func stopped() -> Bool { cancellation?.isCancelled == true }
         if stopped() { return nil }
-        var current = orientation == .up ? bitmap : bitmap.applyingOrientation(orientation)
-        if options.rotate != 0, let turned = RotateTransformer(quarterTurns: options.rotate / 90).transform(current) {
-            current = turned
-        }
+        var current = turned(bitmap, orientation: orientation, options: options)
         // A bitmap decoded smaller than the source: the source crop in its pixels.
         let reducedCrop = PixelSize(
             width: max(1, reduced(geometry.cropped.width, by: current.width, of: geometry.source.width)),
@@ -91,22 +88,95 @@ public enum ImageProcessor {
             placement: Placement(gravity: options.gravity, offset: options.gravityOffset),
             offsetScale: geometry.dprScale
         )
+        guard let filtered = filtered(current, options: options, cancellation: cancellation) else { return nil }
+        return laidOut(filtered, geometry: geometry, options: options)
+    }
+
+    /// The EXIF orientation, then `rotate`, then `flip` (imgproxy's order).
+    private static func turned(_ bitmap: Bitmap, orientation: ImageOrientation, options: ProcessingOptions) -> Bitmap {
+        var current = orientation == .up ? bitmap : bitmap.applyingOrientation(orientation)
+        if options.rotate != 0, let turned = RotateTransformer(quarterTurns: options.rotate / 90).transform(current) {
+            current = turned
+        }
+        switch (options.flipHorizontal, options.flipVertical) {
+        case (true, true): current = current.applyingOrientation(.down)
+        case (true, false): current = current.applyingOrientation(.upMirrored)
+        case (false, true): current = current.applyingOrientation(.downMirrored)
+        case (false, false): break
+        }
+        return current
+    }
+
+    /// Blur, sharpen and pixelate, on the result before it is extended (imgproxy's order).
+    private static func filtered(
+        _ bitmap: Bitmap,
+        options: ProcessingOptions,
+        cancellation: CodingCancellation?
+    ) -> Bitmap? {
+        var current = bitmap
+        if options.blur > 0, let blurred = BlurTransformer(radius: boxRadius(options.blur)).transform(current) {
+            current = blurred
+        }
+        if cancellation?.isCancelled == true { return nil }
+        if options.sharpen > 0 { current = sharpened(current, sigma: options.sharpen) }
+        if cancellation?.isCancelled == true { return nil }
+        if options.pixelate > 1 { current = pixelated(current, block: options.pixelate) }
+        return current
+    }
+
+    /// `extend` (or `extend_aspect_ratio`) to the planned output, then `padding`.
+    private static func laidOut(_ bitmap: Bitmap, geometry: ResizeGeometry, options: ProcessingOptions) -> Bitmap {
+        var current = bitmap
         if geometry.output != geometry.resultCrop {
+            let placement =
+                options.extend
+                ? Placement(gravity: options.extendGravity, offset: options.extendGravityOffset)
+                : Placement(gravity: options.extendAspectRatioGravity, offset: options.extendAspectRatioGravityOffset)
             current = padded(
                 current,
                 to: geometry.output,
                 background: options.background,
-                placement: Placement(gravity: options.extendGravity, offset: options.extendGravityOffset),
+                placement: placement,
                 offsetScale: geometry.dprScale
             )
         }
-        if stopped() { return nil }
-        if options.blur > 0, let blurred = BlurTransformer(radius: boxRadius(options.blur)).transform(current) {
-            current = blurred
+        let bands = geometry.padding
+        guard !bands.isEmpty else { return current }
+        return padded(
+            current,
+            to: geometry.padded,
+            background: options.background,
+            at: (bands.left, bands.top)
+        )
+    }
+
+    /// Blocks of `block` × `block` pixels, each the average of the pixels it covers (edge blocks
+    /// repeat the last row and column, as libvips's copy-extended shrink that imgproxy uses).
+    static func pixelated(_ bitmap: Bitmap, block: Int) -> Bitmap {
+        var pixels = bitmap.pixels
+        let width = bitmap.width
+        let height = bitmap.height
+        let area = block * block
+        for top in stride(from: 0, to: height, by: block) {
+            for left in stride(from: 0, to: width, by: block) {
+                var sums = [Int](repeating: 0, count: 4)
+                for y in top..<top + block {
+                    let row = min(y, height - 1) * bitmap.bytesPerRow
+                    for x in left..<left + block {
+                        let offset = row + min(x, width - 1) * 4
+                        for channel in 0..<4 { sums[channel] += Int(bitmap.pixels[offset + channel]) }
+                    }
+                }
+                let average = sums.map { UInt8(($0 + area / 2) / area) }
+                for y in top..<min(top + block, height) {
+                    for x in left..<min(left + block, width) {
+                        let offset = y * width * 4 + x * 4
+                        for channel in 0..<4 { pixels[offset + channel] = average[channel] }
+                    }
+                }
+            }
         }
-        if stopped() { return nil }
-        if options.sharpen > 0 { current = sharpened(current, sigma: options.sharpen) }
-        return current
+        return Bitmap(width: width, height: height, hasAlpha: bitmap.hasAlpha, pixels: pixels)
     }
 
     /// `side × part / whole`, rounded as imgproxy rounds.
@@ -187,6 +257,18 @@ public enum ImageProcessor {
         placement: Placement = Placement(gravity: .center),
         offsetScale: Double = 1
     ) -> Bitmap {
+        let origin = position(
+            of: PixelSize(width: min(bitmap.width, size.width), height: min(bitmap.height, size.height)),
+            in: size,
+            placement: placement,
+            offsetScale: offsetScale
+        )
+        return padded(bitmap, to: size, background: background, at: origin)
+    }
+
+    /// `bitmap` on a `size` canvas of `background` (transparent when `nil`), its top-left corner
+    /// at `origin`.
+    static func padded(_ bitmap: Bitmap, to size: PixelSize, background: RGBA?, at origin: (x: Int, y: Int)) -> Bitmap {
         let fill = background ?? RGBA(r: 0, g: 0, b: 0, a: 0)
         var pixels = [UInt8](repeating: 0, count: size.width * size.height * 4)
         for index in 0..<size.width * size.height {
@@ -195,12 +277,7 @@ public enum ImageProcessor {
             pixels[index * 4 + 2] = fill.b
             pixels[index * 4 + 3] = fill.a
         }
-        let (left, top) = position(
-            of: PixelSize(width: min(bitmap.width, size.width), height: min(bitmap.height, size.height)),
-            in: size,
-            placement: placement,
-            offsetScale: offsetScale
-        )
+        let (left, top) = origin
         let rowBytes = min(bitmap.width, size.width) * 4
         for y in 0..<min(bitmap.height, size.height) {
             let source = y * bitmap.bytesPerRow

@@ -1,0 +1,107 @@
+import Foundation
+import WebImageCoders
+
+extension ProcessingOptions {
+    /// imgproxy's options for the result's layout (zoom, minimum sizes, flip, padding, pixelate,
+    /// extend_aspect_ratio) and its delivery (format_quality, expires, filename,
+    /// return_attachment); `false` when `option` is none of them.
+    mutating func applyLayoutOrDelivery(_ option: ProxyOption, _ arguments: ArgumentReader) throws(ProxyError) -> Bool {
+        switch option.name {
+        case "zoom", "z":
+            try arguments.expect(1...2)
+            zoomWidth = try Self.positive(arguments, 0) ?? zoomWidth
+            zoomHeight = option.arguments.count > 1 ? try Self.positive(arguments, 1) ?? zoomHeight : zoomWidth
+        case "min-width", "mw":
+            try arguments.expect(1...1)
+            minWidth = try arguments.size(0) ?? minWidth
+        case "min-height", "mh":
+            try arguments.expect(1...1)
+            minHeight = try arguments.size(0) ?? minHeight
+        case "flip", "fl":
+            try arguments.expect(1...2)
+            flipHorizontal = try arguments.bool(0) ?? flipHorizontal
+            flipVertical = try arguments.bool(1) ?? flipVertical
+        case "padding", "pd":
+            try arguments.expect(1...4)
+            try applyPadding(arguments)
+        case "pixelate", "pix":
+            try arguments.expect(1...1)
+            pixelate = try arguments.size(0) ?? pixelate
+        case "extend_aspect_ratio", "extend_ar", "exar":
+            try arguments.expect(1...4)
+            extendAspectRatio = try arguments.bool(0) ?? extendAspectRatio
+            if arguments.argument(1) != nil {
+                let placed = try arguments.gravity(from: 1)
+                guard placed.gravity != .smart else { throw .badOption("\(option.name): smart gravity cannot place") }
+                (extendAspectRatioGravity, extendAspectRatioGravityOffset) = placed
+            }
+        default:
+            return try applyDelivery(option, arguments)
+        }
+        return true
+    }
+
+    private mutating func applyDelivery(_ option: ProxyOption, _ arguments: ArgumentReader) throws(ProxyError) -> Bool {
+        switch option.name {
+        case "format_quality", "fq":
+            guard !option.arguments.isEmpty, option.arguments.count.isMultiple(of: 2) else {
+                throw .badOption("\(option.name): takes pairs of FORMAT:QUALITY")
+            }
+            for pair in stride(from: 0, to: option.arguments.count, by: 2) {
+                guard let format = Self.format(named: option.arguments[pair]) else {
+                    throw .badOption("\(option.name): '\(option.arguments[pair])' is not a format")
+                }
+                guard let quality = try arguments.integer(pair + 1), (0...100).contains(quality) else {
+                    throw .badOption("\(option.name): the quality of \(format.rawValue) must be 0 to 100")
+                }
+                formatQuality[format] = quality == 0 ? nil : quality
+            }
+        case "expires", "exp":
+            try arguments.expect(1...1)
+            guard let moment = try arguments.integer(0) else { throw .badOption("expires: needs a unix timestamp") }
+            // imgproxy's answer for an expired URL: 404.
+            if moment > 0, moment < Int(Date().timeIntervalSince1970) {
+                throw ProxyError(status: 404, code: "expired", message: "the URL expired at \(moment) (unix time)")
+            }
+            expires = moment
+        case "filename", "fn":
+            try arguments.expect(1...2)
+            filename = try Self.filename(option, encoded: arguments.bool(1) ?? false)
+        case "return_attachment", "att":
+            try arguments.expect(1...1)
+            returnAttachment = try arguments.bool(0) ?? returnAttachment
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// `padding:T:R:B:L`, CSS's shorthand: a missing right is the top, bottom the top, left the right.
+    private mutating func applyPadding(_ arguments: ArgumentReader) throws(ProxyError) {
+        let top = try arguments.size(0) ?? padding.top
+        let right = try arguments.size(1) ?? top
+        let bottom = try arguments.size(2) ?? top
+        let left = try arguments.size(3) ?? right
+        padding = Padding(top: top, right: right, bottom: bottom, left: left)
+    }
+
+    private static func positive(_ arguments: ArgumentReader, _ index: Int) throws(ProxyError) -> Double? {
+        guard let value = try arguments.number(index) else { return nil }
+        guard value > 0, value.isFinite else {
+            throw .badOption("\(arguments.option.name): \(value) must be a positive number")
+        }
+        return value
+    }
+
+    /// The name as given, or decoded from URL-safe base64 when `encoded`.
+    private static func filename(_ option: ProxyOption, encoded: Bool) throws(ProxyError) -> String {
+        let raw = option.arguments[0]
+        guard encoded else { return raw.removingPercentEncoding ?? raw }
+        var base64 = raw.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let name = String(data: data, encoding: .utf8) else {
+            throw .badOption("\(option.name): '\(raw)' is not URL-safe base64 of UTF-8 text")
+        }
+        return name
+    }
+}
