@@ -292,14 +292,43 @@ extension ImageProxy {
             }
         }
         let encodeStarted = clock.now
-        var encoding = ImageEncodingOptions(quality: Double(quality) / 100, maxEncodeDuration: limits.remaining)
-        encoding.cancellation = limits.cancellation
         do {
-            let encoded = try ImageCodersManager.shared.encode(processed, as: format, options: encoding)
+            let encoded = try Self.encode(
+                processed,
+                as: format,
+                quality: quality,
+                maxBytes: options.maxBytes,
+                limits: limits
+            )
             let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
             return Rendered(data: encoded, format: format, timings: timings)
         } catch {
             throw ProxyError(status: 422, code: "notAnImage", message: "the result cannot be encoded: \(error)")
+        }
+    }
+
+    /// The result encoded at `quality`; with `maxBytes` (JPEG, WebP and AVIF), encoded again at
+    /// lower qualities until it fits or the quality reaches 10, stepping as imgproxy's
+    /// `saveImageToFitBytes` does (a quarter, half or three quarters of the quality by how far
+    /// over the size is).
+    private static func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        quality: Int,
+        maxBytes: Int,
+        limits: WorkLimits
+    ) throws -> Data {
+        var quality = quality
+        while true {
+            var encoding = ImageEncodingOptions(quality: Double(quality) / 100, maxEncodeDuration: limits.remaining)
+            encoding.cancellation = limits.cancellation
+            let encoded = try ImageCodersManager.shared.encode(image, as: format, options: encoding)
+            guard maxBytes > 0, [.jpeg, .webp, .avif].contains(format), encoded.count > maxBytes, quality > 10 else {
+                return encoded
+            }
+            let over = Double(encoded.count) / Double(maxBytes)
+            let step = over > 3 ? 0.25 : over > 1.5 ? 0.5 : 0.75
+            quality = max(1, min(quality - 1, ResizeGeometry.round(Double(quality) * step)))
         }
     }
 

@@ -268,6 +268,9 @@ public final class ImageProxy: Sendable {
             )
         }
         if request.path.isInfo { return try await info(data, header: header) }
+        if Self.sendsSourceAsIs(request, sourceFormat: header.format) {
+            return sourceAsIs(data, format: header.format, request: request, ifNoneMatch: ifNoneMatch)
+        }
         let choice = OutputFormatChoice(
             requested: request.requestedFormat,
             source: header.format,
@@ -317,6 +320,38 @@ public final class ImageProxy: Sendable {
             )
         )
         return ProxyResponse(status: 200, headers: headers, body: rendered.data)
+    }
+
+    /// `raw`, or `skip_processing` naming the source's format with no other output format asked.
+    static func sendsSourceAsIs(_ request: Request, sourceFormat: ImageFormat) -> Bool {
+        request.options.raw
+            || (request.options.skipProcessing.contains(sourceFormat)
+                && (request.requestedFormat == nil || request.requestedFormat == sourceFormat))
+    }
+
+    /// The source's bytes as the result: its format's type, an entity tag of the bytes.
+    private func sourceAsIs(_ data: Data, format: ImageFormat, request: Request, ifNoneMatch: String?) -> ProxyResponse
+    {
+        let etag = "\"" + Self.fingerprint(data) + "\""
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", format == .unknown ? "application/octet-stream" : format.mimeType),
+            ("Cache-Control", "public, max-age=\(configuration.ttl)"), ("ETag", etag),
+        ]
+        if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
+            return ProxyResponse(status: 304, headers: Array(headers.dropFirst()), body: Data())
+        }
+        headers.append(
+            (
+                "Content-Disposition",
+                ContentDisposition.value(
+                    name: request.options.filename,
+                    source: request.source,
+                    format: format,
+                    attachment: request.options.returnAttachment
+                )
+            )
+        )
+        return ProxyResponse(status: 200, headers: headers, body: data)
     }
 
     static let encodesAVIF = ImageCodersManager.shared.encoder(for: .avif) != nil

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WebImageCoders
 import WebImageHTTP
+import WebImageOrigin
 import WebImageTestSupport
 
 @testable import WebImageServer
@@ -142,6 +143,45 @@ struct ProxyLayoutOptionsTests {
         #expect(value[star.upperBound...].removingPercentEncoding == hostile + ".jpg")
         let (bad, _) = try await fixture.get(fixture.url("w:10/fn:not!base64:1", "/photo.jpg"))
         #expect(bad.statusCode == 400)
+        await fixture.stop()
+    }
+
+    @Test("max_bytes lowers the quality until the result fits; skip_processing and raw send the source as it is")
+    func bytesAndPassThrough() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        let (full, fullBody) = try await fixture.get(fixture.url("w:600/q:95", "/photo.jpg", suffix: "@jpg"))
+        #expect(full.statusCode == 200)
+        let limit = fullBody.count / 3
+        let (fitted, fittedBody) = try await fixture.get(
+            fixture.url("w:600/q:95/mb:\(limit)", "/photo.jpg", suffix: "@jpg")
+        )
+        #expect(
+            fitted.statusCode == 200 && fittedBody.count <= limit,
+            "\(fittedBody.count) bytes for a limit of \(limit)"
+        )
+        #expect(try ImageCodersManager.shared.decode(fittedBody).width == 600)
+        // A limit nothing reaches: imgproxy's steps from the default 80 (a quarter while over 3×:
+        // 20, then 5) stop at the first quality of 10 or less.
+        let (floor, floorBody) = try await fixture.get(fixture.url("w:600/mb:10", "/photo.jpg", suffix: "@jpg"))
+        let (five, fiveBody) = try await fixture.get(fixture.url("w:600/q:5", "/photo.jpg", suffix: "@jpg"))
+        #expect(floor.statusCode == 200 && five.statusCode == 200 && floorBody == fiveBody)
+
+        let (source, _) = try await fixture.session.data(
+            for: HTTPSession.Request(url: fixture.origin.url("/photo.jpg"))
+        )
+        for options in ["skp:jpg/w:100", "skp:png:jpeg/w:100", "raw:1/w:100"] {
+            let (response, body) = try await fixture.get(fixture.url(options, "/photo.jpg"))
+            #expect(response.statusCode == 200 && response.headers[.contentType] == "image/jpeg", "\(options)")
+            #expect(body == source, "\(options): the source's bytes")
+        }
+        let (converted, convertedBody) = try await fixture.get(
+            fixture.url("skp:jpg/w:100", "/photo.jpg", suffix: "@png")
+        )
+        #expect(converted.headers[.contentType] == "image/png" && convertedBody != source, "another format is asked")
+        let (other, otherBody) = try await fixture.get(fixture.url("skp:png/w:100", "/photo.jpg"))
+        let otherWidth = try ImageCodersManager.shared.decode(otherBody).width
+        #expect(other.statusCode == 200 && otherWidth == 100, "processed")
         await fixture.stop()
     }
 }

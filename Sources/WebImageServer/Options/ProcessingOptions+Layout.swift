@@ -4,7 +4,7 @@ import WebImageCoders
 extension ProcessingOptions {
     /// imgproxy's options for the result's layout (zoom, minimum sizes, flip, padding, pixelate,
     /// extend_aspect_ratio) and its delivery (format_quality, expires, filename,
-    /// return_attachment); `false` when `option` is none of them.
+    /// return_attachment, max_bytes, skip_processing, raw); `false` when `option` is none of them.
     mutating func applyLayoutOrDelivery(_ option: ProxyOption, _ arguments: ArgumentReader) throws(ProxyError) -> Bool {
         switch option.name {
         case "zoom", "z":
@@ -70,6 +70,20 @@ extension ProcessingOptions {
         case "return_attachment", "att":
             try arguments.expect(1...1)
             returnAttachment = try arguments.bool(0) ?? returnAttachment
+        case "max_bytes", "mb":
+            try arguments.expect(1...1)
+            maxBytes = try arguments.size(0) ?? maxBytes
+        case "skip_processing", "skp":
+            guard !option.arguments.isEmpty else { throw .badOption("\(option.name): name at least one format") }
+            for name in option.arguments {
+                guard let format = Self.format(named: name) else {
+                    throw .badOption("\(option.name): '\(name)' is not a format")
+                }
+                skipProcessing.insert(format)
+            }
+        case "raw":
+            try arguments.expect(1...1)
+            raw = try arguments.bool(0) ?? raw
         default:
             return false
         }

@@ -137,6 +137,14 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var filename: String?
     /// `return_attachment`: `Content-Disposition: attachment` instead of `inline`.
     public var returnAttachment = false
+    /// `max_bytes`: JPEG, WebP and AVIF results are encoded at lower qualities until they fit
+    /// (down to quality 10); 0: no limit.
+    public var maxBytes = 0
+    /// `skip_processing:FMT:…`: sources in these formats are sent as they are, unless another
+    /// output format is asked for.
+    public var skipProcessing: Set<ImageFormat> = []
+    /// `raw`: the source is sent as it is (after the source checks).
+    public var raw = false
     /// Apply the EXIF orientation. Default on.
     public var autoRotate = true
     /// Write no metadata (EXIF) but what ``keepCopyright`` keeps (imgproxy's `strip_metadata`).
@@ -343,7 +351,8 @@ public struct ProcessingOptions: Sendable, Hashable {
             "q:\(quality.map(String.init) ?? "-")", "f:\(format?.rawValue ?? "-")",
             "bl:\(blur)", "sh:\(sharpen)", "rot:\(rotate)", "ar:\(autoRotate)", "sm:\(stripMetadata)",
             "z:\(zoomWidth):\(zoomHeight)", "min:\(minWidth):\(minHeight)", "fl:\(flipHorizontal):\(flipVertical)",
-            "pd:\(padding)", "pix:\(pixelate)",
+            "pd:\(padding)", "pix:\(pixelate)", "mb:\(maxBytes)", "raw:\(raw)",
+            "skp:\(skipProcessing.map(\.rawValue).sorted())",
             "exar:\(extendAspectRatio):\(extendAspectRatioGravity):\(extendAspectRatioGravityOffset)",
             "fq:\(formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" })",
             "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
