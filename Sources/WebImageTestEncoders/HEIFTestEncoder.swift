@@ -15,6 +15,7 @@ public enum HEIFTestEncoder {
     /// stored as `irot`/`imir`; `thumbnail` is encoded to fit a `thumbnailBox`-pixel square.
     /// `others` are stored before it as further top-level images (a collection); `bitmap` stays
     /// the primary image. `iccProfile` is stored in the primary image's `colr` box.
+    // shape: a test fixture's knobs, each defaulted; call sites name only the ones they vary.
     public static func encode(
         _ bitmap: Bitmap,
         orientation: ImageOrientation = .up,

@@ -9,6 +9,19 @@ public enum JXLTestEncoder {
         public let description: String
     }
 
+    /// The bitmap's samples as RGB or RGBA bytes, row after row.
+    private static func interleaved(_ frame: Bitmap, withAlpha: Bool) -> [UInt8] {
+        var pixels = [UInt8]()
+        pixels.reserveCapacity(frame.width * frame.height * (withAlpha ? 4 : 3))
+        for y in 0..<frame.height {
+            for x in 0..<frame.width {
+                let pixel = frame[x, y]
+                pixels += withAlpha ? [pixel.r, pixel.g, pixel.b, pixel.a] : [pixel.r, pixel.g, pixel.b]
+            }
+        }
+        return pixels
+    }
+
     /// `frames` (one for a still image) of equal size; durations in milliseconds (ticks of
     /// 1/1000 s); `loopCount` 0 loops forever. Lossless unless `distance` is given (1.0 is
     /// visually lossless). The pixels are sRGB, or in `iccProfile`'s space when it is given.
@@ -73,14 +86,7 @@ public enum JXLTestEncoder {
                 header.duration = UInt32(index < durations.count ? durations[index] : 100)
                 try check(JxlEncoderSetFrameHeader(settings, &header), "JxlEncoderSetFrameHeader")
             }
-            var pixels = [UInt8]()
-            pixels.reserveCapacity(frame.width * frame.height * channels)
-            for y in 0..<frame.height {
-                for x in 0..<frame.width {
-                    let pixel = frame[x, y]
-                    pixels += hasAlpha ? [pixel.r, pixel.g, pixel.b, pixel.a] : [pixel.r, pixel.g, pixel.b]
-                }
-            }
+            let pixels = interleaved(frame, withAlpha: hasAlpha)
             try check(JxlEncoderAddImageFrame(settings, &format, pixels, pixels.count), "JxlEncoderAddImageFrame")
         }
         JxlEncoderCloseInput(encoder)

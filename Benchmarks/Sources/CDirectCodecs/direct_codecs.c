@@ -17,7 +17,9 @@ struct direct_jpeg_error {
 
 static void direct_jpeg_exit(j_common_ptr info) { longjmp(((struct direct_jpeg_error *)info->err)->jump, 1); }
 
-int direct_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, uint32_t *width, uint32_t *height) {
+/// Decodes to RGBA into a malloc'ed buffer (the caller frees it); NULL on failure.
+static uint8_t *direct_jpeg_pixels(const uint8_t *data, size_t size, int scale_denom, uint32_t *width,
+                                   uint32_t *height) {
     struct jpeg_decompress_struct info;
     struct direct_jpeg_error error;
     uint8_t *volatile pixels = NULL;
@@ -26,7 +28,7 @@ int direct_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, uint32
     if (setjmp(error.jump)) {
         jpeg_destroy_decompress(&info);
         free(pixels);
-        return -1;
+        return NULL;
     }
     jpeg_create_decompress(&info);
     jpeg_mem_src(&info, data, (unsigned long)size);
@@ -48,8 +50,13 @@ int direct_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, uint32
     *height = info.output_height;
     jpeg_finish_decompress(&info);
     jpeg_destroy_decompress(&info);
+    return pixels;
+}
+
+int direct_jpeg_decode(const uint8_t *data, size_t size, int scale_denom, uint32_t *width, uint32_t *height) {
+    uint8_t *pixels = direct_jpeg_pixels(data, size, scale_denom, width, height);
     free(pixels);
-    return 0;
+    return pixels == NULL ? -1 : 0;
 }
 
 int direct_png_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height) {
@@ -160,35 +167,9 @@ int direct_color_transform_prepare(const uint8_t *icc, size_t size) {
 
 int direct_jpeg_decode_to_srgb(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height) {
     if (direct_srgb_transform == NULL) return -1;
-    struct jpeg_decompress_struct info;
-    struct direct_jpeg_error error;
-    uint8_t *volatile pixels = NULL;
-    info.err = jpeg_std_error(&error.pub);
-    error.pub.error_exit = direct_jpeg_exit;
-    if (setjmp(error.jump)) {
-        jpeg_destroy_decompress(&info);
-        free(pixels);
-        return -1;
-    }
-    jpeg_create_decompress(&info);
-    jpeg_mem_src(&info, data, (unsigned long)size);
-    jpeg_read_header(&info, TRUE);
-    info.out_color_space = JCS_EXT_RGBA;
-    jpeg_start_decompress(&info);
-    size_t stride = (size_t)info.output_width * 4;
-    pixels = malloc(stride * info.output_height);
-    JSAMPROW rows[16];
-    while (info.output_scanline < info.output_height) {
-        unsigned int batch = info.output_height - info.output_scanline;
-        if (batch > 16) batch = 16;
-        for (unsigned int i = 0; i < batch; i++) rows[i] = pixels + (size_t)(info.output_scanline + i) * stride;
-        jpeg_read_scanlines(&info, rows, batch);
-    }
-    *width = info.output_width;
-    *height = info.output_height;
+    uint8_t *pixels = direct_jpeg_pixels(data, size, 1, width, height);
+    if (pixels == NULL) return -1;
     cmsDoTransform(direct_srgb_transform, pixels, pixels, (cmsUInt32Number)(*width * *height));
-    jpeg_finish_decompress(&info);
-    jpeg_destroy_decompress(&info);
     free(pixels);
     return 0;
 }
