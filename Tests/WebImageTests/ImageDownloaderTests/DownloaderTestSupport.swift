@@ -14,8 +14,10 @@ enum DownloaderFixtures {
         .data(data, contentType: "image/png", behavior: behavior)
     }
 
-    /// Waits (bounded) until `condition` holds.
-    static func wait(_ condition: @Sendable () -> Bool, timeout: Duration = .seconds(10)) async {
+    /// Waits (bounded) until `condition` holds. The bound is generous: decodes share the
+    /// process-wide decode queue with every suite running beside them (the proxy's renders too),
+    /// and CI may share its two cores; a wait that ends early costs nothing.
+    static func wait(_ condition: @Sendable () -> Bool, timeout: Duration = .seconds(40)) async {
         await waitUntil(condition, timeout: timeout)
     }
 }
