@@ -131,32 +131,36 @@ extension ImageManager {
             return
         }
         let waits = options.contains(.waitStoreCache)
-        // Only a caller who waits for the write needs the result kept until it ends; otherwise
-        // the decoded image is not held by the write queue.
-        var storedDone: (@Sendable ((any Error)?) -> Void)?
-        if waits {
-            storedDone = { error in
-                let event: Event =
-                    error.map {
-                        .failure(
-                            WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \($0)"),
-                            url
-                        )
-                    } ?? .image(result, final: true)
-                // The store completion runs on the cache's write queue: the caller's completion
-                // must not hold up the writes queued behind it.
-                DispatchQueue.global().async { deliver(event) }
-            }
-        }
         imageCache.store(
             storedData == nil ? delivered : nil,
             data: storedData,
             forKey: key,
             metadata: metadata,
             cacheType: .disk,
-            completion: storedDone
+            completion: waits ? Self.deliveringWhenStored(result, deliver: deliver) : nil
         )
         if !waits { deliver(.image(result, final: true)) }
+    }
+
+    /// The disk write's completion for a `waitStoreCache` caller: `result`, or the write's
+    /// failure. Only such a caller keeps the result (and its decoded image) until the write ends.
+    private static func deliveringWhenStored(
+        _ result: ImageLoadResult,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) -> @Sendable ((any Error)?) -> Void {
+        { error in
+            let url = result.url
+            let event: Event =
+                error.map {
+                    .failure(
+                        WebImageError(.cacheStoreFailed, url: url, message: "\(url): not stored on disk: \($0)"),
+                        url
+                    )
+                } ?? .image(result, final: true)
+            // The store completion runs on the cache's write queue: the caller's completion must
+            // not hold up the writes queued behind it.
+            DispatchQueue.global().async { deliver(event) }
+        }
     }
 
 }

@@ -215,6 +215,8 @@ public struct ProcessingOptions: Sendable, Hashable {
         for option in options { try apply(option, presets: presets, depth: depth) }
     }
 
+    // Layout and delivery options live in `applyLayoutOrDelivery` (ProcessingOptions+Layout.swift).
+    // shape: one flat dispatch over imgproxy's option names, a few lines each.
     private mutating func apply(
         _ option: ProxyOption,
         presets: [String: [ProxyOption]],
