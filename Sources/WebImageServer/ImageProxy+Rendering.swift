@@ -149,9 +149,14 @@ extension ImageProxy {
     ) throws(ProxyError) -> Int {
         var largest = PixelSize(width: 0, height: 0)
         for orientation in header.orientation.map({ [$0] }) ?? [ImageOrientation.up, .right] {
-            let output = ResizeGeometry(source: header.size, orientation: orientation, options: options).padded
+            let geometry = ResizeGeometry(source: header.size, orientation: orientation, options: options)
+            let output = geometry.padded
             try checkResultSize(output, configuration: configuration)
             if output.pixelCount > largest.pixelCount { largest = output }
+            if options.trim != nil {
+                let bound = trimmedResultBound(geometry, options: options, configuration: configuration)
+                if bound.pixelCount > largest.pixelCount { largest = bound }
+            }
         }
         let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
         let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.maxAnimationFrames))
@@ -167,6 +172,39 @@ extension ImageProxy {
             )
         }
         return bytes
+    }
+
+    /// The largest result a trimmed source can give, whatever the trim keeps: each side no more
+    /// than the source's (times `dpr` and `zoom`, plus padding), or the result limits with
+    /// `enlarge`; never less than the untrimmed plan.
+    static func trimmedResultBound(
+        _ geometry: ResizeGeometry,
+        options: ProcessingOptions,
+        configuration: ImageProxyConfiguration
+    ) -> PixelSize {
+        let limit = configuration.maxResultDimension
+        let growth = max(1, options.dpr) * max(1, options.zoomWidth, options.zoomHeight)
+        func side(_ source: Int, _ planned: Int, _ padding: Int) -> Int {
+            options.enlarge ? limit : min(limit, max(planned, Int((Double(source) * growth).rounded(.up)) + padding))
+        }
+        let bands = geometry.padding
+        var bound = PixelSize(
+            width: side(
+                max(geometry.source.width, geometry.source.height),
+                geometry.padded.width,
+                bands.left + bands.right
+            ),
+            height: side(
+                max(geometry.source.width, geometry.source.height),
+                geometry.padded.height,
+                bands.top + bands.bottom
+            )
+        )
+        let pixelLimit = Int(configuration.maxResultResolution * 1_000_000)
+        if bound.pixelCount > pixelLimit {
+            bound = PixelSize(width: max(1, pixelLimit / bound.height), height: bound.height)
+        }
+        return bound
     }
 
     /// Refuses a result over `--max-result-dimension` or `--max-result-resolution`.
@@ -209,11 +247,15 @@ extension ImageProxy {
         decoding.maxDecodeDuration = configuration.processingTimeout
         decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep
         decoding.keepsMetadata = !options.stripMetadata || options.keepCopyright
-        decoding.shrinkOnLoadMinimumSize = shrinkOnLoadMinimum(
-            storedSize: header.size,
-            orientation: header.orientation,
-            options: options
-        )
+        // A trimmed source is decoded whole: what the trim keeps is not known before (imgproxy).
+        decoding.shrinkOnLoadMinimumSize =
+            options.trim != nil
+            ? nil
+            : shrinkOnLoadMinimum(
+                storedSize: header.size,
+                orientation: header.orientation,
+                options: options
+            )
         return decoding
     }
 
@@ -274,13 +316,20 @@ extension ImageProxy {
             image.frames = Array(image.frames.prefix(configuration.maxAnimationFrames))
         }
         let transformStarted = clock.now
+        // Trimmed first: the result's size is planned on what the trim keeps.
+        guard let trimmed = ImageProcessor.trimmed(image, options: options, cancellation: limits.cancellation) else {
+            throw .cancelled
+        }
+        image = trimmed
+        var untrimmed = options
+        untrimmed.trim = nil
         let geometry = ResizeGeometry(
             source: ImageProcessor.plannedSize(of: image),
             orientation: image.orientation,
-            options: options
+            options: untrimmed
         )
         try checkResultSize(geometry.padded, configuration: configuration)
-        guard var processed = ImageProcessor.process(image, options: options, cancellation: limits.cancellation),
+        guard var processed = ImageProcessor.process(image, options: untrimmed, cancellation: limits.cancellation),
             !limits.cancellation.isCancelled
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
         if options.stripMetadata { processed.stripMetadata(keepingCopyright: options.keepCopyright) }

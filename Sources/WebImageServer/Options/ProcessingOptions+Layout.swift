@@ -24,6 +24,9 @@ extension ProcessingOptions {
         case "padding", "pd":
             try arguments.expect(1...4)
             try applyPadding(arguments)
+        case "trim", "t":
+            try arguments.expect(1...4)
+            try applyTrim(arguments)
         case "pixelate", "pix":
             try arguments.expect(1...1)
             pixelate = try arguments.size(0) ?? pixelate
@@ -39,6 +42,19 @@ extension ProcessingOptions {
             return try applyDelivery(option, arguments)
         }
         return true
+    }
+
+    /// `THRESHOLD:COLOR:EQUAL_HOR:EQUAL_VER`; an empty threshold turns trimming off (imgproxy).
+    private mutating func applyTrim(_ arguments: ArgumentReader) throws(ProxyError) {
+        guard let threshold = try arguments.number(0) else {
+            trim = nil
+            return
+        }
+        guard threshold >= 0 else { throw .badOption("trim:\(arguments.option.arguments[0]): must not be negative") }
+        var trim = Trim(threshold: threshold, color: try arguments.hexColor(1))
+        trim.equalHorizontal = try arguments.bool(2) ?? false
+        trim.equalVertical = try arguments.bool(3) ?? false
+        self.trim = trim
     }
 
     private mutating func applyDelivery(_ option: ProxyOption, _ arguments: ArgumentReader) throws(ProxyError) -> Bool {

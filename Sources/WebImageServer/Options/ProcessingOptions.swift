@@ -122,6 +122,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var flipVertical = false
     /// `padding:T:R:B:L`: bands of the background around the result, in pixels before `dpr`.
     public var padding = Padding()
+    /// `trim:THRESHOLD:COLOR:EQUAL_HOR:EQUAL_VER`: cut the border off the source first (still
+    /// images; animations are not trimmed, as in imgproxy). `nil`: none.
+    public var trim: Trim?
     /// `pixelate:SIZE`: blocks of SIZE pixels (0 or 1: none).
     public var pixelate = 0
     /// `extend_aspect_ratio:1[:GRAVITY:X:Y]`: pad the result to the box's aspect ratio.
@@ -357,7 +360,7 @@ public struct ProcessingOptions: Sendable, Hashable {
             "skp:\(skipProcessing.map(\.rawValue).sorted())",
             "exar:\(extendAspectRatio):\(extendAspectRatioGravity):\(extendAspectRatioGravityOffset)",
             "fq:\(formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" })",
-            "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
+            "t:\(trim.map { "\($0)" } ?? "-")", "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
         ]
         if let crop {
             parts.append(
@@ -448,14 +451,20 @@ struct ArgumentReader {
         return (gravity, GravityOffset(x: try number(index + 1) ?? 0, y: try number(index + 2) ?? 0))
     }
 
+    /// A hex colour `RRGGBB` at `index`; `nil` when the argument is empty.
+    func hexColor(_ index: Int) throws(ProxyError) -> RGBA? {
+        guard let hex = argument(index) else { return nil }
+        guard hex.count == 6, hex.allSatisfy(\.isHexDigit), let value = UInt32(hex, radix: 16) else {
+            throw invalid(index, "a hex colour (RRGGBB)")
+        }
+        return RGBA(r: UInt8(value >> 16 & 0xFF), g: UInt8(value >> 8 & 0xFF), b: UInt8(value & 0xFF))
+    }
+
     /// `R:G:B` (0–255 each) or a hex colour `RRGGBB`.
     func color() throws(ProxyError) -> RGBA {
         if option.arguments.count == 1 {
-            let hex = option.arguments[0]
-            guard hex.count == 6, let value = UInt32(hex, radix: 16) else {
-                throw invalid(0, "a colour (R:G:B or RRGGBB)")
-            }
-            return RGBA(r: UInt8(value >> 16 & 0xFF), g: UInt8(value >> 8 & 0xFF), b: UInt8(value & 0xFF))
+            guard let color = try? hexColor(0) else { throw invalid(0, "a colour (R:G:B or RRGGBB)") }
+            return color
         }
         var channels: [UInt8] = []
         for index in 0..<3 {

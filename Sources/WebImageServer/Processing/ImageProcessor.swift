@@ -3,7 +3,7 @@ import WebImage
 import WebImageCoders
 
 /// Applies a request's ``ProcessingOptions`` to a decoded image, every frame alike, in
-/// imgproxy's order: orientation and `rotate`, the source crop, the resize, the crop to the
+/// imgproxy's order: `trim`, orientation and `rotate`, the source crop, the resize, the crop to the
 /// result, `extend`, then blur and sharpen. Sizes come from ``ResizeGeometry``. Synchronous
 /// and CPU-bound: run it on a bounded work queue, never on an event loop.
 public enum ImageProcessor {
@@ -22,6 +22,7 @@ public enum ImageProcessor {
         options: ProcessingOptions,
         cancellation: CodingCancellation?
     ) -> DecodedImage? {
+        guard let image = trimmed(image, options: options, cancellation: cancellation) else { return nil }
         let geometry = ResizeGeometry(source: plannedSize(of: image), orientation: image.orientation, options: options)
         var result = image
         let orientation = options.autoRotate ? image.orientation : .up
@@ -41,6 +42,25 @@ public enum ImageProcessor {
         }
         result.frames = frames
         if options.autoRotate || options.stripMetadata { result.orientation = .up }
+        return result
+    }
+
+    /// `options.trim` applied to a still image: its border cut off, and the cut size made the
+    /// source size that sizes are planned on. Animations and images without `trim` come back
+    /// as they are; `nil` when `cancellation` was raised.
+    public static func trimmed(
+        _ image: DecodedImage,
+        options: ProcessingOptions,
+        cancellation: CodingCancellation?
+    ) -> DecodedImage? {
+        guard let trim = options.trim, image.frames.count == 1 else { return image }
+        guard let window = TrimFinder.window(in: image.bitmap, trim: trim, cancellation: cancellation) else {
+            return cancellation?.isCancelled == true ? nil : image
+        }
+        guard let cut = window.transform(image.bitmap) else { return image }
+        var result = image
+        result.frames = [DecodedImage.Frame(bitmap: cut, duration: image.frames[0].duration)]
+        result.sourceSize = PixelSize(width: cut.width, height: cut.height)
         return result
     }
 
