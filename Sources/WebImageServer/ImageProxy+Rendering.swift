@@ -11,6 +11,15 @@ extension ImageProxy {
         var timings: (decode: Duration, transform: Duration, encode: Duration)
     }
 
+    /// What one render is asked to make: the options, the output format and quality, and the
+    /// server's watermark image when `watermark` asks for it.
+    struct RenderRequest: Sendable {
+        var options: ProcessingOptions
+        var choice: OutputFormatChoice
+        var quality: Int
+        var watermark: WatermarkImage?
+    }
+
     /// The limits a body on the decode queue works within: its deadline (the processing timeout
     /// from when it was queued) and the cancellation raised when that passes or the request is
     /// cancelled. Decoders, the processor and encoders check both.
@@ -71,15 +80,14 @@ extension ImageProxy {
         _ data: Data,
         header: ImageHeader,
         source: (url: URL, fingerprint: String),
-        options: ProcessingOptions,
-        choice: OutputFormatChoice,
-        quality: Int
+        request: RenderRequest
     ) async throws(ProxyError) -> Rendered {
         let configuration = configuration
+        let options = request.options
         let decoding = Self.decodingOptions(
             header: header,
             options: options,
-            choice: choice,
+            choice: request.choice,
             configuration: configuration
         )
         let cache = decodedSources
@@ -124,14 +132,7 @@ extension ImageProxy {
                 }
             }
             let decoded = ContinuousClock.now
-            var rendered = try Self.render(
-                image,
-                options: options,
-                choice: choice,
-                quality: quality,
-                configuration: configuration,
-                limits: limits
-            )
+            var rendered = try Self.render(image, request: request, configuration: configuration, limits: limits)
             rendered.timings.decode = decoded - decodeStarted
             return rendered
         }
@@ -160,7 +161,9 @@ extension ImageProxy {
         }
         let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
         let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.maxAnimationFrames))
-        let results = canvas.partialValue.multipliedReportingOverflow(by: frames + 4)
+        let results = canvas.partialValue.multipliedReportingOverflow(
+            by: frames + 4 + (options.watermark == nil ? 0 : 1)
+        )
         let (bytes, overflow) = header.decodedByteCount(with: decoding).addingReportingOverflow(results.partialValue)
         let budget = configuration.memoryBudget.limit
         guard !canvas.overflow, !results.overflow, !overflow, configuration.memoryBudget.admits(bytes) else {
@@ -304,12 +307,11 @@ extension ImageProxy {
     /// limit before decoding. The decode's time is the caller's to fill in.
     private static func render(
         _ source: DecodedImage,
-        options: ProcessingOptions,
-        choice: OutputFormatChoice,
-        quality: Int,
+        request: RenderRequest,
         configuration: ImageProxyConfiguration,
         limits: WorkLimits
     ) throws(ProxyError) -> Rendered {
+        let options = request.options
         let clock = ContinuousClock()
         var image = source
         if image.frames.count > configuration.maxAnimationFrames {
@@ -334,18 +336,27 @@ extension ImageProxy {
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
         if options.stripMetadata { processed.stripMetadata(keepingCopyright: options.keepCopyright) }
         // A source we cannot write: PNG when the result has alpha, else JPEG.
-        let format = choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : choice.format
+        let format = request.choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : request.choice.format
         if let background = options.background {
             processed.frames = processed.frames.map {
                 DecodedImage.Frame(bitmap: $0.bitmap.flattened(onto: background), duration: $0.duration)
             }
+        }
+        if let watermark = options.watermark, let image = request.watermark {
+            processed = WatermarkComposer.apply(
+                try image.bitmap(),
+                to: processed,
+                options: watermark,
+                opacity: watermark.opacity * configuration.watermarkOpacity,
+                dprScale: geometry.dprScale
+            )
         }
         let encodeStarted = clock.now
         do {
             let encoded = try Self.encode(
                 processed,
                 as: format,
-                quality: quality,
+                quality: request.quality,
                 maxBytes: options.maxBytes,
                 limits: limits
             )

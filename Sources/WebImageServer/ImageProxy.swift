@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WebImage
 import WebImageCoders
 import WebImageHTTP
@@ -56,6 +57,11 @@ public struct ImageProxyConfiguration: Sendable {
     /// timeout and the connection cap (``ConnectionLimits``' defaults: 10 s, 10 s, derived from
     /// the descriptor limit).
     public var connectionLimits = ConnectionLimits()
+    /// The image `watermark` lays over results (imgproxy's `IMGPROXY_WATERMARK_DATA`, `_PATH`
+    /// or `_URL`); `nil` (default): `watermark` is refused with 400.
+    public var watermark: WatermarkSource?
+    /// Multiplies every request's watermark opacity (`IMGPROXY_WATERMARK_OPACITY`). Default 1.
+    public var watermarkOpacity: Double = 1
 
     /// A configuration checking signatures with `signer` (`nil`: insecure).
     public init(signer: URLSigner?) { self.signer = signer }
@@ -117,6 +123,8 @@ public final class ImageProxy: Sendable {
     let selfTest = CodecSelfTest()
     /// Decodes kept for the next variant of their source; `nil` when the budget is 0.
     let decodedSources: DecodedSourceCache?
+    /// The watermark image last used (given as bytes, or fetched from its URL).
+    let watermarks: Mutex<WatermarkImage?>
 
     /// A proxy fetching sources with `manager` (its loader must honour the source rules: use
     /// ``makeManager(configuration:cacheDirectory:cacheSize:)``), measuring into `metrics`.
@@ -125,6 +133,11 @@ public final class ImageProxy: Sendable {
         self.manager = manager
         self.metrics = metrics
         decodedSources = DecodedSourceCache(budget: configuration.decodedSourceCacheSize)
+        if case .data(let data) = configuration.watermark {
+            watermarks = Mutex(WatermarkImage(data))
+        } else {
+            watermarks = Mutex(nil)
+        }
         let workers = max(1, configuration.workers)
         gate = AdmissionGate(workers: workers, queueLimit: configuration.queueLimit ?? 32 * workers) { load in
             metrics.gate(load)
@@ -196,6 +209,11 @@ public final class ImageProxy: Sendable {
                 throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif)")
             }
             requested = format  // the extension wins over `format`, as in imgproxy
+        }
+        if options.watermark != nil, configuration.watermark == nil {
+            throw .badOption(
+                "watermark: the server has no watermark image (--watermark-path, --watermark-url or --watermark-data)"
+            )
         }
         let url = try configuration.sourcePolicy.check(request.source)
         return Request(path: request, source: url, options: options, requestedFormat: requested)
@@ -281,12 +299,13 @@ public final class ImageProxy: Sendable {
         )
         let quality =
             request.options.quality ?? request.options.formatQuality[choice.format] ?? configuration.defaultQuality
+        let watermark = request.options.watermark == nil ? nil : try await watermarkImage()
         let sourceFingerprint = Self.fingerprint(data)
         let etag = ResultETag.make(
             options: request.options,
             format: choice.format,
             quality: quality,
-            sourceFingerprint: sourceFingerprint,
+            sourceFingerprint: sourceFingerprint + (watermark.map { "+" + $0.fingerprint } ?? ""),
             encoderVersion: Self.encoderVersion
         )
         var headers: [(name: String, value: String)] = [
@@ -300,9 +319,7 @@ public final class ImageProxy: Sendable {
             data,
             header: header,
             source: (request.source, sourceFingerprint),
-            options: request.options,
-            choice: choice,
-            quality: quality
+            request: RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark)
         )
         metrics.record(.decode, rendered.timings.decode)
         metrics.record(.transform, rendered.timings.transform)

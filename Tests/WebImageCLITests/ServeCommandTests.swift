@@ -142,11 +142,25 @@ struct ServeCommandTests {
                 && decodedCache.stderr.contains("'lots' is not a size"),
             "\(decodedCache.stderr)"
         )
-        let preset = try await CLIRunner.runDetached(["serve", "--insecure", "--preset", "x=watermark:1"])
+        let preset = try await CLIRunner.runDetached(["serve", "--insecure", "--preset", "x=frobnicate:1"])
         #expect(
-            preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'watermark'"),
+            preset.status == 2 && preset.stderr.contains("unknown or unsupported option 'frobnicate'"),
             "\(preset.stderr)"
         )
+        let folder = try TemporaryDirectory(prefix: "webimage-watermark")
+        let notAnImage = folder.url.appendingPathComponent("mark.txt")
+        try Data("not an image".utf8).write(to: notAnImage)
+        for (arguments, expected) in [
+            (["--watermark-path", notAnImage.path], "--watermark-path: the data is not an image"),
+            (["--watermark-path", folder.url.path + "/missing.png"], "--watermark-path '"),
+            (["--watermark-data", "!!!"], "--watermark-data is not base64"),
+            (["--watermark-url", "ftp://x/y.png"], "--watermark-url 'ftp://x/y.png' is not an http(s) URL"),
+            (["--watermark-url", "http://x/y.png", "--watermark-data", "AAAA"], "give one of --watermark-path"),
+            (["--watermark-opacity", "2"], "--watermark-opacity must be 0 to 1"),
+        ] {
+            let run = try await CLIRunner.runDetached(["serve", "--insecure"] + arguments)
+            #expect(run.status == 2 && run.stderr.contains(expected), "\(arguments): \(run.stderr)")
+        }
     }
 
     @Test("An unusable --cache-dir (a file, a folder under a file) stops the start with exit 2, naming it and why")

@@ -77,4 +77,101 @@ struct ProxyTrimAndWatermarkTests {
         }
         await fixture.stop()
     }
+
+    static let green = RGBA(r: 0, g: 255, b: 0)
+
+    /// A 20×10 opaque green watermark, as PNG.
+    static func mark() throws -> Data {
+        let bitmap = Bitmap(width: 20, height: 10, fill: green)
+        return try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [.init(bitmap: bitmap)], format: .png),
+            as: .png
+        )
+    }
+
+    @Test("watermark: placed by position and offsets, blended by opacity, scaled to the result, tiled with spacing")
+    func watermark() async throws {
+        let mark = try Self.mark()
+        let fixture = try await ImageProxyServerTests.start { $0.watermark = .data(mark) }
+        defer { Task { await fixture.stop() } }
+        let green = Self.green
+        let corner = try await Self.image(fixture, "w:200/wm:1:soea", "/photo.jpg")
+        #expect(Self.size(corner) == [200, 150])
+        #expect(corner.bitmap[180, 140] == green && corner.bitmap[199, 149] == green)
+        #expect(corner.bitmap[179, 139] != green && corner.bitmap[100, 75] != green)
+
+        let offset = try await Self.image(fixture, "w:200/wm:1:nowe:5:6", "/photo.jpg")
+        #expect(offset.bitmap[5, 6] == green && offset.bitmap[24, 15] == green)
+        #expect(offset.bitmap[4, 6] != green && offset.bitmap[25, 15] != green && offset.bitmap[5, 5] != green)
+        // Offsets are times the dpr applied.
+        let doubled = try await Self.image(fixture, "w:100/dpr:2/wm:1:nowe:5:6", "/photo.jpg")
+        #expect(doubled.bitmap[10, 12] == green && doubled.bitmap[9, 12] != green)
+
+        // Half opacity: half way between the photo and green.
+        let plain = try await Self.image(fixture, "w:200", "/photo.jpg")
+        let half = try await Self.image(fixture, "w:200/wm:0.5", "/photo.jpg")
+        let under = plain.bitmap[100, 75]
+        let blended = half.bitmap[100, 75]
+        #expect(abs(Int(blended.g) - (Int(under.g) + 255 + 1) / 2) <= 1 && abs(Int(blended.r) - Int(under.r) / 2) <= 1)
+        #expect(half.bitmap[5, 5] == plain.bitmap[5, 5], "outside the watermark nothing changes")
+
+        // Scale 0.5: fitted into 100×75 of the 200×150 result, so 100×50, centred.
+        let scaled = try await Self.image(fixture, "w:200/wm:1:ce:0:0:0.5", "/photo.jpg")
+        #expect(scaled.bitmap[51, 51] == green && scaled.bitmap[148, 98] == green)
+        #expect(scaled.bitmap[48, 75] != green && scaled.bitmap[100, 48] != green)
+
+        // Tiled with 20 and 10 pixels of spacing: a 40×20 pattern over the whole result.
+        let tiled = try await Self.image(fixture, "w:200/wm:1:re:20:10", "/photo.jpg")
+        var greens = 0
+        var periodic = true
+        for y in 0..<120 {
+            for x in 0..<160 {
+                let isGreen = tiled.bitmap[x, y] == green
+                if isGreen { greens += 1 }
+                if isGreen != (tiled.bitmap[x + 40, y] == green) || isGreen != (tiled.bitmap[x, y + 20] == green) {
+                    periodic = false
+                }
+            }
+        }
+        #expect(periodic && greens == 160 * 120 / 4, "\(greens) green pixels")
+        // The tiles are centred: one sits in the middle of the result.
+        #expect(tiled.bitmap[100, 75] == green)
+
+        // Watermarked and plain results have different entity tags; opacity 0 is none.
+        let (marked, _) = try await fixture.get(fixture.url("w:200/wm:1", "/photo.jpg"))
+        let (unmarked, _) = try await fixture.get(fixture.url("w:200", "/photo.jpg"))
+        #expect(marked.headers[.eTag] != unmarked.headers[.eTag])
+        let (none, _) = try await fixture.get(fixture.url("w:200/wm:0", "/photo.jpg"))
+        #expect(none.headers[.eTag] == unmarked.headers[.eTag])
+        for refused in ["wm:2", "wm:x", "wm:1:sm", "wm:1:ce:0:0:0", "wm:1:ce:0:0:-1", "wm:1:ce:a"] {
+            let (response, _) = try await fixture.get(fixture.url(refused, "/photo.jpg"))
+            #expect(response.statusCode == 400, "\(refused)")
+        }
+        await fixture.stop()
+    }
+
+    @Test("watermark from a URL (fetched once and kept), and refused when the server has none")
+    func watermarkSources() async throws {
+        let markOrigin = try await OriginServer.start()
+        defer { Task { await markOrigin.stop() } }
+        markOrigin.setRoute("/mark.png", .data(try Self.mark(), contentType: "image/png"))
+        let fixture = try await ImageProxyServerTests.start { $0.watermark = .url(markOrigin.url("/mark.png")) }
+        defer { Task { await fixture.stop() } }
+        for width in [200, 300] {
+            let image = try await Self.image(fixture, "w:\(width)/wm:1:nowe", "/photo.jpg")
+            #expect(
+                image.bitmap[0, 0] == Self.green && image.bitmap[19, 9] == Self.green
+                    && image.bitmap[20, 10] != Self.green
+            )
+        }
+        #expect(markOrigin.requests.count == 1, "the watermark is fetched once: \(markOrigin.requests.count)")
+        await fixture.stop()
+
+        let plain = try await ImageProxyServerTests.start()
+        defer { Task { await plain.stop() } }
+        let (response, body) = try await plain.get(plain.url("w:100/wm:1", "/photo.jpg"))
+        #expect(response.statusCode == 400 && String(decoding: body, as: UTF8.self).contains("no watermark image"))
+        await plain.stop()
+        await markOrigin.stop()
+    }
 }

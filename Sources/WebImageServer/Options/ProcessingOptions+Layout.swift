@@ -27,6 +27,9 @@ extension ProcessingOptions {
         case "trim", "t":
             try arguments.expect(1...4)
             try applyTrim(arguments)
+        case "watermark", "wm":
+            try arguments.expect(1...5)
+            try applyWatermark(arguments)
         case "pixelate", "pix":
             try arguments.expect(1...1)
             pixelate = try arguments.size(0) ?? pixelate
@@ -55,6 +58,33 @@ extension ProcessingOptions {
         trim.equalHorizontal = try arguments.bool(2) ?? false
         trim.equalVertical = try arguments.bool(3) ?? false
         self.trim = trim
+    }
+
+    /// `OPACITY:POSITION:X:Y:SCALE`; opacity 0 turns the watermark off.
+    private mutating func applyWatermark(_ arguments: ArgumentReader) throws(ProxyError) {
+        let name = arguments.option.name
+        guard let opacity = try arguments.number(0), (0...1).contains(opacity) else {
+            throw .badOption("\(name): the opacity must be a number from 0 to 1")
+        }
+        guard opacity > 0 else {
+            watermark = nil
+            return
+        }
+        var mark = WatermarkOptions(opacity: opacity)
+        if let position = arguments.argument(1) {
+            guard let named = WatermarkOptions.positions[position] else {
+                throw .badOption(
+                    "\(name): '\(position)' is not a position (ce, no, so, ea, we, noea, nowe, soea, sowe, re)"
+                )
+            }
+            mark.position = named
+        }
+        mark.offset = GravityOffset(x: try arguments.number(2) ?? 0, y: try arguments.number(3) ?? 0)
+        if let scale = try arguments.number(4) {
+            guard scale > 0 else { throw .badOption("\(name): the scale must be a positive number") }
+            mark.scale = scale
+        }
+        watermark = mark
     }
 
     private mutating func applyDelivery(_ option: ProxyOption, _ arguments: ArgumentReader) throws(ProxyError) -> Bool {

@@ -125,6 +125,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// `trim:THRESHOLD:COLOR:EQUAL_HOR:EQUAL_VER`: cut the border off the source first (still
     /// images; animations are not trimmed, as in imgproxy). `nil`: none.
     public var trim: Trim?
+    /// `watermark:OPACITY:POSITION:X:Y:SCALE`: the server's watermark image over the result;
+    /// `nil` (or opacity 0): none.
+    public var watermark: WatermarkOptions?
     /// `pixelate:SIZE`: blocks of SIZE pixels (0 or 1: none).
     public var pixelate = 0
     /// `extend_aspect_ratio:1[:GRAVITY:X:Y]`: pad the result to the box's aspect ratio.
@@ -360,7 +363,8 @@ public struct ProcessingOptions: Sendable, Hashable {
             "skp:\(skipProcessing.map(\.rawValue).sorted())",
             "exar:\(extendAspectRatio):\(extendAspectRatioGravity):\(extendAspectRatioGravityOffset)",
             "fq:\(formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" })",
-            "t:\(trim.map { "\($0)" } ?? "-")", "kcr:\(keepCopyright)", "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
+            "t:\(trim.map { "\($0)" } ?? "-")", "wm:\(watermark.map { "\($0)" } ?? "-")", "kcr:\(keepCopyright)",
+            "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
         ]
         if let crop {
             parts.append(

@@ -229,8 +229,28 @@ public enum ImageProcessor {
 
     /// Where an `inner` window goes in `outer`, by imgproxy's `calcPosition`: the gravity's
     /// edge or centre (halves rounded to even), a focus point's centre, then the offsets, kept
-    /// inside `outer`.
+    /// inside `outer` (or, with `overflowing`, overlapping it by at least a pixel).
     static func position(
+        of inner: PixelSize,
+        in outer: PixelSize,
+        placement: Placement,
+        offsetScale: Double,
+        overflowing: Bool = false
+    ) -> (x: Int, y: Int) {
+        let (left, top) = unclampedPosition(of: inner, in: outer, placement: placement, offsetScale: offsetScale)
+        if overflowing {
+            return (
+                max(1 - inner.width, min(left, outer.width - 1)),
+                max(1 - inner.height, min(top, outer.height - 1))
+            )
+        }
+        return (
+            max(0, min(left, outer.width - inner.width)),
+            max(0, min(top, outer.height - inner.height))
+        )
+    }
+
+    private static func unclampedPosition(
         of inner: PixelSize,
         in outer: PixelSize,
         placement: Placement,
@@ -262,10 +282,7 @@ public enum ImageProcessor {
             default: break
             }
         }
-        return (
-            max(0, min(left, outer.width - inner.width)),
-            max(0, min(top, outer.height - inner.height))
-        )
+        return (left, top)
     }
 
     /// `bitmap` on a `size` canvas of `background` (transparent when `nil`), where `placement`

@@ -173,6 +173,18 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var cacheDirectory: String?
 
+    @Option(name: .customLong("watermark-path"), help: "The watermark image `watermark` lays over results, a file.")
+    var watermarkPath: String?
+
+    @Option(name: .customLong("watermark-url"), help: "The watermark image, fetched like a source and cached.")
+    var watermarkURL: String?
+
+    @Option(name: .customLong("watermark-data"), help: "The watermark image, as base64.")
+    var watermarkData: String?
+
+    @Option(name: .customLong("watermark-opacity"), help: "Multiplies every watermark's opacity, 0 to 1 (default 1).")
+    var watermarkOpacity: Double = 1
+
     @Flag(help: "Print the listening line and request logs as JSON objects.")
     var json = false
 
@@ -292,7 +304,53 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.connectionLimits.readRequestTimeout = .seconds(readRequestTimeout)
         configuration.connectionLimits.keepAliveTimeout = .seconds(keepAliveTimeout)
         if let maxConnections { configuration.connectionLimits.maxConnections = maxConnections }
+        configuration.watermark = try watermarkSource()
+        configuration.watermarkOpacity = watermarkOpacity
         return configuration
+    }
+
+    /// `--watermark-path`, `--watermark-data` or `--watermark-url` (at most one); the bytes of
+    /// the first two are checked to be an image here, so a bad one stops the start (exit 2).
+    func watermarkSource() throws -> WatermarkSource? {
+        let given = [watermarkPath, watermarkData, watermarkURL].compactMap { $0 }
+        guard given.count <= 1 else {
+            throw ValidationError("give one of --watermark-path, --watermark-data and --watermark-url")
+        }
+        guard (0...1).contains(watermarkOpacity) else { throw ValidationError("--watermark-opacity must be 0 to 1") }
+        if let watermarkURL {
+            guard let url = URL(string: watermarkURL), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+                throw ValidationError("--watermark-url '\(watermarkURL)' is not an http(s) URL")
+            }
+            return .url(url)
+        }
+        let data: Data
+        if let watermarkPath {
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: watermarkPath))
+            } catch {
+                throw ValidationError(
+                    "--watermark-path '\(watermarkPath)' cannot be read: \(error.localizedDescription)"
+                )
+            }
+        } else if let watermarkData {
+            let padded = watermarkData + String(repeating: "=", count: (4 - watermarkData.count % 4) % 4)
+            guard
+                let decoded = Data(
+                    base64Encoded: padded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(
+                        of: "_",
+                        with: "/"
+                    )
+                )
+            else {
+                throw ValidationError("--watermark-data is not base64")
+            }
+            data = decoded
+        } else {
+            return nil
+        }
+        let option = watermarkPath != nil ? "--watermark-path" : "--watermark-data"
+        guard ImageHeader(data) != nil else { throw ValidationError("\(option): the data is not an image we can read") }
+        return .data(data)
     }
 
     func run() async throws {

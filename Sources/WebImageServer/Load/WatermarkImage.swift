@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+import WebImage
+import WebImageCoders
+
+/// Where the server's watermark image comes from.
+public enum WatermarkSource: Sendable, Hashable {
+    /// The image's bytes (from `--watermark-path` or `--watermark-data`).
+    case data(Data)
+    /// Fetched like a source (the source rules apply), kept in the originals cache.
+    case url(URL)
+}
+
+/// The watermark image: its bytes, their fingerprint (part of every watermarked result's entity
+/// tag), and its decode, made on first use (on the decode queue) and kept. Thread-safe.
+final class WatermarkImage: Sendable {
+    let data: Data
+    let fingerprint: String
+    private let decoded = Mutex<Bitmap?>(nil)
+
+    init(_ data: Data) {
+        self.data = data
+        fingerprint = ImageProxy.fingerprint(data)
+    }
+
+    /// The image upright, decoded once; the lock is not held while decoding (two first users
+    /// may both decode, and one result is kept).
+    /// - Throws: ``ProxyError`` 500 `watermarkFailed` when the bytes are not an image.
+    func bitmap() throws(ProxyError) -> Bitmap {
+        if let bitmap = decoded.withLock({ $0 }) { return bitmap }
+        let image: DecodedImage
+        do {
+            image = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(firstFrameOnly: true))
+        } catch {
+            throw ProxyError(
+                status: 500,
+                code: "watermarkFailed",
+                message: "the watermark image cannot be decoded: \(error)"
+            )
+        }
+        let upright = image.orientation == .up ? image.bitmap : image.bitmap.applyingOrientation(image.orientation)
+        decoded.withLock { $0 = upright }
+        return upright
+    }
+}
+
+extension ImageProxy {
+    /// The watermark image: the configured bytes, or the URL's (fetched through the originals
+    /// cache; the decode is reused while the bytes stay the same).
+    /// - Throws: ``ProxyError`` 502 `watermarkFailed` when the URL cannot be fetched.
+    func watermarkImage() async throws(ProxyError) -> WatermarkImage? {
+        guard case .url(let url) = configuration.watermark else { return watermarks.withLock { $0 } }
+        let data: Data
+        do {
+            data = try await fetch(url)
+        } catch  where error.code == ProxyError.cancelled.code {
+            throw error
+        } catch {
+            throw ProxyError(
+                status: 502,
+                code: "watermarkFailed",
+                message: "the watermark image failed: \(error.message)"
+            )
+        }
+        let fingerprint = Self.fingerprint(data)
+        return watermarks.withLock { current in
+            if let current, current.fingerprint == fingerprint { return current }
+            let image = WatermarkImage(data)
+            current = image
+            return image
+        }
+    }
+}
