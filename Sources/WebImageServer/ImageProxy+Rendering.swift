@@ -98,7 +98,8 @@ extension ImageProxy {
             firstFrameOnly: decoding.firstFrameOnly,
             maxFrameCount: decoding.maxFrameCount,
             colorPolicy: decoding.colorPolicy,
-            keepsMetadata: decoding.keepsMetadata
+            keepsMetadata: decoding.keepsMetadata,
+            embeddedThumbnail: decoding.prefersEmbeddedThumbnail
         )
         let metrics = metrics
         let bytes = try Self.plannedMemory(
@@ -250,9 +251,11 @@ extension ImageProxy {
         decoding.maxDecodeDuration = configuration.processingTimeout
         decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep
         decoding.keepsMetadata = !options.stripMetadata || options.keepCopyright
-        // A trimmed source is decoded whole: what the trim keeps is not known before (imgproxy).
+        decoding.prefersEmbeddedThumbnail = options.enforceThumbnail
+        // A trimmed source is decoded whole: what the trim keeps is not known before (imgproxy);
+        // an enforced thumbnail is decoded as it is.
         decoding.shrinkOnLoadMinimumSize =
-            options.trim != nil
+            options.trim != nil || options.enforceThumbnail
             ? nil
             : shrinkOnLoadMinimum(
                 storedSize: header.size,

@@ -78,6 +78,17 @@ struct HEIFCoderTests {
         #expect(Self.isClose(large.bitmap[50, 25], Self.red))
         let full = try HEIFCoder().decode(data, options: .init())
         #expect(full.width == 256 && Self.isClose(full.bitmap[128, 64], Self.red))
+        // Enforced: the thumbnail whatever the size asked, and it is the source size then.
+        var enforcing = ImageDecodingOptions()
+        enforcing.prefersEmbeddedThumbnail = true
+        let enforced = try HEIFCoder().decode(data, options: enforcing)
+        #expect(enforced.width == 64 && enforced.sourceSize == PixelSize(width: 64, height: 32))
+        #expect(Self.isClose(enforced.bitmap[32, 16], Self.blue))
+        let none = try HEIFCoder().decode(
+            try HEIFTestEncoder.encode(GeneratedImages.solid(width: 32, height: 16, color: Self.red)),
+            options: enforcing
+        )
+        #expect(none.width == 32 && Self.isClose(none.bitmap[16, 8], Self.red), "no thumbnail: the image")
     }
 
     @Test("A collection of images decodes its primary image")

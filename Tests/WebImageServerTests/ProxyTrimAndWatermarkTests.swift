@@ -3,6 +3,7 @@ import Testing
 import WebImageCoders
 import WebImageHTTP
 import WebImageOrigin
+import WebImageTestEncoders
 import WebImageTestSupport
 
 @testable import WebImageServer
@@ -173,5 +174,29 @@ struct ProxyTrimAndWatermarkTests {
         #expect(response.statusCode == 400 && String(decoding: body, as: UTF8.self).contains("no watermark image"))
         await plain.stop()
         await markOrigin.stop()
+    }
+
+    @Test("enforce_thumbnail renders from the HEIF's embedded thumbnail, sized on it; without one, the image")
+    func enforceThumbnail() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        let red = RGBA(r: 255, g: 0, b: 0)
+        let blue = RGBA(r: 0, g: 0, b: 255)
+        let data = try HEIFTestEncoder.encode(
+            GeneratedImages.solid(width: 256, height: 128, color: red),
+            thumbnail: GeneratedImages.solid(width: 256, height: 128, color: blue),
+            thumbnailBox: 64
+        )
+        fixture.origin.setRoute("/thumbed.heic", .data(data, contentType: "image/heic"))
+        func isBlue(_ pixel: RGBA) -> Bool { pixel.b > 200 && pixel.r < 60 }
+        let enforced = try await Self.image(fixture, "eth:1", "/thumbed.heic")
+        #expect(Self.size(enforced) == [64, 32] && isBlue(enforced.bitmap[32, 16]))
+        let enlarged = try await Self.image(fixture, "eth:1/w:128/el:1", "/thumbed.heic")
+        #expect(Self.size(enlarged) == [128, 64] && isBlue(enlarged.bitmap[64, 32]))
+        let plain = try await Self.image(fixture, "w:128", "/thumbed.heic")
+        #expect(Self.size(plain) == [128, 64] && !isBlue(plain.bitmap[64, 32]))
+        let photo = try await Self.image(fixture, "eth:1/w:100", "/photo.jpg")
+        #expect(Self.size(photo) == [100, 75], "a source without a thumbnail is used whole")
+        await fixture.stop()
     }
 }

@@ -107,7 +107,9 @@ private final class HEIFFile {
         let source = primary.size
         try options.checkPixelLimit(source, format: format)
         let target = options.targetSize(forSource: source)
-        let chosen = try thumbnail(covering: target) ?? primary
+        let enforced = options.prefersEmbeddedThumbnail ? firstThumbnail() : nil
+        let covering = enforced == nil ? try thumbnail(covering: target) : nil
+        let chosen = enforced ?? covering ?? primary
         try options.checkPixelLimit(chosen.size, format: format)
         try deadline.check(format)
         let bitmap = try chosen.decodeRGBA(format: format, hasAlpha: primary.hasAlpha)
@@ -119,10 +121,21 @@ private final class HEIFFile {
         return try DecodedImage(
             frames: [DecodedImage.Frame(bitmap: bitmap)],
             format: format,
-            sourceSize: source,
+            sourceSize: enforced?.size ?? source,
             sourceFrameCount: 1,
             colorProfile: profile
         ).finished(with: options, deadline: deadline)
+    }
+
+    /// The first embedded thumbnail (libvips's `thumbnail` load), if any.
+    private func firstThumbnail() -> HEIFImageHandle? {
+        var id = heif_item_id(0)
+        guard heif_image_handle_get_list_of_thumbnail_IDs(primary.pointer, &id, 1) == 1 else { return nil }
+        var pointer: OpaquePointer?
+        guard heif_image_handle_get_thumbnail(primary.pointer, id, &pointer).code == heif_error_Ok, let pointer else {
+            return nil
+        }
+        return HEIFImageHandle(pointer)
     }
 
     /// The smallest embedded thumbnail at least `target` on both axes, when `target` is smaller

@@ -27,10 +27,12 @@ final class DecodedSourceCache: Sendable {
         /// Converted, kept or ignored profiles give different pixels; EXIF read or not, different images.
         var colorPolicy: ColorPolicy
         var keepsMetadata: Bool
+        /// An embedded thumbnail decoded instead of the image (`enforce_thumbnail`).
+        var embeddedThumbnail = false
 
         var string: String {
             "\(sourceURL)\n\(sourceFingerprint) \(decodedSize.width)x\(decodedSize.height) \(firstFrameOnly ? 1 : 0) "
-                + "\(maxFrameCount) \(colorPolicy.rawValue) \(keepsMetadata ? 1 : 0)"
+                + "\(maxFrameCount) \(colorPolicy.rawValue) \(keepsMetadata ? 1 : 0) \(embeddedThumbnail ? 1 : 0)"
         }
     }
 

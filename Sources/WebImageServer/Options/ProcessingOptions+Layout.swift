@@ -30,6 +30,9 @@ extension ProcessingOptions {
         case "watermark", "wm":
             try arguments.expect(1...5)
             try applyWatermark(arguments)
+        case "enforce_thumbnail", "eth":
+            try arguments.expect(1...1)
+            enforceThumbnail = try arguments.bool(0) ?? enforceThumbnail
         case "pixelate", "pix":
             try arguments.expect(1...1)
             pixelate = try arguments.size(0) ?? pixelate

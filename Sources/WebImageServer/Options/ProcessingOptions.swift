@@ -151,6 +151,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var skipProcessing: Set<ImageFormat> = []
     /// `raw`: the source is sent as it is (after the source checks).
     public var raw = false
+    /// `enforce_thumbnail`: decode the source's embedded thumbnail (HEIF) instead of the image,
+    /// and plan sizes on it; sources without one are used whole, as in imgproxy. Default off.
+    public var enforceThumbnail = false
     /// Apply the EXIF orientation. Default on.
     public var autoRotate = true
     /// Write no metadata (EXIF) but what ``keepCopyright`` keeps (imgproxy's `strip_metadata`).
@@ -363,7 +366,8 @@ public struct ProcessingOptions: Sendable, Hashable {
             "skp:\(skipProcessing.map(\.rawValue).sorted())",
             "exar:\(extendAspectRatio):\(extendAspectRatioGravity):\(extendAspectRatioGravityOffset)",
             "fq:\(formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" })",
-            "t:\(trim.map { "\($0)" } ?? "-")", "wm:\(watermark.map { "\($0)" } ?? "-")", "kcr:\(keepCopyright)",
+            "t:\(trim.map { "\($0)" } ?? "-")", "wm:\(watermark.map { "\($0)" } ?? "-")", "eth:\(enforceThumbnail)",
+            "kcr:\(keepCopyright)",
             "scp:\(stripColorProfile)", "cb:\(cacheBuster)",
         ]
         if let crop {
