@@ -4,23 +4,37 @@ import WebImage
 import WebImageServer
 
 /// `webimage serve`: the image proxy, imgproxy-compatible URLs, safe by default.
+///
+/// Every flag can also come from the environment (`WEBIMAGE_<FLAG>`), from imgproxy's variable of
+/// the same meaning (`IMGPROXY_<NAME>`) or from a JSON config file; see ``ServeSettings``.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the image proxy (imgproxy-compatible URLs).",
         discussion: """
             URLs: /{signature}/{options}/plain/{source}[@{format}] or /{signature}/{options}/{base64 source}[.{format}],
-            /info/… for JSON facts, /health. Signatures are HMAC-SHA256 with --key and --salt (hex; also
-            WEBIMAGE_KEY and WEBIMAGE_SALT, comma-separated pairs). Loopback and private sources are refused
-            unless allowed. Prints "listening on http://HOST:PORT" when ready; request logs go to standard error.
+            /info/… for JSON facts, /health. Signatures are HMAC-SHA256 with --key and --salt (hex, comma-separated
+            pairs in the environment). Loopback and private sources are refused unless allowed. Prints
+            "listening on http://HOST:PORT" when ready; request logs go to standard error.
+
+            Every flag is also read, when not given, from WEBIMAGE_<FLAG> (WEBIMAGE_MAX_SRC_FILE_SIZE=20M), then
+            from imgproxy's IMGPROXY_* variable where the meaning is the same (IMGPROXY_KEY, IMGPROXY_TTL,
+            IMGPROXY_MAX_SRC_RESOLUTION, …), then from the JSON file --config names (keys are the flag names).
+            --print-config shows each value and where it came from, secrets masked.
 
             Example:
               webimage serve --bind 127.0.0.1:8080 --key "$KEY" --salt "$SALT" --format-negotiation
             """
     )
 
-    @Option(help: "Address to listen on, HOST:PORT (port 0 picks a free one).")
-    var bind = "127.0.0.1:8080"
+    @Option(help: "A JSON file of settings, keys named as the flags (also WEBIMAGE_CONFIG).")
+    var config: String?
+
+    @Flag(name: .customLong("print-config"), help: "Print every setting, its value and where it came from; then exit.")
+    var printConfig = false
+
+    @Option(help: "Address to listen on, HOST:PORT (port 0 picks a free one). Default 127.0.0.1:8080.")
+    var bind: String?
 
     @Option(help: "Signing key in hex (repeatable, paired with --salt in order: key rotation).")
     var key: [String] = []
@@ -28,8 +42,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Signing salt in hex (repeatable, one per --key).")
     var salt: [String] = []
 
-    @Option(name: .customLong("signature-size"), help: "Bytes of the HMAC kept in signatures, 1 to 32.")
-    var signatureSize = 32
+    @Option(name: .customLong("signature-size"), help: "Bytes of the HMAC kept in signatures, 1 to 32 (default 32).")
+    var signatureSize: Int?
 
     @Flag(help: "Accept any signature (no key needed). For local experiments only.")
     var insecure = false
@@ -57,14 +71,14 @@ struct ServeCommand: AsyncParsableCommand {
         inversion: .prefixedNo,
         help: "Write results without EXIF (default), as imgproxy's IMGPROXY_STRIP_METADATA; sm:0 in a URL keeps it."
     )
-    var stripMetadata = true
+    var stripMetadata: Bool?
 
     @Flag(
         name: .customLong("keep-copyright"),
         inversion: .prefixedNo,
         help: "Keep the EXIF Artist and Copyright when stripping metadata (default), as IMGPROXY_KEEP_COPYRIGHT."
     )
-    var keepCopyright = true
+    var keepCopyright: Bool?
 
     @Flag(
         name: .customLong("strip-color-profile"),
@@ -74,56 +88,49 @@ struct ServeCommand: AsyncParsableCommand {
             IMGPROXY_STRIP_COLOR_PROFILE; with --no-strip-color-profile (or scp:0 in a URL) the profile is kept.
             """
     )
-    var stripColorProfile = true
+    var stripColorProfile: Bool?
 
-    @Option(help: "Cache-Control max-age of results, e.g. 1y, 7d or 3600 (seconds).", transform: Units.seconds)
-    var ttl: Double = 31_536_000
+    @Option(help: "Cache-Control max-age of results, e.g. 1y, 7d or 3600 (seconds). Default 1 year.")
+    var ttl: String?
 
-    @Option(name: .customLong("max-src-file-size"), help: "Largest source, e.g. 32M.", transform: Units.bytes)
-    var maxSourceFileSize: Int64 = 33_554_432
+    @Option(name: .customLong("max-src-file-size"), help: "Largest source, e.g. 32M (the default; 0: no limit).")
+    var maxSourceFileSize: String?
 
-    @Option(name: .customLong("max-src-resolution"), help: "Most source megapixels (animation frames summed).")
-    var maxSourceResolution: Double = 50
+    @Option(name: .customLong("max-src-resolution"), help: "Most source megapixels (animation frames summed; 50).")
+    var maxSourceResolution: Double?
 
-    @Option(name: .customLong("max-result-dimension"), help: "Longest side of a result, in pixels.")
-    var maxResultDimension = 8192
+    @Option(name: .customLong("max-result-dimension"), help: "Longest side of a result, in pixels (8192; 0: none).")
+    var maxResultDimension: Int?
 
     @Option(
         name: .customLong("max-result-resolution"),
-        help: "Most result megapixels (each frame); more is refused with 422 before any work."
+        help: "Most result megapixels (each frame; 50); more is refused with 422 before any work."
     )
-    var maxResultResolution: Double = 50
+    var maxResultResolution: Double?
 
-    @Option(name: .customLong("max-animation-frames"), help: "Most frames an animated result keeps.")
-    var maxAnimationFrames = 256
+    @Option(name: .customLong("max-animation-frames"), help: "Most frames an animated result keeps (256).")
+    var maxAnimationFrames: Int?
 
-    @Option(
-        name: .customLong("download-timeout"),
-        help: "Time allowed for fetching a source, e.g. 5s.",
-        transform: Units.positiveSeconds
-    )
-    var downloadTimeout: Double = 5
+    @Option(name: .customLong("download-timeout"), help: "Time allowed for fetching a source, e.g. 5s (the default).")
+    var downloadTimeout: String?
 
     @Option(
         name: .customLong("processing-timeout"),
-        help: "Time allowed for decoding, processing and encoding, e.g. 10s.",
-        transform: Units.positiveSeconds
+        help: "Time allowed for decoding, processing and encoding, e.g. 10s (the default)."
     )
-    var processingTimeout: Double = 10
+    var processingTimeout: String?
 
     @Option(
         name: .customLong("read-request-timeout"),
-        help: "Time a client has to send a whole request (imgproxy's IMGPROXY_READ_REQUEST_TIMEOUT), e.g. 10s.",
-        transform: Units.positiveSeconds
+        help: "Time a client has to send a whole request (imgproxy's IMGPROXY_READ_REQUEST_TIMEOUT), e.g. 10s."
     )
-    var readRequestTimeout: Double = 10
+    var readRequestTimeout: String?
 
     @Option(
         name: .customLong("keep-alive-timeout"),
-        help: "Time an idle kept-alive connection stays open (imgproxy's IMGPROXY_KEEP_ALIVE_TIMEOUT), e.g. 10s.",
-        transform: Units.positiveSeconds
+        help: "Time an idle kept-alive connection stays open (imgproxy's IMGPROXY_KEEP_ALIVE_TIMEOUT), e.g. 10s."
     )
-    var keepAliveTimeout: Double = 10
+    var keepAliveTimeout: String?
 
     @Option(
         name: .customLong("max-connections"),
@@ -135,11 +142,11 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var maxConnections: Int?
 
-    @Option(help: "Time requests in flight get to finish after SIGTERM or SIGINT, e.g. 10s.", transform: Units.seconds)
-    var grace: Double = 10
+    @Option(help: "Time requests in flight get to finish after SIGTERM or SIGINT, e.g. 10s (the default).")
+    var grace: String?
 
     @Option(help: "Requests worked on at once: fetch, decode, transform and encode (default: the core count).")
-    var workers = ProcessInfo.processInfo.activeProcessorCount
+    var workers: Int?
 
     @Option(help: "Requests waiting for a worker beyond those; past it 503 (default: 32 × workers).")
     var queue: Int?
@@ -152,20 +159,18 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("cache-size"),
-        help: "Disk space for cached originals, e.g. 1G (0: no limit).",
-        transform: Units.bytes
+        help: "Disk space for cached originals, e.g. 1G (the default; 0: no limit)."
     )
-    var cacheSize: Int64 = 1 << 30
+    var cacheSize: String?
 
     @Option(
         name: .customLong("decoded-cache-size"),
         help: ArgumentHelp(
             "Memory for decoded sources kept for their other sizes, e.g. 512M (0: off).",
             discussion: "Default: 256M, or an eighth of the memory this process may use when less."
-        ),
-        transform: Units.bytes
+        )
     )
-    var decodedCacheSize: Int64?
+    var decodedCacheSize: String?
 
     @Option(
         name: .customLong("cache-dir"),
@@ -183,38 +188,65 @@ struct ServeCommand: AsyncParsableCommand {
     var watermarkData: String?
 
     @Option(name: .customLong("watermark-opacity"), help: "Multiplies every watermark's opacity, 0 to 1 (default 1).")
-    var watermarkOpacity: Double = 1
+    var watermarkOpacity: Double?
 
     @Flag(help: "Print the listening line and request logs as JSON objects.")
     var json = false
 
+    /// Everything `serve` runs with, each setting resolved once.
+    struct Resolved {
+        var proxy: ImageProxyConfiguration
+        var bind: (host: String, port: Int)
+        var metricsBind: (host: String, port: Int)?
+        var grace: Double
+        var cacheFolder: URL
+        var cacheSize: Int64
+        var json: Bool
+        var settings: ServeSettings
+    }
+
     func validate() throws {
-        _ = try address()
-        _ = try metricsAddress()
-        _ = try proxyConfiguration()
-        guard workers > 0 else { throw ValidationError("--workers must be at least 1") }
-        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be at least 1") }
-        if let queue, queue < 0 { throw ValidationError("--queue must be 0 or more") }
-        guard cacheSize >= 0 else { throw ValidationError("--cache-size must be 0 or more") }
-        guard maxSourceResolution > 0 else { throw ValidationError("--max-src-resolution must be above 0") }
-        guard maxResultDimension > 0 else { throw ValidationError("--max-result-dimension must be at least 1") }
-        guard maxResultResolution > 0 else { throw ValidationError("--max-result-resolution must be above 0") }
-        guard maxAnimationFrames > 0 else { throw ValidationError("--max-animation-frames must be at least 1") }
-        try CacheDirectoryCheck.prepare(cacheFolder, option: "--cache-dir")
+        let resolved = try resolve()
+        try CacheDirectoryCheck.prepare(resolved.cacheFolder, option: "--cache-dir")
     }
 
-    /// `--cache-dir`, or the default `$XDG_CACHE_HOME/webimage/serve`.
-    var cacheFolder: URL {
-        cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
-            ?? ImageCache.defaultRootDirectory.appendingPathComponent("serve", isDirectory: true)
-    }
-
-    /// `--bind` as host and port.
-    func address() throws -> (host: String, port: Int) { try Self.address(bind, option: "--bind") }
-
-    /// `--metrics-bind` as host and port.
-    func metricsAddress() throws -> (host: String, port: Int)? {
-        try metricsBind.map { try Self.address($0, option: "--metrics-bind") }
+    /// Every setting from its flag, the environment, the config file or its default.
+    func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Resolved {
+        let settings = try ServeSettings(environment: environment, configFile: config)
+        var proxy = try proxyConfiguration(settings)
+        proxy.connectionLimits = try connectionLimits(settings)
+        let bindText = try settings.value("bind", flag: bind, default: "127.0.0.1:8080", imgproxy: ["IMGPROXY_BIND"]) {
+            ServeSettings.imgproxyBind($0)
+        }
+        let metricsText = try settings.optional(
+            "metrics-bind",
+            flag: metricsBind,
+            imgproxy: ["IMGPROXY_PROMETHEUS_BIND"]
+        ) {
+            ServeSettings.imgproxyBind($0)
+        }
+        let folder = try settings.optional("cache-dir", flag: cacheDirectory) { $0 }
+        return Resolved(
+            proxy: proxy,
+            bind: try Self.address(bindText, option: "--bind"),
+            metricsBind: try metricsText.map { try Self.address($0, option: "--metrics-bind") },
+            grace: try settings.value(
+                "grace",
+                flag: try ServeSettings.parsed(grace, "grace", Units.seconds),
+                default: 10,
+                parse: Units.seconds
+            ),
+            cacheFolder: folder.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? ImageCache.defaultRootDirectory.appendingPathComponent("serve", isDirectory: true),
+            cacheSize: try settings.value(
+                "cache-size",
+                flag: try ServeSettings.parsed(cacheSize, "cache-size", Units.bytes),
+                default: 1 << 30,
+                parse: Units.bytes
+            ),
+            json: try settings.switchedOn("json", flag: json),
+            settings: settings
+        )
     }
 
     static func address(_ text: String, option: String) throws -> (host: String, port: Int) {
@@ -226,48 +258,66 @@ struct ServeCommand: AsyncParsableCommand {
         return (host, port)
     }
 
-    func proxyConfiguration() throws -> ImageProxyConfiguration {
-        let environment = ProcessInfo.processInfo.environment
-        var keys = key
-        var salts = salt
-        if keys.isEmpty, let value = environment["WEBIMAGE_KEY"], !value.isEmpty {
-            keys = value.split(separator: ",").map(String.init)
-            salts =
-                environment["WEBIMAGE_SALT"].map {
-                    $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-                } ?? []
-        }
+    /// The signer from `--key`/`--salt` (or the environment); `nil` with `--insecure`.
+    private func signer(_ settings: ServeSettings) throws -> URLSigner? {
+        let keys = try settings.list("key", flags: key, imgproxy: ["IMGPROXY_KEY"], secret: true)
+        let salts = try settings.list("salt", flags: salt, imgproxy: ["IMGPROXY_SALT"], secret: true)
+        let size = try settings.value(
+            "signature-size",
+            flag: signatureSize,
+            default: 32,
+            imgproxy: ["IMGPROXY_SIGNATURE_SIZE"],
+            parse: ServeSettings.integer
+        )
+        let insecure = try settings.switchedOn("insecure", flag: insecure)
         guard keys.count == salts.count else {
             throw ValidationError("give one salt per key: \(keys.count) keys, \(salts.count) salts")
         }
-        var signer: URLSigner?
-        if keys.isEmpty {
+        guard !keys.isEmpty else {
             guard insecure else {
                 throw ValidationError(
                     "no signing key: give --key and --salt (or WEBIMAGE_KEY and WEBIMAGE_SALT), or --insecure to accept any signature"
                 )
             }
-        } else {
-            do {
-                let pairs = try zip(keys, salts).map { try URLSigner.KeyPair(keyHex: $0, saltHex: $1) }
-                signer = try URLSigner(pairs: pairs, size: signatureSize)
-            } catch {
-                throw ValidationError("--key/--salt: \(error)")
-            }
+            return nil
         }
-        var configuration = ImageProxyConfiguration(signer: signer)
-        configuration.sourcePolicy = SourcePolicy(
-            allowsLoopback: allowLoopback,
-            allowsPrivateNetworks: allowPrivateNetworks
+        do {
+            let pairs = try zip(keys, salts).map { try URLSigner.KeyPair(keyHex: $0, saltHex: $1) }
+            return try URLSigner(pairs: pairs, size: size)
+        } catch {
+            throw ValidationError("--key/--salt: \(error)")
+        }
+    }
+
+    /// Which sources may be fetched.
+    private func sourcePolicy(_ settings: ServeSettings) throws -> SourcePolicy {
+        var policy = SourcePolicy(
+            allowsLoopback: try settings.switchedOn(
+                "allow-loopback",
+                flag: allowLoopback,
+                imgproxy: ["IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES"]
+            ),
+            allowsPrivateNetworks: try settings.switchedOn(
+                "allow-private-networks",
+                flag: allowPrivateNetworks,
+                imgproxy: ["IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES"]
+            )
         )
-        for prefix in allowSource {
+        for prefix in try settings.list("allow-source", flags: allowSource) {
             do {
-                configuration.sourcePolicy.allowedPrefixes.append(try SourcePrefix(prefix))
+                policy.allowedPrefixes.append(try SourcePrefix(prefix))
             } catch {
                 throw ValidationError(error.message)
             }
         }
-        for entry in preset {
+        return policy
+    }
+
+    /// `--preset NAME=OPTIONS` entries (imgproxy's `IMGPROXY_PRESETS`, comma-separated), each
+    /// checked to parse.
+    private func presets(_ settings: ServeSettings) throws -> [String: [ProxyOption]] {
+        var presets: [String: [ProxyOption]] = [:]
+        for entry in try settings.list("preset", flags: preset, imgproxy: ["IMGPROXY_PRESETS"]) {
             guard let equals = entry.firstIndex(of: "="), !entry[..<equals].isEmpty else {
                 throw ValidationError("--preset '\(entry)' is not NAME=OPTIONS")
             }
@@ -278,79 +328,223 @@ struct ServeCommand: AsyncParsableCommand {
                 }
                 options.append(option)
             }
-            configuration.presets[String(entry[..<equals])] = options
+            presets[String(entry[..<equals])] = options
             do {
-                _ = try ProcessingOptions(options, presets: configuration.presets)
+                _ = try ProcessingOptions(options, presets: presets)
             } catch {
                 throw ValidationError("--preset '\(entry)': \(error.message)")
             }
         }
-        configuration.onlyPresets = onlyPresets
-        configuration.formatNegotiation = formatNegotiation
-        configuration.defaultOptions.stripMetadata = stripMetadata
-        configuration.defaultOptions.keepCopyright = keepCopyright
-        configuration.defaultOptions.stripColorProfile = stripColorProfile
-        configuration.ttl = Int(ttl)
-        configuration.maxSourceFileSize = maxSourceFileSize
-        configuration.maxSourceResolution = maxSourceResolution
-        configuration.maxResultDimension = maxResultDimension
-        configuration.maxResultResolution = maxResultResolution
-        configuration.maxAnimationFrames = maxAnimationFrames
-        configuration.downloadTimeout = .seconds(downloadTimeout)
-        configuration.processingTimeout = .seconds(processingTimeout)
-        configuration.workers = workers
-        configuration.queueLimit = queue
-        if let decodedCacheSize { configuration.decodedSourceCacheSize = Int(decodedCacheSize) }
-        configuration.connectionLimits.readRequestTimeout = .seconds(readRequestTimeout)
-        configuration.connectionLimits.keepAliveTimeout = .seconds(keepAliveTimeout)
-        if let maxConnections { configuration.connectionLimits.maxConnections = maxConnections }
-        configuration.watermark = try watermarkSource()
-        configuration.watermarkOpacity = watermarkOpacity
+        return presets
+    }
+
+    func proxyConfiguration(_ settings: ServeSettings) throws -> ImageProxyConfiguration {
+        var configuration = ImageProxyConfiguration(signer: try signer(settings))
+        configuration.sourcePolicy = try sourcePolicy(settings)
+        configuration.presets = try presets(settings)
+        configuration.onlyPresets = try settings.switchedOn(
+            "only-presets",
+            flag: onlyPresets,
+            imgproxy: ["IMGPROXY_ONLY_PRESETS"]
+        )
+        configuration.formatNegotiation = try settings.switchedOn("format-negotiation", flag: formatNegotiation)
+        configuration.defaultOptions = try defaultOptions(settings)
+        try applyLimits(settings, to: &configuration)
+        configuration.workers = try settings.value(
+            "workers",
+            flag: workers,
+            default: ProcessInfo.processInfo.activeProcessorCount,
+            imgproxy: ["IMGPROXY_WORKERS", "IMGPROXY_CONCURRENCY"],
+            parse: ServeSettings.integer
+        )
+        guard configuration.workers > 0 else { throw ValidationError("--workers must be at least 1") }
+        configuration.queueLimit = try settings.optional(
+            "queue",
+            flag: queue,
+            imgproxy: ["IMGPROXY_REQUESTS_QUEUE_SIZE"],
+            parse: ServeSettings.integer
+        )
+        if let queue = configuration.queueLimit, queue < 0 { throw ValidationError("--queue must be 0 or more") }
+        if let size = try settings.optional(
+            "decoded-cache-size",
+            flag: try ServeSettings.parsed(decodedCacheSize, "decoded-cache-size", Units.bytes),
+            parse: Units.bytes
+        ) {
+            configuration.decodedSourceCacheSize = Int(size)
+        }
+        configuration.watermark = try watermarkSource(settings)
+        configuration.watermarkOpacity = try settings.value(
+            "watermark-opacity",
+            flag: watermarkOpacity,
+            default: 1,
+            imgproxy: ["IMGPROXY_WATERMARK_OPACITY"],
+            parse: ServeSettings.number
+        )
+        guard (0...1).contains(configuration.watermarkOpacity) else {
+            throw ValidationError("--watermark-opacity must be 0 to 1")
+        }
         return configuration
+    }
+
+    /// The options every request starts from: metadata and colour profile handling.
+    private func defaultOptions(_ settings: ServeSettings) throws -> ProcessingOptions {
+        var options = ProcessingOptions()
+        options.stripMetadata = try settings.value(
+            "strip-metadata",
+            flag: stripMetadata,
+            default: true,
+            imgproxy: ["IMGPROXY_STRIP_METADATA"],
+            parse: ServeSettings.boolean
+        )
+        options.keepCopyright = try settings.value(
+            "keep-copyright",
+            flag: keepCopyright,
+            default: true,
+            imgproxy: ["IMGPROXY_KEEP_COPYRIGHT"],
+            parse: ServeSettings.boolean
+        )
+        options.stripColorProfile = try settings.value(
+            "strip-color-profile",
+            flag: stripColorProfile,
+            default: true,
+            imgproxy: ["IMGPROXY_STRIP_COLOR_PROFILE"],
+            parse: ServeSettings.boolean
+        )
+        return options
+    }
+
+    /// Sizes, frames, time and cache lifetime.
+    private func applyLimits(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        configuration.ttl = Int(
+            try settings.value(
+                "ttl",
+                flag: try ServeSettings.parsed(ttl, "ttl", Units.seconds),
+                default: 31_536_000,
+                imgproxy: ["IMGPROXY_TTL"],
+                parse: Units.seconds
+            )
+        )
+        configuration.maxSourceFileSize = try settings.value(
+            "max-src-file-size",
+            flag: try ServeSettings.parsed(maxSourceFileSize, "max-src-file-size", Self.sourceFileSize),
+            default: 33_554_432,
+            imgproxy: ["IMGPROXY_MAX_SRC_FILE_SIZE"],
+            parse: Self.sourceFileSize
+        )
+        configuration.maxSourceResolution = try settings.value(
+            "max-src-resolution",
+            flag: maxSourceResolution,
+            default: 50,
+            imgproxy: ["IMGPROXY_MAX_SRC_RESOLUTION"],
+            parse: ServeSettings.number
+        )
+        guard configuration.maxSourceResolution > 0 else {
+            throw ValidationError("--max-src-resolution must be above 0")
+        }
+        configuration.maxResultDimension = try settings.value(
+            "max-result-dimension",
+            flag: maxResultDimension,
+            default: 8192,
+            imgproxy: ["IMGPROXY_MAX_RESULT_DIMENSION"]
+        ) { try ServeSettings.integer(ServeSettings.unlimitedWhenZero($0, unlimited: "65535")) }
+        if configuration.maxResultDimension == 0 { configuration.maxResultDimension = 65_535 }
+        guard configuration.maxResultDimension > 0 else {
+            throw ValidationError("--max-result-dimension must be at least 1")
+        }
+        configuration.maxResultResolution = try settings.value(
+            "max-result-resolution",
+            flag: maxResultResolution,
+            default: 50,
+            parse: ServeSettings.number
+        )
+        guard configuration.maxResultResolution > 0 else {
+            throw ValidationError("--max-result-resolution must be above 0")
+        }
+        configuration.maxAnimationFrames = try settings.value(
+            "max-animation-frames",
+            flag: maxAnimationFrames,
+            default: 256,
+            imgproxy: ["IMGPROXY_MAX_ANIMATION_FRAMES"],
+            parse: ServeSettings.integer
+        )
+        guard configuration.maxAnimationFrames > 0 else {
+            throw ValidationError("--max-animation-frames must be at least 1")
+        }
+        configuration.downloadTimeout = .seconds(
+            try settings.value(
+                "download-timeout",
+                flag: try ServeSettings.parsed(downloadTimeout, "download-timeout", Units.positiveSeconds),
+                default: 5,
+                imgproxy: ["IMGPROXY_DOWNLOAD_TIMEOUT"],
+                parse: Units.positiveSeconds
+            )
+        )
+        configuration.processingTimeout = .seconds(
+            try settings.value(
+                "processing-timeout",
+                flag: try ServeSettings.parsed(processingTimeout, "processing-timeout", Units.positiveSeconds),
+                default: 10,
+                parse: Units.positiveSeconds
+            )
+        )
+    }
+
+    /// `--max-src-file-size`: a size; 0 (imgproxy's "no limit") is no limit.
+    static func sourceFileSize(_ text: String) throws -> Int64 {
+        let bytes = try Units.bytes(text)
+        return bytes == 0 ? Int64.max : bytes
+    }
+
+    /// The HTTP server's hold on client connections.
+    private func connectionLimits(_ settings: ServeSettings) throws -> ConnectionLimits {
+        var limits = ConnectionLimits()
+        limits.readRequestTimeout = .seconds(
+            try settings.value(
+                "read-request-timeout",
+                flag: try ServeSettings.parsed(readRequestTimeout, "read-request-timeout", Units.positiveSeconds),
+                default: 10,
+                imgproxy: ["IMGPROXY_READ_REQUEST_TIMEOUT"],
+                parse: Units.positiveSeconds
+            )
+        )
+        limits.keepAliveTimeout = .seconds(
+            try settings.value(
+                "keep-alive-timeout",
+                flag: try ServeSettings.parsed(keepAliveTimeout, "keep-alive-timeout", Units.positiveSeconds),
+                default: 10,
+                imgproxy: ["IMGPROXY_KEEP_ALIVE_TIMEOUT"],
+                parse: Units.positiveSeconds
+            )
+        )
+        if let maxConnections = try settings.optional(
+            "max-connections",
+            flag: maxConnections,
+            imgproxy: ["IMGPROXY_MAX_CLIENTS"],
+            parse: ServeSettings.integer
+        ) {
+            guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+            limits.maxConnections = maxConnections
+        }
+        return limits
     }
 
     /// `--watermark-path`, `--watermark-data` or `--watermark-url` (at most one); the bytes of
     /// the first two are checked to be an image here, so a bad one stops the start (exit 2).
-    func watermarkSource() throws -> WatermarkSource? {
-        let given = [watermarkPath, watermarkData, watermarkURL].compactMap { $0 }
-        guard given.count <= 1 else {
-            throw ValidationError("give one of --watermark-path, --watermark-data and --watermark-url")
+    func watermarkSource(_ settings: ServeSettings) throws -> WatermarkSource? {
+        let path = try settings.optional("watermark-path", flag: watermarkPath, imgproxy: ["IMGPROXY_WATERMARK_PATH"]) {
+            $0
         }
-        guard (0...1).contains(watermarkOpacity) else { throw ValidationError("--watermark-opacity must be 0 to 1") }
-        if let watermarkURL {
-            guard let url = URL(string: watermarkURL), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
-                throw ValidationError("--watermark-url '\(watermarkURL)' is not an http(s) URL")
-            }
-            return .url(url)
+        let base64 = try settings.optional("watermark-data", flag: watermarkData, imgproxy: ["IMGPROXY_WATERMARK_DATA"])
+        { $0 }
+        let link = try settings.optional("watermark-url", flag: watermarkURL, imgproxy: ["IMGPROXY_WATERMARK_URL"]) {
+            $0
         }
-        let data: Data
-        if let watermarkPath {
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: watermarkPath))
-            } catch {
-                throw ValidationError(
-                    "--watermark-path '\(watermarkPath)' cannot be read: \(error.localizedDescription)"
-                )
+        return try ImageSourceOption.resolve(name: "watermark", path: path, base64: base64, url: link).map { source in
+            switch source {
+            case .data(let data): .data(data)
+            case .url(let url): .url(url)
             }
-        } else if let watermarkData {
-            let padded = watermarkData + String(repeating: "=", count: (4 - watermarkData.count % 4) % 4)
-            guard
-                let decoded = Data(
-                    base64Encoded: padded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(
-                        of: "_",
-                        with: "/"
-                    )
-                )
-            else {
-                throw ValidationError("--watermark-data is not base64")
-            }
-            data = decoded
-        } else {
-            return nil
         }
-        let option = watermarkPath != nil ? "--watermark-path" : "--watermark-data"
-        guard ImageHeader(data) != nil else { throw ValidationError("\(option): the data is not an image we can read") }
-        return .data(data)
     }
 
     func run() async throws {
@@ -360,22 +554,27 @@ struct ServeCommand: AsyncParsableCommand {
         SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 64 << 20, mmapThreshold: 32 << 20)
         // Before the configuration: the default connection cap follows the raised limit.
         DescriptorLimit.raiseToHardLimit()
-        let configuration = try proxyConfiguration()
-        let (host, port) = try address()
+        let resolved = try resolve()
+        if printConfig {
+            StandardStream.line(resolved.settings.table)
+            return
+        }
+        let configuration = resolved.proxy
+        let (host, port) = resolved.bind
         let manager = ImageProxy.makeManager(
             configuration: configuration,
-            cacheDirectory: cacheFolder,
-            cacheSize: cacheSize == 0 ? nil : cacheSize
+            cacheDirectory: resolved.cacheFolder,
+            cacheSize: resolved.cacheSize == 0 ? nil : resolved.cacheSize
         )
         let proxy = ImageProxy(configuration: configuration, manager: manager)
-        let json = json
-        let metrics = try metricsAddress()
+        let json = resolved.json
+        let metrics = resolved.metricsBind
         try await ImageProxyServer.run(
             proxy: proxy,
             host: host,
             port: port,
             metrics: metrics,
-            gracePeriod: .milliseconds(Int64(grace * 1000)),
+            gracePeriod: .milliseconds(Int64(resolved.grace * 1000)),
             requestLog: { entry in
                 if json {
                     var fields: [(String, JSONValue)] = [

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+import WebImageTestSupport
+
+/// `webimage serve`'s settings from the environment (`WEBIMAGE_*`, imgproxy's `IMGPROXY_*`) and a
+/// JSON config file, seen through `--print-config`.
+@Suite("webimage serve: configuration", .timeLimit(.minutes(1)))
+struct ServeConfigurationTests {
+    /// `--print-config`'s lines by setting name: (value, origin).
+    static func printed(
+        _ arguments: [String] = [],
+        environment: [String: String] = [:]
+    ) async throws -> [String: (value: String, origin: String)] {
+        let run = try await CLIRunner.runDetached(["serve", "--print-config"] + arguments, environment: environment)
+        try #require(run.status == 0, "\(run.stderr)")
+        var lines: [String: (String, String)] = [:]
+        for line in run.stdout.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let name = parts.first, let open = line.firstIndex(of: "("), line.hasSuffix(")") else { continue }
+            let origin = String(line[line.index(after: open)..<line.index(before: line.endIndex)])
+            let value = line[line.index(line.startIndex, offsetBy: name.count)..<open].trimmingCharacters(
+                in: .whitespaces
+            )
+            lines[String(name)] = (value, origin)
+        }
+        return lines
+    }
+
+    @Test("The flag wins over WEBIMAGE_*, which wins over IMGPROXY_*, which wins over the file; secrets masked")
+    func precedence() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-config")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("serve.json")
+        try Data(
+            #"{"ttl": "1h", "max-src-resolution": 12, "workers": 3, "preset": ["thumb=w:100"], "allow-loopback": true}"#
+                .utf8
+        )
+        .write(to: file)
+        let lines = try await Self.printed(
+            ["--config", file.path, "--workers", "5"],
+            environment: [
+                "WEBIMAGE_TTL": "7d", "IMGPROXY_TTL": "60", "IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122",
+                "IMGPROXY_MAX_SRC_RESOLUTION": "20",
+            ]
+        )
+        #expect(lines["workers"]?.value == "5" && lines["workers"]?.origin == "flag")
+        #expect(lines["ttl"]?.value == "7d" && lines["ttl"]?.origin == "environment WEBIMAGE_TTL")
+        #expect(lines["max-src-resolution"]?.origin == "environment IMGPROXY_MAX_SRC_RESOLUTION")
+        #expect(lines["preset"]?.value == "thumb=w:100" && lines["preset"]?.origin == "file \(file.path)")
+        #expect(lines["allow-loopback"]?.origin == "file \(file.path)")
+        #expect(lines["key"]?.value == "***" && lines["salt"]?.value == "***")
+        #expect(lines["bind"]?.value == "127.0.0.1:8080" && lines["bind"]?.origin == "default")
+        let output = try await CLIRunner.runDetached(
+            ["serve", "--print-config"],
+            environment: ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
+        )
+        #expect(!output.stdout.contains("abcdef") && !output.stdout.contains("001122"), "secrets never printed")
+    }
+
+    @Test("Every IMGPROXY_* variable taken is read, with imgproxy's meaning")
+    func imgproxyVariables() async throws {
+        let variables: [(variable: String, value: String, setting: String)] = [
+            ("IMGPROXY_BIND", ":9090", "bind"), ("IMGPROXY_SIGNATURE_SIZE", "8", "signature-size"),
+            ("IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES", "true", "allow-loopback"),
+            ("IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES", "true", "allow-private-networks"),
+            ("IMGPROXY_PRESETS", "a=w:10,b=h:20", "preset"), ("IMGPROXY_ONLY_PRESETS", "true", "only-presets"),
+            ("IMGPROXY_STRIP_METADATA", "false", "strip-metadata"),
+            ("IMGPROXY_KEEP_COPYRIGHT", "false", "keep-copyright"),
+            ("IMGPROXY_STRIP_COLOR_PROFILE", "false", "strip-color-profile"), ("IMGPROXY_TTL", "3600", "ttl"),
+            ("IMGPROXY_MAX_SRC_FILE_SIZE", "0", "max-src-file-size"),
+            ("IMGPROXY_MAX_SRC_RESOLUTION", "16.5", "max-src-resolution"),
+            ("IMGPROXY_MAX_RESULT_DIMENSION", "4000", "max-result-dimension"),
+            ("IMGPROXY_MAX_ANIMATION_FRAMES", "10", "max-animation-frames"),
+            ("IMGPROXY_DOWNLOAD_TIMEOUT", "3", "download-timeout"),
+            ("IMGPROXY_READ_REQUEST_TIMEOUT", "4", "read-request-timeout"),
+            ("IMGPROXY_KEEP_ALIVE_TIMEOUT", "6", "keep-alive-timeout"),
+            ("IMGPROXY_MAX_CLIENTS", "100", "max-connections"),
+            ("IMGPROXY_WORKERS", "3", "workers"), ("IMGPROXY_REQUESTS_QUEUE_SIZE", "7", "queue"),
+            ("IMGPROXY_PROMETHEUS_BIND", "127.0.0.1:9091", "metrics-bind"),
+            ("IMGPROXY_WATERMARK_OPACITY", "0.5", "watermark-opacity"),
+        ]
+        var environment = ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
+        for entry in variables { environment[entry.variable] = entry.value }
+        let lines = try await Self.printed(environment: environment)
+        for entry in variables {
+            #expect(lines[entry.setting]?.origin == "environment \(entry.variable)", "\(entry.variable)")
+            #expect(lines[entry.setting]?.value == entry.value, "\(entry.variable)")
+        }
+        // The older IMGPROXY_CONCURRENCY names the workers too.
+        let older = try await Self.printed(["--insecure"], environment: ["IMGPROXY_CONCURRENCY": "2"])
+        #expect(older["workers"]?.origin == "environment IMGPROXY_CONCURRENCY")
+    }
+
+    @Test("A bad value names where it came from; a bad file names the file")
+    func badValues() async throws {
+        let ttl = try await CLIRunner.runDetached(["serve", "--insecure"], environment: ["IMGPROXY_TTL": "soon"])
+        #expect(ttl.status == 2 && ttl.stderr.contains("environment IMGPROXY_TTL for --ttl"), "\(ttl.stderr)")
+        let workers = try await CLIRunner.runDetached(["serve", "--insecure"], environment: ["WEBIMAGE_WORKERS": "0"])
+        #expect(workers.status == 2 && workers.stderr.contains("--workers must be at least 1"), "\(workers.stderr)")
+        let flag = try await CLIRunner.runDetached(["serve", "--insecure", "--ttl", "soon"])
+        #expect(flag.status == 2 && flag.stderr.contains("--ttl: 'soon' is not a duration"), "\(flag.stderr)")
+        let folder = try TemporaryDirectory(prefix: "webimage-config")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("bad.json")
+        try Data("{not json".utf8).write(to: file)
+        let broken = try await CLIRunner.runDetached(["serve", "--insecure", "--config", file.path])
+        #expect(
+            broken.status == 2 && broken.stderr.contains("--config '\(file.path)' is not a JSON object"),
+            "\(broken.stderr)"
+        )
+        let missing = try await CLIRunner.runDetached([
+            "serve", "--insecure", "--config", folder.url.path + "/none.json",
+        ])
+        #expect(missing.status == 2 && missing.stderr.contains("cannot be read"), "\(missing.stderr)")
+    }
+
+    @Test("A server configured by imgproxy's environment alone checks signatures with its key")
+    func servesFromTheEnvironment() async throws {
+        let run = try await CLIRunner.runDetached(
+            ["serve", "--print-config"],
+            environment: ["IMGPROXY_KEY": "zz", "IMGPROXY_SALT": "00"]
+        )
+        #expect(run.status == 2 && run.stderr.contains("not hex"), "the imgproxy key is used: \(run.stderr)")
+    }
+}
