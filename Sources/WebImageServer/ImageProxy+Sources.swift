@@ -5,8 +5,9 @@ import WebImageHTTP
 extension ImageProxy {
     /// A manager for `configuration`: originals kept on disk in `cacheDirectory` (its memory
     /// cache is off: results are cached in front of the proxy, and decodes are kept by the
-    /// proxy's own ``ImageProxyConfiguration/decodedSourceCacheSize``), at most 5 redirects each
-    /// checked against the source rules, the download timeout and size limit, no cookies.
+    /// proxy's own ``ImageProxyConfiguration/decodedSourceCacheSize``), at most
+    /// ``ImageProxyConfiguration/maxRedirects`` redirects each checked against the source rules,
+    /// the source headers, the download timeout and size limit, no cookies.
     /// `cacheSize` bounds the disk cache in bytes (`nil`: no limit).
     public static func makeManager(
         configuration: ImageProxyConfiguration,
@@ -18,7 +19,10 @@ extension ImageProxy {
         if let cacheSize { cacheConfiguration.disk.maxSize = Int(cacheSize) }
         let cache = ImageCache(directory: cacheDirectory, configuration: cacheConfiguration)
         var session = HTTPSession.Configuration()
-        session.redirectPolicy = .init(maximumCount: 5)
+        session.redirectPolicy = .init(maximumCount: configuration.maxRedirects)
+        for (name, value) in configuration.sourceHeaders {
+            if let field = HTTPField.Name(name) { session.defaultHeaders[field] = value }
+        }
         let policy = configuration.sourcePolicy
         session.redirectValidator = { target in
             do throws(ProxyError) {

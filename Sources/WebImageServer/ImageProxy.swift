@@ -46,8 +46,8 @@ public struct ImageProxyConfiguration: Sendable {
     /// Requests working at once (fetch, decode, transform and encode all count). Default: the
     /// number of cores.
     public var workers = ProcessInfo.processInfo.activeProcessorCount
-    /// Requests waiting for a worker beyond those; past it the answer is 503 with
-    /// `Retry-After`. `nil` (default): 32 × ``workers``.
+    /// Requests waiting for a worker beyond those; past it the answer is 429 with
+    /// `Retry-After`, as imgproxy's. `nil` (default): 32 × ``workers``.
     public var queueLimit: Int?
     /// Bytes of decoded sources kept in memory for the next size of the same source (a cluster
     /// sends every size of one source to one node). 0 turns the cache off. Default 256 MiB, or an
@@ -59,9 +59,30 @@ public struct ImageProxyConfiguration: Sendable {
     public var connectionLimits = ConnectionLimits()
     /// The image `watermark` lays over results (imgproxy's `IMGPROXY_WATERMARK_DATA`, `_PATH`
     /// or `_URL`); `nil` (default): `watermark` is refused with 400.
-    public var watermark: WatermarkSource?
+    public var watermark: ConfiguredImage?
     /// Multiplies every request's watermark opacity (`IMGPROXY_WATERMARK_OPACITY`). Default 1.
     public var watermarkOpacity: Double = 1
+    /// Rendered in place of a source that cannot be fetched or read (imgproxy's
+    /// `IMGPROXY_FALLBACK_IMAGE_*`), with the request's options; `nil` (default): the error.
+    public var fallbackImage: ConfiguredImage?
+    /// The status of an answer made from ``fallbackImage``. Default 200, as imgproxy's.
+    public var fallbackImageStatus = 200
+    /// `Cache-Control: max-age` of an answer made from ``fallbackImage``; `nil`: ``ttl``.
+    public var fallbackImageTTL: Int?
+    /// At most this many redirects per source fetch, each checked against the source rules
+    /// (`IMGPROXY_MAX_REDIRECTS`). Default 5.
+    public var maxRedirects = 5
+    /// Header fields sent with every source request (a `User-Agent` among them replaces ours).
+    public var sourceHeaders: [(name: String, value: String)] = []
+    /// `Access-Control-Allow-Origin` on every answer, and `OPTIONS` answered for preflights
+    /// (`IMGPROXY_ALLOW_ORIGIN`); `nil` (default): no CORS headers, `OPTIONS` is 405.
+    public var allowOrigin: String?
+    /// The path every proxy URL begins with (`IMGPROXY_PATH_PREFIX`, such as `/img`); other
+    /// paths are 404 but `/health`. Default: none.
+    public var pathPrefix = ""
+    /// The quality per output format when the URL gives none (`IMGPROXY_FORMAT_QUALITY`);
+    /// formats not listed use ``defaultQuality``.
+    public var formatQuality: [ImageFormat: Int] = [:]
 
     /// A configuration checking signatures with `signer` (`nil`: insecure).
     public init(signer: URLSigner?) { self.signer = signer }
@@ -94,7 +115,7 @@ public struct ProxyResponse: Sendable {
         var response = ProxyResponse(
             status: error.status,
             headers: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")]
-                + (error.status == 503 ? [("Retry-After", "1")] : [])
+                + (error.status == 503 || error.status == 429 ? [("Retry-After", "1")] : [])
                 + (error == .shuttingDown ? [("Connection", "close")] : []),
             body: body
         )
@@ -109,7 +130,7 @@ public struct ProxyResponse: Sendable {
 ///
 /// Identical concurrent requests share one piece of work (one fetch, one encode); distinct ones
 /// take a worker slot each, at most ``ImageProxyConfiguration/workers`` at once with
-/// ``ImageProxyConfiguration/queueLimit`` waiting, and a 503 past that. A request whose task is
+/// ``ImageProxyConfiguration/queueLimit`` waiting, and a 429 past that. A request whose task is
 /// cancelled (its client went away) stops waiting, and the work stops when nobody else waits for
 /// it. Thread-safe; decoding, processing and encoding run on the library's bounded work queue,
 /// never on the caller's thread pool.
@@ -249,7 +270,7 @@ public final class ImageProxy: Sendable {
                     }
                 } catch .queueFull {
                     return .failure(
-                        ProxyError(status: 503, code: "busy", message: "every worker is busy and the queue is full")
+                        ProxyError(status: 429, code: "busy", message: "every worker is busy and the queue is full")
                     )
                 } catch .draining {
                     return .failure(.shuttingDown)
@@ -271,11 +292,8 @@ public final class ImageProxy: Sendable {
         ifNoneMatch: String?
     ) async throws(ProxyError) -> ProxyResponse {
         let fetchStarted = ContinuousClock.now
-        let data = try await fetch(request.source)
+        let (data, header, fellBack) = try await source(request.source)
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)
-        guard let header = ImageHeader(data) else {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the source is not an image we can read")
-        }
         let pixels = Double(header.size.width) * Double(header.size.height) * Double(max(1, header.frameCount))
         guard pixels <= configuration.maxSourceResolution * 1_000_000 else {
             throw ProxyError(
@@ -298,7 +316,8 @@ public final class ImageProxy: Sendable {
             encodesAVIF: Self.encodesAVIF
         )
         let quality =
-            request.options.quality ?? request.options.formatQuality[choice.format] ?? configuration.defaultQuality
+            request.options.quality ?? request.options.formatQuality[choice.format]
+            ?? configuration.formatQuality[choice.format] ?? configuration.defaultQuality
         let watermark = request.options.watermark == nil ? nil : try await watermarkImage()
         let sourceFingerprint = Self.fingerprint(data)
         let etag = ResultETag.make(
@@ -308,9 +327,8 @@ public final class ImageProxy: Sendable {
             sourceFingerprint: sourceFingerprint + (watermark.map { "+" + $0.fingerprint } ?? ""),
             encoderVersion: Self.encoderVersion
         )
-        var headers: [(name: String, value: String)] = [
-            ("Cache-Control", "public, max-age=\(configuration.ttl)"), ("ETag", etag),
-        ]
+        let lifetime = fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
+        var headers = cachingHeaders(lifetime: lifetime, expires: request.options.expires) + [("ETag", etag)]
         if choice.variesWithAccept { headers.append(("Vary", "Accept")) }
         if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
             return ProxyResponse(status: 304, headers: headers, body: Data())
@@ -336,7 +354,47 @@ public final class ImageProxy: Sendable {
                 )
             )
         )
-        return ProxyResponse(status: 200, headers: headers, body: rendered.data)
+        return ProxyResponse(
+            status: fellBack ? configuration.fallbackImageStatus : 200,
+            headers: headers,
+            body: rendered.data
+        )
+    }
+
+    /// The source's bytes and header; the fallback image's (`true`) when the source cannot be
+    /// fetched or read and the server has one.
+    private func source(_ url: URL) async throws(ProxyError) -> (Data, ImageHeader, Bool) {
+        do throws(ProxyError) {
+            let data = try await fetch(url)
+            guard let header = ImageHeader(data) else {
+                throw ProxyError(status: 422, code: "notAnImage", message: "the source is not an image we can read")
+            }
+            return (data, header, false)
+        } catch  where configuration.fallbackImage != nil && Self.fallbackCovers(error) {
+            let data = try await fallbackImageData()
+            guard let header = ImageHeader(data) else {
+                throw ProxyError(status: 500, code: "fallbackFailed", message: "the fallback image is not an image")
+            }
+            return (data, header, true)
+        }
+    }
+
+    /// The source failures the fallback image stands in for: not found, failed, too slow, too
+    /// large or not an image (not refusals by the source rules, nor cancellations).
+    static func fallbackCovers(_ error: ProxyError) -> Bool {
+        ["sourceNotFound", "sourceFailed", "timedOut", "notAnImage", "limitExceeded"].contains(error.code)
+    }
+
+    /// `Cache-Control` for `lifetime` seconds (shortened to the URL's `expires`), and `Expires`
+    /// at the same moment.
+    func cachingHeaders(lifetime: Int, expires: Int?) -> [(name: String, value: String)] {
+        let now = Date()
+        var seconds = lifetime
+        if let expires, expires > 0 { seconds = max(0, min(seconds, expires - Int(now.timeIntervalSince1970))) }
+        return [
+            ("Cache-Control", "public, max-age=\(seconds)"),
+            ("Expires", HTTPDate.string(from: now.addingTimeInterval(TimeInterval(seconds)))),
+        ]
     }
 
     /// `raw`, or `skip_processing` naming the source's format with no other output format asked.
@@ -350,10 +408,9 @@ public final class ImageProxy: Sendable {
     private func sourceAsIs(_ data: Data, format: ImageFormat, request: Request, ifNoneMatch: String?) -> ProxyResponse
     {
         let etag = "\"" + Self.fingerprint(data) + "\""
-        var headers: [(name: String, value: String)] = [
-            ("Content-Type", format == .unknown ? "application/octet-stream" : format.mimeType),
-            ("Cache-Control", "public, max-age=\(configuration.ttl)"), ("ETag", etag),
-        ]
+        var headers: [(name: String, value: String)] =
+            [("Content-Type", format == .unknown ? "application/octet-stream" : format.mimeType)]
+            + cachingHeaders(lifetime: configuration.ttl, expires: request.options.expires) + [("ETag", etag)]
         if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
             return ProxyResponse(status: 304, headers: Array(headers.dropFirst()), body: Data())
         }

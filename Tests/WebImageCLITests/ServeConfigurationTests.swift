@@ -78,6 +78,13 @@ struct ServeConfigurationTests {
             ("IMGPROXY_WORKERS", "3", "workers"), ("IMGPROXY_REQUESTS_QUEUE_SIZE", "7", "queue"),
             ("IMGPROXY_PROMETHEUS_BIND", "127.0.0.1:9091", "metrics-bind"),
             ("IMGPROXY_WATERMARK_OPACITY", "0.5", "watermark-opacity"),
+            ("IMGPROXY_ALLOWED_SOURCES", "https://*.example.com/,https://cdn.example.net/", "allowed-sources"),
+            ("IMGPROXY_MAX_REDIRECTS", "2", "max-redirects"), ("IMGPROXY_USER_AGENT", "proxy/1", "user-agent"),
+            ("IMGPROXY_ALLOW_ORIGIN", "*", "allow-origin"), ("IMGPROXY_PATH_PREFIX", "/img", "path-prefix"),
+            ("IMGPROXY_QUALITY", "70", "quality"), ("IMGPROXY_FORMAT_QUALITY", "jpeg=70,avif=40", "format-quality"),
+            ("IMGPROXY_FALLBACK_IMAGE_HTTP_CODE", "404", "fallback-image-http-code"),
+            ("IMGPROXY_FALLBACK_IMAGE_TTL", "60", "fallback-image-ttl"),
+            ("IMGPROXY_GRACEFUL_STOP_TIMEOUT", "20", "grace"),
         ]
         var environment = ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
         for entry in variables { environment[entry.variable] = entry.value }

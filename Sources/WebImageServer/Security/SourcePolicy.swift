@@ -11,6 +11,10 @@ public struct SourcePolicy: Sendable, Hashable {
     public var allowsPrivateNetworks = false
     /// When not empty, a source must be under one of these.
     public var allowedPrefixes: [SourcePrefix] = []
+    /// imgproxy's `IMGPROXY_ALLOWED_SOURCES`: when not empty, a source must begin with one of
+    /// these (`*` matches any run of characters but `/`). A source passes when either list
+    /// allows it.
+    public var allowedPatterns: [SourcePattern] = []
 
     public init(allowsLoopback: Bool = false, allowsPrivateNetworks: Bool = false, allowedPrefixes: [SourcePrefix] = [])
     {
@@ -41,8 +45,11 @@ public struct SourcePolicy: Sendable, Hashable {
         } else if let address = IPAddress(name) {
             try check(address, host: host)
         }
-        if !allowedPrefixes.isEmpty, !allowedPrefixes.contains(where: { $0.allows(url) }) {
-            throw .sourceNotAllowed("the source is not under any --allow-source prefix")
+        if !allowedPrefixes.isEmpty || !allowedPatterns.isEmpty,
+            !allowedPrefixes.contains(where: { $0.allows(url) }),
+            !allowedPatterns.contains(where: { $0.matches(source) })
+        {
+            throw .sourceNotAllowed("the source is not under any --allow-source prefix or --allowed-sources pattern")
         }
         return url
     }
@@ -133,5 +140,40 @@ public struct SourcePrefix: Sendable, Hashable, CustomStringConvertible {
             }
         }
         return segments
+    }
+}
+
+/// An `--allowed-sources` entry as imgproxy matches it: the source URL must begin with the
+/// pattern, where each `*` stands for any run of characters without a `/`
+/// (`https://*.example.com/` allows `https://img.example.com/a.jpg`, not
+/// `https://evil.com/.example.com/`).
+public struct SourcePattern: Sendable, Hashable, CustomStringConvertible {
+    public let description: String
+    private let parts: [Substring]
+
+    public init(_ pattern: String) {
+        description = pattern
+        parts = pattern.split(separator: "*", omittingEmptySubsequences: false)
+    }
+
+    /// Whether `source` begins with the pattern.
+    public func matches(_ source: String) -> Bool {
+        Self.matches(Substring(source), parts[...])
+    }
+
+    /// Whether `text` begins with the first part, then a run without `/`, then the rest.
+    private static func matches(_ text: Substring, _ parts: ArraySlice<Substring>) -> Bool {
+        guard let first = parts.first else { return true }
+        guard text.hasPrefix(first) else { return false }
+        let rest = text.dropFirst(first.count)
+        let remaining = parts.dropFirst()
+        guard !remaining.isEmpty else { return true }
+        // The wildcard takes 0…n characters up to the first `/`; try each split.
+        var index = rest.startIndex
+        while true {
+            if matches(rest[index...], remaining) { return true }
+            guard index < rest.endIndex, rest[index] != "/" else { return false }
+            index = rest.index(after: index)
+        }
     }
 }

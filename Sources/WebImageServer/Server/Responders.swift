@@ -25,16 +25,23 @@ struct ProxyResponder: HTTPResponder {
     func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
         let target = request.head.path ?? "/"
-        let path = String(target.prefix { $0 != "?" })
-        let answer: ProxyResponse
-        if path == "/health" {
+        let fullPath = String(target.prefix { $0 != "?" })
+        let path = Self.withoutPrefix(fullPath, proxy.configuration.pathPrefix)
+        var answer: ProxyResponse
+        if path == "/health" || fullPath == "/health" {
             answer = await proxy.health()
+        } else if path == nil {
+            answer = .failure(ProxyError(status: 404, code: "notFound", message: "not under the path prefix"))
+        } else if request.method == .options, proxy.configuration.allowOrigin != nil {
+            answer = ProxyResponse(status: 200, headers: [], body: Data())
         } else if request.method != .get && request.method != .head {
             answer = .failure(ProxyError(status: 405, code: "methodNotAllowed", message: "only GET and HEAD"))
         } else {
             let accept = request.headers[.accept]
             let ifNoneMatch = request.headers[.ifNoneMatch]
-            let work = Task { [proxy] in await proxy.respond(path: path, accept: accept, ifNoneMatch: ifNoneMatch) }
+            let work = Task { [proxy, path] in
+                await proxy.respond(path: path ?? "/", accept: accept, ifNoneMatch: ifNoneMatch)
+            }
             let watch = try? await context.channel.pipeline.handler(type: ClientCloseHandler.self)
                 .map { $0.watch }.get()
             let registration = watch?.onClose { work.cancel() }
@@ -54,7 +61,7 @@ struct ProxyResponder: HTTPResponder {
                         + Double(elapsed.components.attoseconds) / 1e15,
                     sourceHost: answer.sourceHost,
                     errorCode: answer.errorCode,
-                    path: String(path.prefix(300))
+                    path: String(fullPath.prefix(300))
                 )
             )
         }
@@ -63,10 +70,26 @@ struct ProxyResponder: HTTPResponder {
             if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
         }
         fields[.contentLength] = String(answer.body.count)
+        if let origin = proxy.configuration.allowOrigin {
+            fields[.accessControlAllowOrigin] = origin
+            fields[.accessControlAllowMethods] = "GET, HEAD, OPTIONS"
+        }
         // Browsers must not guess another type than the one sent (results and errors alike).
         fields[.xContentTypeOptions] = "nosniff"
         let body = request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
         return Response(status: .init(code: answer.status), headers: fields, body: body)
+    }
+}
+
+extension ProxyResponder {
+    /// `path` after `prefix` (`/img/x` → `/x`); `nil` when it is not under the prefix.
+    static func withoutPrefix(_ path: String, _ prefix: String) -> String? {
+        guard !prefix.isEmpty else { return path }
+        let trimmed = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+        guard path.hasPrefix(trimmed) else { return nil }
+        let rest = path.dropFirst(trimmed.count)
+        guard rest.isEmpty || rest.hasPrefix("/") else { return nil }
+        return rest.isEmpty ? "/" : String(rest)
     }
 }
 
@@ -152,4 +175,7 @@ final class ConnectionWatch: Sendable {
 extension HTTPField.Name {
     /// `X-Content-Type-Options`: `nosniff` on every answer.
     static let xContentTypeOptions = HTTPField.Name("X-Content-Type-Options")!
+    /// CORS, with `--allow-origin`.
+    static let accessControlAllowOrigin = HTTPField.Name("Access-Control-Allow-Origin")!
+    static let accessControlAllowMethods = HTTPField.Name("Access-Control-Allow-Methods")!
 }

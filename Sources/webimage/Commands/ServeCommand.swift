@@ -190,6 +190,63 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("watermark-opacity"), help: "Multiplies every watermark's opacity, 0 to 1 (default 1).")
     var watermarkOpacity: Double?
 
+    @Option(
+        name: .customLong("allowed-sources"),
+        help: "Only fetch sources beginning with this pattern, * matching any run without / (repeatable; imgproxy's)."
+    )
+    var allowedSources: [String] = []
+
+    @Option(name: .customLong("max-redirects"), help: "Redirects followed per source, each checked (default 5).")
+    var maxRedirects: Int?
+
+    @Option(name: .customLong("user-agent"), help: "The User-Agent of source requests.")
+    var userAgent: String?
+
+    @Option(
+        name: .customLong("source-header"),
+        help: "A header sent with every source request, 'Name: value' (repeatable)."
+    )
+    var sourceHeader: [String] = []
+
+    @Option(
+        name: .customLong("allow-origin"),
+        help: "Access-Control-Allow-Origin on every answer; OPTIONS is answered."
+    )
+    var allowOrigin: String?
+
+    @Option(name: .customLong("path-prefix"), help: "The path every proxy URL begins with, such as /img.")
+    var pathPrefix: String?
+
+    @Option(help: "The quality of results when the URL sets none, 1 to 100 (default 80).")
+    var quality: Int?
+
+    @Option(
+        name: .customLong("format-quality"),
+        help: "The default quality of one format, FORMAT=Q such as avif=50 (repeatable)."
+    )
+    var formatQuality: [String] = []
+
+    @Option(
+        name: .customLong("fallback-image-path"),
+        help: "Rendered in place of a source that cannot be fetched, a file."
+    )
+    var fallbackImagePath: String?
+
+    @Option(name: .customLong("fallback-image-url"), help: "The fallback image, fetched like a source and cached.")
+    var fallbackImageURL: String?
+
+    @Option(name: .customLong("fallback-image-data"), help: "The fallback image, as base64.")
+    var fallbackImageData: String?
+
+    @Option(name: .customLong("fallback-image-http-code"), help: "The status of answers from the fallback image (200).")
+    var fallbackImageStatus: Int?
+
+    @Option(
+        name: .customLong("fallback-image-ttl"),
+        help: "Cache-Control max-age of answers from the fallback image (--ttl)."
+    )
+    var fallbackImageTTL: String?
+
     @Flag(help: "Print the listening line and request logs as JSON objects.")
     var json = false
 
@@ -234,6 +291,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "grace",
                 flag: try ServeSettings.parsed(grace, "grace", Units.seconds),
                 default: 10,
+                imgproxy: ["IMGPROXY_GRACEFUL_STOP_TIMEOUT"],
                 parse: Units.seconds
             ),
             cacheFolder: folder.map { URL(fileURLWithPath: $0, isDirectory: true) }
@@ -372,6 +430,8 @@ struct ServeCommand: AsyncParsableCommand {
         ) {
             configuration.decodedSourceCacheSize = Int(size)
         }
+        try applySourceOptions(settings, to: &configuration)
+        try applyAnswerOptions(settings, to: &configuration)
         configuration.watermark = try watermarkSource(settings)
         configuration.watermarkOpacity = try settings.value(
             "watermark-opacity",
@@ -489,6 +549,117 @@ struct ServeCommand: AsyncParsableCommand {
         )
     }
 
+    /// How sources are fetched: patterns, redirects and headers.
+    private func applySourceOptions(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        configuration.sourcePolicy.allowedPatterns = try settings.list(
+            "allowed-sources",
+            flags: allowedSources,
+            imgproxy: ["IMGPROXY_ALLOWED_SOURCES"]
+        ).map(SourcePattern.init)
+        configuration.maxRedirects = try settings.value(
+            "max-redirects",
+            flag: maxRedirects,
+            default: 5,
+            imgproxy: ["IMGPROXY_MAX_REDIRECTS"],
+            parse: ServeSettings.integer
+        )
+        guard configuration.maxRedirects >= 0 else { throw ValidationError("--max-redirects must be 0 or more") }
+        for header in try settings.list("source-header", flags: sourceHeader, separator: "\n") {
+            guard let colon = header.firstIndex(of: ":"), !header[..<colon].isEmpty,
+                !header.contains(where: { $0 == "\r" || $0 == "\n" })
+            else { throw ValidationError("--source-header '\(header)' is not 'Name: value'") }
+            let value = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            configuration.sourceHeaders.append((String(header[..<colon]), value))
+        }
+        if let agent = try settings.optional(
+            "user-agent",
+            flag: userAgent,
+            imgproxy: ["IMGPROXY_USER_AGENT"],
+            parse: { $0 }
+        ) {
+            configuration.sourceHeaders.append(("User-Agent", agent))
+        }
+    }
+
+    /// How answers are made: CORS, the path prefix, qualities and the fallback image.
+    private func applyAnswerOptions(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        configuration.allowOrigin = try settings.optional(
+            "allow-origin",
+            flag: allowOrigin,
+            imgproxy: ["IMGPROXY_ALLOW_ORIGIN"]
+        ) { $0 }
+        let prefix = try settings.value(
+            "path-prefix",
+            flag: pathPrefix,
+            default: "",
+            imgproxy: ["IMGPROXY_PATH_PREFIX"]
+        ) { $0 }
+        guard prefix.isEmpty || prefix.hasPrefix("/") else {
+            throw ValidationError("--path-prefix '\(prefix)' must begin with /")
+        }
+        configuration.pathPrefix = prefix
+        configuration.defaultQuality = try settings.value(
+            "quality",
+            flag: quality,
+            default: 80,
+            imgproxy: ["IMGPROXY_QUALITY"],
+            parse: ServeSettings.integer
+        )
+        guard (1...100).contains(configuration.defaultQuality) else {
+            throw ValidationError("--quality must be 1 to 100")
+        }
+        for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let format = ProcessingOptions.format(named: parts[0].lowercased()),
+                let value = Int(parts[1]), (1...100).contains(value)
+            else { throw ValidationError("--format-quality '\(entry)' is not FORMAT=QUALITY (1 to 100)") }
+            configuration.formatQuality[format] = value
+        }
+        let path = try settings.optional(
+            "fallback-image-path",
+            flag: fallbackImagePath,
+            imgproxy: ["IMGPROXY_FALLBACK_IMAGE_PATH"]
+        ) { $0 }
+        let base64 = try settings.optional(
+            "fallback-image-data",
+            flag: fallbackImageData,
+            imgproxy: ["IMGPROXY_FALLBACK_IMAGE_DATA"]
+        ) { $0 }
+        let link = try settings.optional(
+            "fallback-image-url",
+            flag: fallbackImageURL,
+            imgproxy: ["IMGPROXY_FALLBACK_IMAGE_URL"]
+        ) { $0 }
+        configuration.fallbackImage = try ImageSourceOption.resolve(
+            name: "fallback-image",
+            path: path,
+            base64: base64,
+            url: link
+        )
+        .map { source in
+            switch source {
+            case .data(let data): .data(data)
+            case .url(let url): .url(url)
+            }
+        }
+        configuration.fallbackImageStatus = try settings.value(
+            "fallback-image-http-code",
+            flag: fallbackImageStatus,
+            default: 200,
+            imgproxy: ["IMGPROXY_FALLBACK_IMAGE_HTTP_CODE"],
+            parse: ServeSettings.integer
+        )
+        guard (200...599).contains(configuration.fallbackImageStatus) else {
+            throw ValidationError("--fallback-image-http-code must be an HTTP status from 200 to 599")
+        }
+        configuration.fallbackImageTTL = try settings.optional(
+            "fallback-image-ttl",
+            flag: try ServeSettings.parsed(fallbackImageTTL, "fallback-image-ttl", Units.seconds),
+            imgproxy: ["IMGPROXY_FALLBACK_IMAGE_TTL"],
+            parse: Units.seconds
+        ).flatMap { $0 > 0 ? Int($0) : nil }
+    }
+
     /// `--max-src-file-size`: a size; 0 (imgproxy's "no limit") is no limit.
     static func sourceFileSize(_ text: String) throws -> Int64 {
         let bytes = try Units.bytes(text)
@@ -530,7 +701,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// `--watermark-path`, `--watermark-data` or `--watermark-url` (at most one); the bytes of
     /// the first two are checked to be an image here, so a bad one stops the start (exit 2).
-    func watermarkSource(_ settings: ServeSettings) throws -> WatermarkSource? {
+    func watermarkSource(_ settings: ServeSettings) throws -> ConfiguredImage? {
         let path = try settings.optional("watermark-path", flag: watermarkPath, imgproxy: ["IMGPROXY_WATERMARK_PATH"]) {
             $0
         }

@@ -3,9 +3,9 @@ import Synchronization
 import WebImage
 import WebImageCoders
 
-/// Where the server's watermark image comes from.
-public enum WatermarkSource: Sendable, Hashable {
-    /// The image's bytes (from `--watermark-path` or `--watermark-data`).
+/// Where an image the server is configured with (the watermark, the fallback image) comes from.
+public enum ConfiguredImage: Sendable, Hashable {
+    /// The image's bytes (from a file or base64 data).
     case data(Data)
     /// Fetched like a source (the source rules apply), kept in the originals cache.
     case url(URL)
@@ -68,6 +68,29 @@ extension ImageProxy {
             let image = WatermarkImage(data)
             current = image
             return image
+        }
+    }
+
+    /// The fallback image's bytes: the configured ones, or its URL's (through the originals
+    /// cache).
+    /// - Throws: ``ProxyError`` 500 `fallbackFailed` when the URL cannot be fetched.
+    func fallbackImageData() async throws(ProxyError) -> Data {
+        switch configuration.fallbackImage {
+        case .data(let data): return data
+        case .url(let url):
+            do {
+                return try await fetch(url)
+            } catch  where error.code == ProxyError.cancelled.code {
+                throw error
+            } catch {
+                throw ProxyError(
+                    status: 500,
+                    code: "fallbackFailed",
+                    message: "the fallback image failed: \(error.message)"
+                )
+            }
+        case nil:
+            throw ProxyError(status: 500, code: "fallbackFailed", message: "the server has no fallback image")
         }
     }
 }

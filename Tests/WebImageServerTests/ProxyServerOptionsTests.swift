@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@testable import WebImageServer
+
+/// The server options imgproxy users set: allowed-source patterns, redirects, source headers,
+/// CORS, the path prefix, caching headers, default qualities and the fallback image.
+@Suite("webimage serve: server options", .timeLimit(.minutes(1)))
+struct ProxyServerOptionsTests {
+    typealias Fixture = ImageProxyServerTests.Fixture
+
+    @Test("--allowed-sources patterns match as imgproxy's: a prefix, * for any run without /")
+    func patterns() throws {
+        let wildcardHost = SourcePattern("https://*.example.com/")
+        #expect(wildcardHost.matches("https://img.example.com/a.jpg"))
+        #expect(wildcardHost.matches("https://a.b.example.com/a.jpg"))
+        #expect(!wildcardHost.matches("https://evil.com/.example.com/a.jpg"), "* never crosses a /")
+        #expect(!wildcardHost.matches("http://img.example.com/a.jpg"))
+        let folder = SourcePattern("https://cdn.example.com/*/images/")
+        #expect(folder.matches("https://cdn.example.com/site/images/a.png"))
+        #expect(!folder.matches("https://cdn.example.com/site/other/images/a.png"))
+        #expect(
+            SourcePattern("https://cdn.example.com").matches("https://cdn.example.com.evil.net/x"),
+            "a prefix, as imgproxy"
+        )
+        var policy = SourcePolicy(allowsLoopback: true)
+        policy.allowedPatterns = [SourcePattern("http://127.0.0.1:*/allowed/")]
+        #expect(throws: ProxyError.self) { try policy.check("http://127.0.0.1:8080/other/a.jpg") }
+        #expect(try policy.check("http://127.0.0.1:8080/allowed/a.jpg").path == "/allowed/a.jpg")
+    }
+
+    @Test("Allowed-source patterns, --max-redirects and source headers over HTTP")
+    func sources() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.sourcePolicy.allowedPatterns = [
+                SourcePattern("http://127.0.0.1:*/photo"), SourcePattern("http://127.0.0.1:*/hop"),
+            ]
+            $0.maxRedirects = 1
+            $0.sourceHeaders = [("X-Tenant", "blue"), ("User-Agent", "imgproxy-compatible/1")]
+        }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/hop1", .redirect(to: "/photo.jpg"))
+        fixture.origin.setRoute("/hop2", .redirect(to: "/hop1"))
+        let (direct, _) = try await fixture.get(fixture.url("w:50", "/photo.jpg"))
+        #expect(direct.statusCode == 200)
+        let request = try #require(fixture.origin.requests.last { $0.path == "/photo.jpg" })
+        #expect(request.headers.contains { $0.name == "x-tenant" && $0.value == "blue" })
+        #expect(request.headers.contains { $0.name == "user-agent" && $0.value == "imgproxy-compatible/1" })
+        let (refused, _) = try await fixture.get(fixture.url("w:50", "/text"))
+        #expect(refused.statusCode == 403, "not under a pattern")
+        let (oneHop, _) = try await fixture.get(fixture.url("w:50", "/hop1"))
+        #expect(oneHop.statusCode == 200)
+        let (twoHops, _) = try await fixture.get(fixture.url("w:50", "/hop2"))
+        #expect(twoHops.statusCode == 502, "one redirect at most")
+        await fixture.stop()
+    }
+
+    @Test(
+        "CORS with --allow-origin (OPTIONS answered); --path-prefix; Expires with Cache-Control, shortened by expires"
+    )
+    func answers() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.allowOrigin = "https://site.example"
+            $0.pathPrefix = "/img"
+            $0.ttl = 3600
+        }
+        defer { Task { await fixture.stop() } }
+        func prefixed(_ url: String) -> String {
+            url.replacingOccurrences(of: fixture.server.baseURL, with: fixture.server.baseURL + "/img")
+        }
+        let (unprefixed, _) = try await fixture.get(fixture.url("w:50", "/photo.jpg"))
+        #expect(unprefixed.statusCode == 404)
+        let (answer, _) = try await fixture.get(prefixed(fixture.url("w:50", "/photo.jpg")))
+        #expect(answer.statusCode == 200)
+        #expect(answer.headers[HTTPField.Name("Access-Control-Allow-Origin")!] == "https://site.example")
+        #expect(answer.headers[.cacheControl] == "public, max-age=3600")
+        let expires = try #require(answer.headers[.expires])
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let moment = try #require(formatter.date(from: expires), "\(expires)")
+        #expect(abs(moment.timeIntervalSinceNow - 3600) < 120, "\(expires)")
+        let soon = Int(Date().timeIntervalSince1970) + 100
+        let (shortened, _) = try await fixture.get(prefixed(fixture.url("exp:\(soon)/w:50", "/photo.jpg")))
+        let maxAge = shortened.headers[.cacheControl].flatMap { Int($0.split(separator: "=").last ?? "") } ?? -1
+        #expect((0...100).contains(maxAge), "\(shortened.headers[.cacheControl] ?? "")")
+        let (health, _) = try await fixture.get(fixture.server.baseURL + "/health")
+        #expect(health.statusCode == 200)
+        var preflight = HTTPSession.Request(url: try #require(URL(string: prefixed(fixture.url("w:50", "/photo.jpg")))))
+        preflight.method = .options
+        let (_, options) = try await fixture.session.data(for: preflight)
+        #expect(options.statusCode == 200)
+        #expect(options.headers[HTTPField.Name("Access-Control-Allow-Methods")!]?.contains("GET") == true)
+        await fixture.stop()
+
+        let plain = try await ImageProxyServerTests.start()
+        defer { Task { await plain.stop() } }
+        var refused = HTTPSession.Request(url: try #require(URL(string: plain.url("w:50", "/photo.jpg"))))
+        refused.method = .options
+        let (_, noCORS) = try await plain.session.data(for: refused)
+        #expect(noCORS.statusCode == 405 && noCORS.headers[HTTPField.Name("Access-Control-Allow-Origin")!] == nil)
+        await plain.stop()
+    }
+
+    @Test("The fallback image stands in for a missing or broken source, with its status and lifetime")
+    func fallback() async throws {
+        let blue = Bitmap(width: 40, height: 20, fill: RGBA(r: 0, g: 0, b: 255))
+        let png = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [.init(bitmap: blue)], format: .png),
+            as: .png
+        )
+        let fixture = try await ImageProxyServerTests.start {
+            $0.fallbackImage = .data(png)
+            $0.fallbackImageStatus = 404
+            $0.fallbackImageTTL = 60
+            $0.formatQuality = [.jpeg: 10]
+        }
+        defer { Task { await fixture.stop() } }
+        for path in ["/missing.jpg", "/text"] {
+            let (response, body) = try await fixture.get(fixture.url("w:20", path, suffix: "@png"))
+            #expect(response.statusCode == 404 && response.headers[.cacheControl] == "public, max-age=60", "\(path)")
+            let image = try ImageCodersManager.shared.decode(body)
+            #expect(
+                image.width == 20 && image.height == 10 && image.bitmap[10, 5] == RGBA(r: 0, g: 0, b: 255),
+                "\(path)"
+            )
+        }
+        let (found, _) = try await fixture.get(fixture.url("w:20", "/photo.jpg", suffix: "@png"))
+        #expect(found.statusCode == 200 && found.headers[.cacheControl] == "public, max-age=31536000")
+        // --format-quality: JPEG results default to quality 10 here.
+        let (low, lowBody) = try await fixture.get(fixture.url("w:400", "/photo.jpg", suffix: "@jpg"))
+        let (normal, normalBody) = try await fixture.get(fixture.url("w:400/q:80", "/photo.jpg", suffix: "@jpg"))
+        #expect(low.statusCode == 200 && normal.statusCode == 200 && lowBody.count * 2 < normalBody.count)
+        await fixture.stop()
+    }
+}
