@@ -47,8 +47,13 @@ extension ImageProxy {
         return ImageManager(cache: cache, loader: loader)
     }
 
-    /// The source's bytes, from the disk cache or the network.
+    /// The source's bytes: a local file, or from the disk cache or the network.
     func fetch(_ url: URL) async throws(ProxyError) -> Data {
+        if url.scheme?.lowercased() == "local", let root = configuration.localRoot {
+            let data = try await root.read(url, limit: configuration.maxSourceFileSize)
+            metrics.loadedSource(bytes: data.count, from: .disk)
+            return data
+        }
         let result: ImageLoadResult
         do {
             result = try await manager.loadImage(with: url, options: [.avoidDecodeImage, .retryFailed])

@@ -80,6 +80,9 @@ public struct ImageProxyConfiguration: Sendable {
     /// The path every proxy URL begins with (`IMGPROXY_PATH_PREFIX`, such as `/img`); other
     /// paths are 404 but `/health`. Default: none.
     public var pathPrefix = ""
+    /// `local:///path` sources read from this folder (`IMGPROXY_LOCAL_FILESYSTEM_ROOT`); `nil`
+    /// (default): `local://` sources are refused.
+    public var localRoot: LocalSourceRoot?
     /// The quality per output format when the URL gives none (`IMGPROXY_FORMAT_QUALITY`);
     /// formats not listed use ``defaultQuality``.
     public var formatQuality: [ImageFormat: Int] = [:]
@@ -236,8 +239,20 @@ public final class ImageProxy: Sendable {
                 "watermark: the server has no watermark image (--watermark-path, --watermark-url or --watermark-data)"
             )
         }
-        let url = try configuration.sourcePolicy.check(request.source)
+        let url = try checkedSource(request.source)
         return Request(path: request, source: url, options: options, requestedFormat: requested)
+    }
+
+    /// The source URL, checked: `local://` when a local root is set, `s3://` when S3 is
+    /// configured, else http(s) by the source rules.
+    private func checkedSource(_ source: String) throws(ProxyError) -> URL {
+        let scheme = source.prefix { $0 != ":" }.lowercased()
+        guard scheme == "local" else { return try configuration.sourcePolicy.check(source) }
+        guard configuration.localRoot != nil else {
+            throw .sourceNotAllowed("local sources are off (--local-root names their folder)")
+        }
+        guard let url = URL(string: source) else { throw .badURL("the source '\(source.prefix(200))' is not a URL") }
+        return url
     }
 
     /// Joins identical work in flight, or starts it in a worker slot.

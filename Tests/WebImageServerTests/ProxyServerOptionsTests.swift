@@ -139,3 +139,61 @@ struct ProxyServerOptionsTests {
         await fixture.stop()
     }
 }
+
+/// `local://` sources under `--local-root`.
+@Suite("webimage serve: local sources", .timeLimit(.minutes(1)))
+struct ProxyLocalSourceTests {
+    @Test("local:// serves files under the root; .., symbolic links out and missing files are refused")
+    func localFiles() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-local")
+        defer { folder.remove() }
+        let root = folder.url.appendingPathComponent("root")
+        try FileManager.default.createDirectory(
+            at: root.appendingPathComponent("images"),
+            withIntermediateDirectories: true
+        )
+        let png = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [.init(bitmap: GeneratedImages.gradient(width: 80, height: 40))], format: .png),
+            as: .png
+        )
+        try png.write(to: root.appendingPathComponent("images/a b.png"))
+        try png.write(to: folder.url.appendingPathComponent("secret.png"))
+        try FileManager.default.createSymbolicLink(
+            at: root.appendingPathComponent("images/out.png"),
+            withDestinationURL: folder.url.appendingPathComponent("secret.png")
+        )
+        try FileManager.default.createSymbolicLink(
+            at: root.appendingPathComponent("inside.png"),
+            withDestinationURL: root.appendingPathComponent("images/a b.png")
+        )
+        let fixture = try await ImageProxyServerTests.start { $0.localRoot = try? LocalSourceRoot(root.path) }
+        defer { Task { await fixture.stop() } }
+        func get(_ source: String) async throws -> (Int, Data) {
+            let signedPath = "/w:40/plain/\(source)@png"
+            let url = fixture.server.baseURL + "/" + fixture.signer.signature(for: signedPath) + signedPath
+            let (response, body) = try await fixture.get(url)
+            return (response.statusCode, body)
+        }
+        let (status, body) = try await get("local:///images/a%20b.png")
+        #expect(status == 200, "\(String(decoding: body.prefix(200), as: UTF8.self))")
+        #expect(try ImageCodersManager.shared.decode(body).width == 40)
+        #expect(try await get("local:///inside.png").0 == 200, "a link inside the root")
+        for (source, expected) in [
+            ("local:///images/../../secret.png", 403), ("local:///images/%2E%2E/%2E%2E/secret.png", 403),
+            ("local:///images/out.png", 403), ("local:///missing.png", 404), ("local:///images", 404),
+        ] {
+            let (status, body) = try await get(source)
+            #expect(status == expected, "\(source): \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        await fixture.stop()
+
+        let off = try await ImageProxyServerTests.start()
+        defer { Task { await off.stop() } }
+        let signedPath = "/w:40/plain/local:///images/a.png"
+        let (refused, _) = try await off.get(
+            off.server.baseURL + "/" + off.signer.signature(for: signedPath) + signedPath
+        )
+        #expect(refused.statusCode == 403, "no --local-root: refused")
+        await off.stop()
+    }
+}

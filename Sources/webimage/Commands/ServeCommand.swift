@@ -196,6 +196,9 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var allowedSources: [String] = []
 
+    @Option(name: .customLong("local-root"), help: "Serve local:///PATH sources from this folder (nothing outside it).")
+    var localRoot: String?
+
     @Option(name: .customLong("max-redirects"), help: "Redirects followed per source, each checked (default 5).")
     var maxRedirects: Int?
 
@@ -556,6 +559,18 @@ struct ServeCommand: AsyncParsableCommand {
             flags: allowedSources,
             imgproxy: ["IMGPROXY_ALLOWED_SOURCES"]
         ).map(SourcePattern.init)
+        if let root = try settings.optional(
+            "local-root",
+            flag: localRoot,
+            imgproxy: ["IMGPROXY_LOCAL_FILESYSTEM_ROOT"],
+            parse: { $0 }
+        ) {
+            do {
+                configuration.localRoot = try LocalSourceRoot(root)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         configuration.maxRedirects = try settings.value(
             "max-redirects",
             flag: maxRedirects,
