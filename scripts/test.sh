@@ -6,7 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # nginx: the cluster tests put it in front of `webimage serve` nodes (scripts/cluster.sh).
-scripts/bootstrap.sh nginx
+scripts/bootstrap.sh nginx python3-venv
+# moto[server]: the S3 source tests sign requests against it on loopback.
+WEBIMAGE_MOTO_VENV="$(scripts/moto.sh)"
+export WEBIMAGE_MOTO_VENV
 
 echo "==> swift format lint --strict" >&2
 swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources \

@@ -54,6 +54,11 @@ extension ImageProxy {
             metrics.loadedSource(bytes: data.count, from: .disk)
             return data
         }
+        if url.scheme?.lowercased() == "s3", let s3 {
+            let data = try await s3.fetch(url, limit: configuration.maxSourceFileSize)
+            metrics.loadedSource(bytes: data.count, from: .network)
+            return data
+        }
         let result: ImageLoadResult
         do {
             result = try await manager.loadImage(with: url, options: [.avoidDecodeImage, .retryFailed])

@@ -83,6 +83,9 @@ public struct ImageProxyConfiguration: Sendable {
     /// `local:///path` sources read from this folder (`IMGPROXY_LOCAL_FILESYSTEM_ROOT`); `nil`
     /// (default): `local://` sources are refused.
     public var localRoot: LocalSourceRoot?
+    /// `s3://bucket/key` sources fetched with these credentials (`IMGPROXY_USE_S3`); `nil`
+    /// (default): `s3://` sources are refused.
+    public var s3: S3Configuration?
     /// The quality per output format when the URL gives none (`IMGPROXY_FORMAT_QUALITY`);
     /// formats not listed use ``defaultQuality``.
     public var formatQuality: [ImageFormat: Int] = [:]
@@ -149,6 +152,8 @@ public final class ImageProxy: Sendable {
     let decodedSources: DecodedSourceCache?
     /// The watermark image last used (given as bytes, or fetched from its URL).
     let watermarks: Mutex<WatermarkImage?>
+    /// Signs and fetches `s3://` sources, when configured.
+    let s3: S3Source?
 
     /// A proxy fetching sources with `manager` (its loader must honour the source rules: use
     /// ``makeManager(configuration:cacheDirectory:cacheSize:)``), measuring into `metrics`.
@@ -157,6 +162,7 @@ public final class ImageProxy: Sendable {
         self.manager = manager
         self.metrics = metrics
         decodedSources = DecodedSourceCache(budget: configuration.decodedSourceCacheSize)
+        s3 = configuration.s3.map { S3Source(configuration: $0, timeout: configuration.downloadTimeout) }
         if case .data(let data) = configuration.watermark {
             watermarks = Mutex(WatermarkImage(data))
         } else {
@@ -247,9 +253,15 @@ public final class ImageProxy: Sendable {
     /// configured, else http(s) by the source rules.
     private func checkedSource(_ source: String) throws(ProxyError) -> URL {
         let scheme = source.prefix { $0 != ":" }.lowercased()
-        guard scheme == "local" else { return try configuration.sourcePolicy.check(source) }
-        guard configuration.localRoot != nil else {
-            throw .sourceNotAllowed("local sources are off (--local-root names their folder)")
+        switch scheme {
+        case "local":
+            guard configuration.localRoot != nil else {
+                throw .sourceNotAllowed("local sources are off (--local-root names their folder)")
+            }
+        case "s3":
+            guard configuration.s3 != nil else { throw .sourceNotAllowed("S3 sources are off (--s3)") }
+        default:
+            return try configuration.sourcePolicy.check(source)
         }
         guard let url = URL(string: source) else { throw .badURL("the source '\(source.prefix(200))' is not a URL") }
         return url

@@ -199,6 +199,20 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("local-root"), help: "Serve local:///PATH sources from this folder (nothing outside it).")
     var localRoot: String?
 
+    @Flag(
+        help: ArgumentHelp(
+            "Serve s3://BUCKET/KEY sources, signed with the AWS environment's credentials.",
+            discussion: "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3."
+        )
+    )
+    var s3 = false
+
+    @Option(name: .customLong("s3-endpoint"), help: "An S3-compatible server's URL (path-style); default AWS.")
+    var s3Endpoint: String?
+
+    @Option(name: .customLong("s3-region"), help: "The S3 region (default AWS_REGION, else us-east-1).")
+    var s3Region: String?
+
     @Option(name: .customLong("max-redirects"), help: "Redirects followed per source, each checked (default 5).")
     var maxRedirects: Int?
 
@@ -571,6 +585,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ValidationError(error.message)
             }
         }
+        configuration.s3 = try s3Configuration(settings)
         configuration.maxRedirects = try settings.value(
             "max-redirects",
             flag: maxRedirects,
@@ -594,6 +609,34 @@ struct ServeCommand: AsyncParsableCommand {
         ) {
             configuration.sourceHeaders.append(("User-Agent", agent))
         }
+    }
+
+    /// `--s3`: the AWS environment's credentials, the endpoint and region flags over theirs.
+    private func s3Configuration(_ settings: ServeSettings) throws -> S3Configuration? {
+        guard try settings.switchedOn("s3", flag: s3, imgproxy: ["IMGPROXY_USE_S3"]) else { return nil }
+        guard var configuration = S3Configuration.fromEnvironment(settings.environment) else {
+            throw ValidationError("--s3 needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment")
+        }
+        if let endpoint = try settings.optional(
+            "s3-endpoint",
+            flag: s3Endpoint,
+            imgproxy: ["IMGPROXY_S3_ENDPOINT"],
+            parse: { $0 }
+        ) {
+            guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+                throw ValidationError("--s3-endpoint '\(endpoint)' is not an http(s) URL")
+            }
+            configuration.endpoint = url
+        }
+        if let region = try settings.optional(
+            "s3-region",
+            flag: s3Region,
+            imgproxy: ["IMGPROXY_S3_REGION"],
+            parse: { $0 }
+        ) {
+            configuration.region = region
+        }
+        return configuration
     }
 
     /// How answers are made: CORS, the path prefix, qualities and the fallback image.

@@ -34,7 +34,8 @@ final class ServeSettings {
     }
 
     private(set) var entries: [Entry] = []
-    private let environment: [String: String]
+    /// The environment the settings are read from.
+    let environment: [String: String]
     private let webimageEnvironment: EnvironmentVariablesProvider
     private let file: (path: String, snapshot: JSONSnapshot)?
 
