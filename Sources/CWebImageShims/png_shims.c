@@ -226,7 +226,7 @@ static void wi_png_write(png_structp png, png_bytep data, png_size_t length) {
 static void wi_png_flush(png_structp png) { (void)png; }
 
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
-                        int compression_level, const uint8_t *icc, size_t icc_length, const uint8_t *exif,
+                        int interlaced, int compression_level, const uint8_t *icc, size_t icc_length, const uint8_t *exif,
                         size_t exif_length, const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size,
                         char *message) {
     const int64_t deadline_ns = wi_deadline_after(budget_ns);
@@ -252,7 +252,8 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_set_compression_level(png, compression_level);
     png_set_IHDR(png, info, width, height, 8, keep_alpha ? PNG_COLOR_TYPE_RGBA : PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+                 interlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
     if (icc != NULL && icc_length > 0 && icc_length <= UINT32_MAX) {
         png_set_iCCP(png, info, "ICC profile", PNG_COMPRESSION_TYPE_BASE, icc, (png_uint_32)icc_length);
     }
@@ -261,12 +262,17 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     }
     png_write_info(png, info);
     if (!keep_alpha) png_set_filler(png, 0, PNG_FILLER_AFTER);
-    for (uint32_t y = 0; y < height; y++) {
-        if (y % 16 == 0 && (wi_stop_requested(stop) || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns))) {
-            stopped = 1;
-            png_error(png, wi_stop_requested(stop) ? "encoding was stopped" : "encoding took longer than its time limit");
+    /* Interlaced: libpng takes every row once per pass (7) and keeps the pixels each pass needs. */
+    const int passes = interlaced ? png_set_interlace_handling(png) : 1;
+    for (int pass = 0; pass < passes; pass++) {
+        for (uint32_t y = 0; y < height; y++) {
+            if (y % 16 == 0 && (wi_stop_requested(stop) || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns))) {
+                stopped = 1;
+                png_error(png,
+                          wi_stop_requested(stop) ? "encoding was stopped" : "encoding took longer than its time limit");
+            }
+            png_write_row(png, (png_const_bytep)(rgba + (size_t)y * stride));
         }
-        png_write_row(png, (png_const_bytep)(rgba + (size_t)y * stride));
     }
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);

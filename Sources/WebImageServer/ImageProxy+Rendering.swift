@@ -361,6 +361,8 @@ extension ImageProxy {
                 as: format,
                 quality: request.quality,
                 maxBytes: options.maxBytes,
+                progressive: format == .jpeg
+                    ? configuration.jpegProgressive : format == .png && configuration.pngInterlaced,
                 limits: limits
             )
             let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
@@ -379,11 +381,16 @@ extension ImageProxy {
         as format: ImageFormat,
         quality: Int,
         maxBytes: Int,
+        progressive: Bool,
         limits: WorkLimits
     ) throws -> Data {
         var quality = quality
         while true {
-            var encoding = ImageEncodingOptions(quality: Double(quality) / 100, maxEncodeDuration: limits.remaining)
+            var encoding = ImageEncodingOptions(
+                quality: Double(quality) / 100,
+                progressive: progressive,
+                maxEncodeDuration: limits.remaining
+            )
             encoding.cancellation = limits.cancellation
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: encoding)
             guard maxBytes > 0, [.jpeg, .webp, .avif].contains(format), encoded.count > maxBytes, quality > 10 else {

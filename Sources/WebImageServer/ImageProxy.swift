@@ -86,6 +86,10 @@ public struct ImageProxyConfiguration: Sendable {
     /// `s3://bucket/key` sources fetched with these credentials (`IMGPROXY_USE_S3`); `nil`
     /// (default): `s3://` sources are refused.
     public var s3: S3Configuration?
+    /// JPEG results progressive (`IMGPROXY_JPEG_PROGRESSIVE`). Default off.
+    public var jpegProgressive = false
+    /// PNG results Adam7-interlaced (`IMGPROXY_PNG_INTERLACED`). Default off.
+    public var pngInterlaced = false
     /// The quality per output format when the URL gives none (`IMGPROXY_FORMAT_QUALITY`);
     /// formats not listed use ``defaultQuality``.
     public var formatQuality: [ImageFormat: Int] = [:]
@@ -233,10 +237,10 @@ public final class ImageProxy: Sendable {
         var requested = options.format
         if let name = request.outputExtension {
             guard let format = ProcessingOptions.format(named: name) else {
-                throw .badURL("'.\(name)' is not a format (png, jpeg, webp, avif, gif)")
+                throw .badURL("'.\(name)' is not a format (png, jpeg, webp, avif, gif, bmp, ico)")
             }
             guard ProcessingOptions.outputFormats.contains(format) else {
-                throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif)")
+                throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico)")
             }
             requested = format  // the extension wins over `format`, as in imgproxy
         }

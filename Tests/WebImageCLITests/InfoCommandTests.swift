@@ -113,24 +113,23 @@ struct InfoCommandTests {
     func headerOnly() throws {
         defer { directory.remove() }
         func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(value >> (8 * $0) & 0xFF) } }
-        let bmpHeader =
-            Array("BM".utf8) + le(54 + 8 * 6 * 3, 4) + le(0, 4) + le(54, 4) + le(40, 4) + le(6, 4) + le(8, 4)
-        let bmp = try write(
-            Data(bmpHeader + le(1, 2) + le(24, 2) + [UInt8](repeating: 0, count: 24 + 8 * 6 * 3)),
-            "icon.bmp"
-        )
+        // TIFF: little-endian header, one IFD with ImageWidth 6 and ImageLength 8 (SHORTs).
+        let tiffBytes =
+            Array("II".utf8) + le(42, 2) + le(8, 4) + le(2, 2) + le(256, 2) + le(3, 2) + le(1, 4) + le(6, 4)
+            + le(257, 2) + le(3, 2) + le(1, 4) + le(8, 4) + le(0, 4)
+        let bmp = try write(Data(tiffBytes), "icon.tiff")
         let heic = try write(HEIFTestEncoder.encode(GeneratedImages.gradient(width: 40, height: 24)), "photo.heic")
         let jxl = try write(JXLTestEncoder.encode([GeneratedImages.gradient(width: 20, height: 10)]), "art.jxl")
         let result = try CLIRunner.run(["info", "--json", bmp, heic, jxl])
         #expect(result.status == 9)
         let lines = try result.jsonLines()
         #expect(lines.count == 3)
-        #expect(lines[0]["format"] as? String == "bmp" && lines[0]["ok"] as? Bool == false)
+        #expect(lines[0]["format"] as? String == "tiff" && lines[0]["ok"] as? Bool == false)
         #expect(lines[0]["width"] as? Int == 6 && lines[0]["height"] as? Int == 8)
         #expect(lines[0]["decoded"] as? Bool == false)
         let error = try #require(lines[0]["error"] as? [String: Any])
         #expect(error["code"] as? String == "unsupportedFormat")
-        #expect((error["message"] as? String)?.contains("no decoder for bmp data") == true)
+        #expect((error["message"] as? String)?.contains("no decoder for tiff data") == true)
         #expect(lines[1]["format"] as? String == "heic" && lines[1]["width"] as? Int == 40)
         #expect(lines[1]["decoded"] as? Bool == true)
         #expect(lines[2]["format"] as? String == "jxl" && lines[2]["height"] as? Int == 10)
@@ -138,7 +137,7 @@ struct InfoCommandTests {
         #expect(
             text.stdout.isEmpty
                 && text.stderr.contains(
-                    "icon.bmp: bmp 6×8 (from the header; not decoded): error: no decoder for bmp data\n"
+                    "icon.tiff: tiff 6×8 (from the header; not decoded): error: no decoder for tiff data\n"
                 )
         )
     }

@@ -85,6 +85,9 @@ struct ServeConfigurationTests {
             ("IMGPROXY_FALLBACK_IMAGE_HTTP_CODE", "404", "fallback-image-http-code"),
             ("IMGPROXY_FALLBACK_IMAGE_TTL", "60", "fallback-image-ttl"),
             ("IMGPROXY_GRACEFUL_STOP_TIMEOUT", "20", "grace"),
+            ("IMGPROXY_JPEG_PROGRESSIVE", "true", "jpeg-progressive"),
+            ("IMGPROXY_PNG_INTERLACED", "true", "png-interlaced"), ("IMGPROXY_AUTO_ROTATE", "false", "auto-rotate"),
+            ("IMGPROXY_ENFORCE_THUMBNAIL", "true", "enforce-thumbnail"), ("IMGPROXY_USE_S3", "false", "s3"),
         ]
         var environment = ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
         for entry in variables { environment[entry.variable] = entry.value }

@@ -98,7 +98,7 @@ struct ImageHeaderTests {
 
     static func bigEndian(_ value: Int, _ bytes: Int) -> [UInt8] { littleEndian(value, bytes).reversed() }
 
-    @Test("BMP, TIFF and ICO, which nothing decodes, still give their size")
+    @Test("BMP, TIFF and ICO give their size from the header")
     func undecodedFormats() throws {
         let le = Self.littleEndian
         let be = Self.bigEndian

@@ -197,3 +197,37 @@ struct ProxyLocalSourceTests {
         await off.stop()
     }
 }
+
+/// BMP and ICO results and sources; progressive JPEG and interlaced PNG results.
+@Suite("webimage serve: more formats", .timeLimit(.minutes(1)))
+struct ProxyMoreFormatsTests {
+    @Test("bmp and ico results (ico at most 256×256), BMP sources; --jpeg-progressive, --png-interlaced")
+    func formats() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.jpegProgressive = true
+            $0.pngInterlaced = true
+        }
+        defer { Task { await fixture.stop() } }
+        let (bmp, bmpBody) = try await fixture.get(fixture.url("w:100", "/photo.jpg", suffix: "@bmp"))
+        #expect(bmp.statusCode == 200 && bmp.headers[.contentType] == "image/bmp")
+        #expect(try ImageCodersManager.shared.decode(bmpBody).width == 100)
+        let (ico, icoBody) = try await fixture.get(fixture.url("rs:fill:64:64", "/photo.jpg", suffix: "@ico"))
+        #expect(ico.statusCode == 200 && ico.headers[.contentType] == "image/vnd.microsoft.icon")
+        #expect(try ImageCodersManager.shared.decode(icoBody).width == 64)
+        let (tooBig, _) = try await fixture.get(fixture.url("w:300", "/photo.jpg", suffix: "@ico"))
+        #expect(tooBig.statusCode == 422)
+        fixture.origin.setRoute("/picture.bmp", .data(bmpBody, contentType: "image/bmp"))
+        let (fromBMP, fromBMPBody) = try await fixture.get(fixture.url("w:50", "/picture.bmp", suffix: "@png"))
+        let fromBMPWidth = try ImageCodersManager.shared.decode(fromBMPBody).width
+        #expect(fromBMP.statusCode == 200 && fromBMPWidth == 50)
+        // Progressive JPEG: a SOF2 marker; interlaced PNG: IHDR's interlace byte is 1.
+        let (_, jpeg) = try await fixture.get(fixture.url("w:100", "/photo.jpg", suffix: "@jpg"))
+        let bytes = [UInt8](jpeg)
+        #expect(zip(bytes, bytes.dropFirst()).contains { $0 == 0xFF && $1 == 0xC2 }, "SOF2")
+        #expect(!zip(bytes, bytes.dropFirst()).contains { $0 == 0xFF && $1 == 0xC0 }, "no baseline SOF0")
+        let (_, png) = try await fixture.get(fixture.url("w:100", "/photo.jpg", suffix: "@png"))
+        #expect(png.count > 28 && png[28] == 1, "Adam7")
+        #expect(try ImageCodersManager.shared.decode(png).width == 100)
+        await fixture.stop()
+    }
+}

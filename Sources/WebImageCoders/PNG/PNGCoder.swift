@@ -172,13 +172,17 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                 try encodeStill(bitmap, hasAlpha: hasAlpha, deadline: deadline, metadata: isFirst ? metadata : nil)
             }
         }
-        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha, deadline: deadline, metadata: metadata)
+        var still = metadata
+        still.interlaced = options.progressive
+        return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha, deadline: deadline, metadata: still)
     }
 
-    /// What a PNG says beside its pixels: the iCCP profile and the eXIf block.
+    /// What a PNG says beside its pixels: the iCCP profile and the eXIf block, and whether its
+    /// rows are Adam7-interlaced (``ImageEncodingOptions/progressive``; still images only).
     private struct Metadata {
         var profile: ColorProfile?
         var exif: [UInt8]
+        var interlaced = false
     }
 
     /// One picture, stopped between rows by the encode's deadline or cancellation, with
@@ -204,6 +208,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                         UInt32(bitmap.height),
                         bitmap.bytesPerRow,
                         hasAlpha ? 1 : 0,
+                        metadata?.interlaced == true ? 1 : 0,
                         Int32(max(0, min(9, compressionLevel))),
                         icc.baseAddress,
                         icc.count,

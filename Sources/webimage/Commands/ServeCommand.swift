@@ -243,6 +243,25 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var formatQuality: [String] = []
 
+    @Flag(name: .customLong("jpeg-progressive"), help: "Write progressive JPEG results.")
+    var jpegProgressive = false
+
+    @Flag(name: .customLong("png-interlaced"), help: "Write Adam7-interlaced PNG results.")
+    var pngInterlaced = false
+
+    @Flag(
+        name: .customLong("auto-rotate"),
+        inversion: .prefixedNo,
+        help: "Apply EXIF orientation (default; ar:0 in a URL)."
+    )
+    var autoRotate: Bool?
+
+    @Flag(
+        name: .customLong("enforce-thumbnail"),
+        help: "Render from a HEIF's embedded thumbnail (eth:1 for every URL)."
+    )
+    var enforceThumbnail = false
+
     @Option(
         name: .customLong("fallback-image-path"),
         help: "Rendered in place of a source that cannot be fetched, a file."
@@ -480,6 +499,18 @@ struct ServeCommand: AsyncParsableCommand {
             imgproxy: ["IMGPROXY_KEEP_COPYRIGHT"],
             parse: ServeSettings.boolean
         )
+        options.autoRotate = try settings.value(
+            "auto-rotate",
+            flag: autoRotate,
+            default: true,
+            imgproxy: ["IMGPROXY_AUTO_ROTATE"],
+            parse: ServeSettings.boolean
+        )
+        options.enforceThumbnail = try settings.switchedOn(
+            "enforce-thumbnail",
+            flag: enforceThumbnail,
+            imgproxy: ["IMGPROXY_ENFORCE_THUMBNAIL"]
+        )
         options.stripColorProfile = try settings.value(
             "strip-color-profile",
             flag: stripColorProfile,
@@ -666,6 +697,16 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...100).contains(configuration.defaultQuality) else {
             throw ValidationError("--quality must be 1 to 100")
         }
+        configuration.jpegProgressive = try settings.switchedOn(
+            "jpeg-progressive",
+            flag: jpegProgressive,
+            imgproxy: ["IMGPROXY_JPEG_PROGRESSIVE"]
+        )
+        configuration.pngInterlaced = try settings.switchedOn(
+            "png-interlaced",
+            flag: pngInterlaced,
+            imgproxy: ["IMGPROXY_PNG_INTERLACED"]
+        )
         for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, let format = ProcessingOptions.format(named: parts[0].lowercased()),
