@@ -164,7 +164,9 @@ struct ImageProxyServerTests {
         // Healthy once every output codec wrote an image and read it back.
         let healthObject = try JSONSerialization.jsonObject(with: body) as? [String: Any]
         #expect(health.statusCode == 200 && healthObject?["status"] as? String == "ok")
-        #expect(Set(healthObject?["codecs"] as? [String] ?? []) == ["avif", "gif", "jpeg", "png", "webp"])
+        #expect(
+            Set(healthObject?["codecs"] as? [String] ?? []) == ["avif", "bmp", "gif", "ico", "jpeg", "png", "webp"]
+        )
         #expect(health.headers[.cacheControl] == "no-cache")
         let (result, _) = try await fixture.get(good)
         #expect(result.statusCode == 200 && result.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")

@@ -52,7 +52,8 @@ struct ProcessingOptionsTests {
             ("w:-1", "size"), ("el:maybe", "boolean"), ("g:up", "gravity"), ("g:fp:2:0", "fp"),
             ("f:svg", "cannot be written"),
             ("f:bmpx", "format"), ("bg:12345", "colour"), ("bl:abc", "number"),
-            ("watermark:1", "unknown or unsupported option 'watermark'"), ("z:0", "positive"),
+            ("frobnicate:1", "unknown or unsupported option 'frobnicate'"), ("wm:2", "opacity"), ("t:x", "number"),
+            ("z:0", "positive"),
             ("fq:jpeg", "pairs"), ("pd:-1", "size"), ("exar:1:sm", "smart"), ("g:sm:1:2", "no offsets"),
             ("w:1:2", "takes 1 arguments"), ("pr:nope", "no preset named 'nope'"),
         ]

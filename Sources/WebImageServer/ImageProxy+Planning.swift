@@ -1,0 +1,102 @@
+import Foundation
+import WebImage
+import WebImageCoders
+
+/// What a render may cost, decided before any work: the memory it reserves and the result
+/// limits it must keep.
+extension ImageProxy {
+    /// The bytes a render of `header`'s source will allocate at most, checked against the result
+    /// limits first (422 before any work): the decoded source, the result's frames, three
+    /// transient canvases of the result's size (resize, crop or padding, background) and the
+    /// encoder's buffers, counted as one more canvas.
+    static func plannedMemory(
+        header: ImageHeader,
+        decoding: ImageDecodingOptions,
+        options: ProcessingOptions,
+        configuration: ImageProxyConfiguration
+    ) throws(ProxyError) -> Int {
+        var largest = PixelSize(width: 0, height: 0)
+        for orientation in header.orientation.map({ [$0] }) ?? [ImageOrientation.up, .right] {
+            let geometry = ResizeGeometry(source: header.size, orientation: orientation, options: options)
+            let output = geometry.padded
+            try checkResultSize(output, configuration: configuration)
+            if output.pixelCount > largest.pixelCount { largest = output }
+            if options.trim != nil {
+                let bound = trimmedResultBound(geometry, options: options, configuration: configuration)
+                if bound.pixelCount > largest.pixelCount { largest = bound }
+            }
+        }
+        let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
+        let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.maxAnimationFrames))
+        let results = canvas.partialValue.multipliedReportingOverflow(
+            by: frames + 4 + (options.watermark == nil ? 0 : 1)
+        )
+        let (bytes, overflow) = header.decodedByteCount(with: decoding).addingReportingOverflow(results.partialValue)
+        let budget = configuration.memoryBudget.limit
+        guard !canvas.overflow, !results.overflow, !overflow, configuration.memoryBudget.admits(bytes) else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
+            )
+        }
+        return bytes
+    }
+
+    /// The largest result a trimmed source can give, whatever the trim keeps: each side no more
+    /// than the source's (times `dpr` and `zoom`, plus padding), or the result limits with
+    /// `enlarge`; never less than the untrimmed plan.
+    static func trimmedResultBound(
+        _ geometry: ResizeGeometry,
+        options: ProcessingOptions,
+        configuration: ImageProxyConfiguration
+    ) -> PixelSize {
+        let limit = configuration.maxResultDimension
+        let growth = max(1, options.dpr) * max(1, options.zoomWidth, options.zoomHeight)
+        func side(_ source: Int, _ planned: Int, _ padding: Int) -> Int {
+            options.enlarge ? limit : min(limit, max(planned, Int((Double(source) * growth).rounded(.up)) + padding))
+        }
+        let bands = geometry.padding
+        var bound = PixelSize(
+            width: side(
+                max(geometry.source.width, geometry.source.height),
+                geometry.padded.width,
+                bands.left + bands.right
+            ),
+            height: side(
+                max(geometry.source.width, geometry.source.height),
+                geometry.padded.height,
+                bands.top + bands.bottom
+            )
+        )
+        let pixelLimit = Int(configuration.maxResultResolution * 1_000_000)
+        if bound.pixelCount > pixelLimit {
+            bound = PixelSize(width: max(1, pixelLimit / bound.height), height: bound.height)
+        }
+        return bound
+    }
+
+    /// Refuses a result over `--max-result-dimension` or `--max-result-resolution`.
+    static func checkResultSize(_ size: PixelSize, configuration: ImageProxyConfiguration) throws(ProxyError) {
+        guard max(size.width, size.height) <= configuration.maxResultDimension else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.maxResultDimension)"
+            )
+        }
+        let megapixels = Double(size.pixelCount) / 1_000_000
+        guard megapixels <= configuration.maxResultResolution else {
+            throw ProxyError(
+                status: 422,
+                code: "limitExceeded",
+                message:
+                    "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.maxResultResolution)"
+            )
+        }
+    }
+
+    static func megabytes(_ bytes: Int) -> Int { bytes / 1_000_000 }
+}
