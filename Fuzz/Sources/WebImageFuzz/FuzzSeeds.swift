@@ -42,6 +42,12 @@ enum FuzzSeeds {
             try save(try JXLTestEncoder.encode([bitmap], orientation: .left), "lossless.jxl")
             try save(try JXLTestEncoder.encode([bitmap], distance: 2), "lossy.jxl")
             try save(try JXLTestEncoder.encode([bitmap, second], durations: [100, 50]), "animated.jxl")
+            try save(try coders.encode(still, as: .bmp, options: .init()), "opaque.bmp")
+            try save(
+                try coders.encode(DecodedImage(bitmap: second, format: .bmp), as: .bmp, options: .init()),
+                "alpha.bmp"
+            )
+            try save(try coders.encode(still, as: .ico, options: .init()), "png.ico")
         }
         try save(
             Data(

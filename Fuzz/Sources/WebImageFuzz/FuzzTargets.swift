@@ -31,6 +31,8 @@ enum FuzzTargets {
             _ = try? JXLCoder().decode(data, options: limits)
             _ = ImageHeader(data)
         },
+        "bmp": { data in _ = try? BMPCoder().decode(data, options: limits) },
+        "ico": { data in _ = try? ICOCoder().decode(data, options: limits) },
         "thumbnail": thumbnail,
         "progressive": progressive,
         "disk-entry": diskEntry,
