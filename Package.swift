@@ -81,11 +81,17 @@ let package = Package(
             pkgConfig: "lcms2",
             providers: [.apt(["liblcms2-dev"]), .brew(["little-cms2"])]
         ),
-        // Every setjmp/longjmp for libjpeg and libpng lives here, and the lcms2 calls whose
-        // pixel formats are C macros.
+        // libtiff: TIFF sources and results.
+        .systemLibrary(
+            name: "CTIFF",
+            pkgConfig: "libtiff-4",
+            providers: [.apt(["libtiff-dev"]), .brew(["libtiff"])]
+        ),
+        // Every setjmp/longjmp for libjpeg and libpng lives here, the lcms2 calls whose pixel
+        // formats are C macros, and libtiff's memory I/O callbacks.
         .target(
             name: "CWebImageShims",
-            dependencies: ["CJPEG", "CPNG", "CLCMS2"]
+            dependencies: ["CJPEG", "CPNG", "CLCMS2", "CTIFF"]
         ),
         // POSIX helpers the Glibc module does not expose (statx for the disk cache).
         .target(name: "CWebImageSystem"),

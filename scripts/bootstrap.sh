@@ -4,7 +4,7 @@
 # Does nothing when they are already present; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev libjxl-dev liblcms2-dev pkg-config libxml2 python3 "$@")
+packages=(libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libavif-dev libheif-dev libjxl-dev liblcms2-dev libtiff-dev pkg-config libxml2 python3 "$@")
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -17,11 +17,11 @@ public final class ImageCodersManager: Sendable {
     }
 
     /// The built-in coders: JPEG, PNG (with APNG), GIF, WebP and AVIF (each also encodes), then
-    /// HEIC/HEIF and JPEG XL (decoding only), then BMP and ICO (both ways).
+    /// HEIC/HEIF and JPEG XL (decoding only), then BMP, ICO and TIFF (both ways).
     public static var builtInCoders: [any ImageCoding] {
         [
             JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), AVIFCoder(), HEIFCoder(), JXLCoder(), BMPCoder(),
-            ICOCoder(),
+            ICOCoder(), TIFFCoder(),
         ]
     }
 
@@ -47,8 +47,8 @@ public final class ImageCodersManager: Sendable {
     }
 
     /// An HTTP `Accept` value naming exactly the media types of ``decodableFormats``
-    /// (`image/webp,image/png,image/jpeg,image/gif,image/heic,image/heif,image/avif,image/bmp,`
-    /// `image/vnd.microsoft.icon,image/jxl` with the built-in coders): a server that
+    /// (`image/webp,image/png,image/jpeg,image/gif,image/heic,image/heif,image/avif,image/tiff,`
+    /// `image/bmp,image/vnd.microsoft.icon,image/jxl` with the built-in coders): a server that
     /// negotiates never sends a format nothing here can decode.
     public var acceptHeaderValue: String { decodableFormats.map(\.mimeType).joined(separator: ",") }
 

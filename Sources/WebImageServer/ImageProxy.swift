@@ -237,10 +237,10 @@ public final class ImageProxy: Sendable {
         var requested = options.format
         if let name = request.outputExtension {
             guard let format = ProcessingOptions.format(named: name) else {
-                throw .badURL("'.\(name)' is not a format (png, jpeg, webp, avif, gif, bmp, ico)")
+                throw .badURL("'.\(name)' is not a format (png, jpeg, webp, avif, gif, bmp, ico, tiff)")
             }
             guard ProcessingOptions.outputFormats.contains(format) else {
-                throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico)")
+                throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico, tiff)")
             }
             requested = format  // the extension wins over `format`, as in imgproxy
         }

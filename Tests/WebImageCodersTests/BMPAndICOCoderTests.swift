@@ -176,3 +176,54 @@ struct BMPAndICOCoderTests {
         return data
     }
 }
+
+@Suite("TIFF coding")
+struct TIFFCoderTests {
+    @Test("TIFF round trips RGB and RGBA (straight alpha); the header and the decode agree")
+    func roundTrip() throws {
+        let opaque = GeneratedImages.gradient(width: 130, height: 70)
+        let data = try TIFFCoder().encode(DecodedImage(bitmap: opaque, format: .tiff), as: .tiff, options: .init())
+        #expect(ImageFormat(sniffing: data) == .tiff)
+        #expect(ImageHeader(data)?.size == PixelSize(width: 130, height: 70))
+        let decoded = try ImageCodersManager.shared.decode(data)
+        #expect(decoded.format == .tiff && !decoded.hasAlpha && BMPAndICOCoderTests.samePixels(decoded.bitmap, opaque))
+        let translucent = GeneratedImages.translucentGradient(width: 41, height: 300)
+        let alpha = try TIFFCoder().encode(
+            DecodedImage(bitmap: translucent, format: .tiff),
+            as: .tiff,
+            options: .init()
+        )
+        let back = try ImageCodersManager.shared.decode(alpha)
+        // libtiff's reader premultiplies; straightened again, a colour is within 255 / alpha.
+        var close = back.width == 41 && back.height == 300
+        for y in 0..<300 where close {
+            for x in 0..<41 {
+                let (a, b) = (back.bitmap[x, y], translucent[x, y])
+                let tolerance = b.a == 0 ? 255 : 255 / Int(b.a) + 1
+                if a.a != b.a || abs(Int(a.r) - Int(b.r)) > tolerance || abs(Int(a.g) - Int(b.g)) > tolerance
+                    || abs(Int(a.b) - Int(b.b)) > tolerance
+                {
+                    close = false
+                }
+            }
+        }
+        #expect(back.hasAlpha && close)
+    }
+
+    @Test("Damaged or oversized TIFFs fail with a CoderError, never a crash")
+    func damage() throws {
+        let good = try TIFFCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.gradient(width: 64, height: 64), format: .tiff),
+            as: .tiff,
+            options: .init()
+        )
+        for cut in [4, 8, 16, good.count / 2, good.count - 20] {
+            #expect(throws: CoderError.self, "cut at \(cut)") {
+                try TIFFCoder().decode(good.prefix(cut), options: .init())
+            }
+        }
+        #expect(throws: CoderError.limitExceeded(.tiff, "64x64 is over the 100-pixel limit")) {
+            try TIFFCoder().decode(good, options: ImageDecodingOptions(maxPixelCount: 100))
+        }
+    }
+}

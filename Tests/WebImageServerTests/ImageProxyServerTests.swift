@@ -165,7 +165,9 @@ struct ImageProxyServerTests {
         let healthObject = try JSONSerialization.jsonObject(with: body) as? [String: Any]
         #expect(health.statusCode == 200 && healthObject?["status"] as? String == "ok")
         #expect(
-            Set(healthObject?["codecs"] as? [String] ?? []) == ["avif", "bmp", "gif", "ico", "jpeg", "png", "webp"]
+            Set(healthObject?["codecs"] as? [String] ?? []) == [
+                "avif", "bmp", "gif", "ico", "jpeg", "png", "tiff", "webp",
+            ]
         )
         #expect(health.headers[.cacheControl] == "no-cache")
         let (result, _) = try await fixture.get(good)

@@ -201,7 +201,7 @@ struct ProxyLocalSourceTests {
 /// BMP and ICO results and sources; progressive JPEG and interlaced PNG results.
 @Suite("webimage serve: more formats", .timeLimit(.minutes(1)))
 struct ProxyMoreFormatsTests {
-    @Test("bmp and ico results (ico at most 256×256), BMP sources; --jpeg-progressive, --png-interlaced")
+    @Test("bmp, ico and tiff results (ico at most 256×256), BMP sources; --jpeg-progressive, --png-interlaced")
     func formats() async throws {
         let fixture = try await ImageProxyServerTests.start {
             $0.jpegProgressive = true
@@ -214,6 +214,9 @@ struct ProxyMoreFormatsTests {
         let (ico, icoBody) = try await fixture.get(fixture.url("rs:fill:64:64", "/photo.jpg", suffix: "@ico"))
         #expect(ico.statusCode == 200 && ico.headers[.contentType] == "image/vnd.microsoft.icon")
         #expect(try ImageCodersManager.shared.decode(icoBody).width == 64)
+        let (tiff, tiffBody) = try await fixture.get(fixture.url("w:100", "/photo.jpg", suffix: "@tiff"))
+        #expect(tiff.statusCode == 200 && tiff.headers[.contentType] == "image/tiff")
+        #expect(try ImageCodersManager.shared.decode(tiffBody).width == 100)
         let (tooBig, _) = try await fixture.get(fixture.url("w:300", "/photo.jpg", suffix: "@ico"))
         #expect(tooBig.statusCode == 422)
         fixture.origin.setRoute("/picture.bmp", .data(bmpBody, contentType: "image/bmp"))

@@ -48,6 +48,7 @@ enum FuzzSeeds {
                 "alpha.bmp"
             )
             try save(try coders.encode(still, as: .ico, options: .init()), "png.ico")
+            try save(try coders.encode(still, as: .tiff, options: .init()), "deflate.tiff")
         }
         try save(
             Data(

@@ -33,6 +33,7 @@ enum FuzzTargets {
         },
         "bmp": { data in _ = try? BMPCoder().decode(data, options: limits) },
         "ico": { data in _ = try? ICOCoder().decode(data, options: limits) },
+        "tiff": { data in _ = try? TIFFCoder().decode(data, options: limits) },
         "thumbnail": thumbnail,
         "progressive": progressive,
         "disk-entry": diskEntry,

@@ -144,6 +144,21 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
                         size_t exif_length, const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size,
                         char *message);
 
+// MARK: TIFF (libtiff)
+
+/// Decodes the first image of a TIFF in memory to RGBA8 (`*rgba` malloc'ed, straight alpha),
+/// refusing more than `max_pixels` before allocating; stops between bands of rows once `stop`
+/// is requested or `budget_ns` has passed (WI_LIMIT_EXCEEDED). `*has_alpha`: the file has an
+/// extra (alpha) sample.
+wi_status wi_tiff_decode(const uint8_t *data, size_t size, uint64_t max_pixels, const wi_stop *stop,
+                         int64_t budget_ns, uint32_t *width, uint32_t *height, uint8_t **rgba, int *has_alpha,
+                         char *message);
+
+/// Encodes RGBA8 as an 8-bit RGB (or RGBA, straight alpha, when `keep_alpha`) TIFF, deflate
+/// compressed with the horizontal predictor. `*out` is malloc'ed.
+wi_status wi_tiff_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
+                         const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size, char *message);
+
 // MARK: Colour management (Little CMS 2)
 
 /// How the pixels a colour transform reads are laid out; it always writes RGBA8.

@@ -189,12 +189,14 @@ public struct ProcessingOptions: Sendable, Hashable {
         }
         try apply(options, presets: presets, depth: 0)
         if let format, !ProcessingOptions.outputFormats.contains(format) {
-            throw .badOption("format '\(format.rawValue)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico)")
+            throw .badOption(
+                "format '\(format.rawValue)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico, tiff)"
+            )
         }
     }
 
     /// The formats a result can be written in.
-    public static let outputFormats: Set<ImageFormat> = [.png, .jpeg, .webp, .avif, .gif, .bmp, .ico]
+    public static let outputFormats: Set<ImageFormat> = [.png, .jpeg, .webp, .avif, .gif, .bmp, .ico, .tiff]
 
     /// The output format an extension or `f:` value names; `nil` for anything else.
     public static func format(named name: String) -> ImageFormat? {
@@ -283,7 +285,9 @@ public struct ProcessingOptions: Sendable, Hashable {
         case "format", "f", "ext":
             try arguments.expect(1...1)
             guard let named = ProcessingOptions.format(named: option.arguments[0]) else {
-                throw .badOption("format '\(option.arguments[0])' is not one of png, jpeg, webp, avif, gif, bmp, ico")
+                throw .badOption(
+                    "format '\(option.arguments[0])' is not one of png, jpeg, webp, avif, gif, bmp, ico, tiff"
+                )
             }
             format = named
         case "background", "bg":

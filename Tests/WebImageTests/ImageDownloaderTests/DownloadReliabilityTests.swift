@@ -116,12 +116,12 @@ struct DownloadReliabilityTests {
         let accept = try #require(origin.requests.first?.header("accept"))
         #expect(
             accept
-                == "image/webp,image/png,image/jpeg,image/gif,image/heic,image/heif,image/avif,image/bmp,"
+                == "image/webp,image/png,image/jpeg,image/gif,image/heic,image/heif,image/avif,image/tiff,image/bmp,"
                 + "image/vnd.microsoft.icon,image/jxl"
         )
         #expect(ImageCodersManager.shared.acceptHeaderValue == accept)
         // Formats we only sniff are never advertised.
-        for sniffedOnly in ["tiff", "svg", "pdf"] { #expect(!accept.contains(sniffedOnly)) }
+        for sniffedOnly in ["svg", "pdf"] { #expect(!accept.contains(sniffedOnly)) }
         let withoutAVIF = ImageCodersManager(coders: [JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder()])
         #expect(withoutAVIF.acceptHeaderValue == "image/webp,image/png,image/jpeg,image/gif")
         await origin.stop()
