@@ -49,19 +49,28 @@ extension ImageProxy {
 
     /// The source's bytes: a local file, or from the disk cache or the network.
     func fetch(_ url: URL) async throws(ProxyError) -> Data {
+        try await fetchWithDate(url).data
+    }
+
+    /// The source's bytes and, with ``ImageProxyConfiguration/usesLastModified``, its
+    /// `Last-Modified` (a local file's modification time; an HTTP source's as the disk cache
+    /// keeps it, so the fetch waits for that write).
+    func fetchWithDate(_ url: URL) async throws(ProxyError) -> (data: Data, lastModified: String?) {
         if url.scheme?.lowercased() == "local", let root = configuration.localRoot {
-            let data = try await root.read(url, limit: configuration.maxSourceFileSize)
+            let (data, modified) = try await root.read(url, limit: configuration.maxSourceFileSize)
             metrics.loadedSource(bytes: data.count, from: .disk)
-            return data
+            return (data, modified.map(HTTPDate.string(from:)))
         }
         if url.scheme?.lowercased() == "s3", let s3 {
-            let data = try await s3.fetch(url, limit: configuration.maxSourceFileSize)
+            let (data, modified) = try await s3.fetch(url, limit: configuration.maxSourceFileSize)
             metrics.loadedSource(bytes: data.count, from: .network)
-            return data
+            return (data, modified)
         }
         let result: ImageLoadResult
         do {
-            result = try await manager.loadImage(with: url, options: [.avoidDecodeImage, .retryFailed])
+            var options: ImageOptions = [.avoidDecodeImage, .retryFailed]
+            if configuration.usesLastModified { options.insert(.waitStoreCache) }
+            result = try await manager.loadImage(with: url, options: options)
         } catch {
             throw Self.proxyError(error)
         }
@@ -75,7 +84,9 @@ extension ImageProxy {
             case .none: .network
             }
         metrics.loadedSource(bytes: data.count, from: tier)
-        return data
+        guard configuration.usesLastModified else { return (data, nil) }
+        let entry = await (manager.imageCache as? ImageCache)?.diskEntry(forKey: manager.cacheKey(for: url))
+        return (data, entry?.metadata.lastModified)
     }
 
     static func proxyError(_ error: WebImageError) -> ProxyError {

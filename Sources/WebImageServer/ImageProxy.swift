@@ -86,6 +86,10 @@ public struct ImageProxyConfiguration: Sendable {
     /// `s3://bucket/key` sources fetched with these credentials (`IMGPROXY_USE_S3`); `nil`
     /// (default): `s3://` sources are refused.
     public var s3: S3Configuration?
+    /// Results carry their source's `Last-Modified`, and `If-Modified-Since` is answered 304
+    /// when the source is not newer (`IMGPROXY_USE_LAST_MODIFIED`). Default off: it makes each
+    /// fetch wait for its disk-cache write, where the date is kept.
+    public var usesLastModified = false
     /// JPEG results progressive (`IMGPROXY_JPEG_PROGRESSIVE`). Default off.
     public var jpegProgressive = false
     /// PNG results Adam7-interlaced (`IMGPROXY_PNG_INTERLACED`). Default off.
@@ -195,13 +199,22 @@ public final class ImageProxy: Sendable {
 
     /// Answers one request for `path` (the request target without its query). Cancel the task
     /// when the client goes away.
-    public func respond(path: String, accept: String? = nil, ifNoneMatch: String? = nil) async -> ProxyResponse {
+    /// `ifNoneMatch` and `ifModifiedSince` are the request's validators (304 when the result is
+    /// unchanged; `If-Modified-Since` counts only with ``ImageProxyConfiguration/usesLastModified``
+    /// and without `If-None-Match`).
+    public func respond(
+        path: String,
+        accept: String? = nil,
+        ifNoneMatch: String? = nil,
+        ifModifiedSince: String? = nil
+    ) async -> ProxyResponse {
+        let conditions = Conditions(ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince)
         var response: ProxyResponse
         var sourceHost: String?
         do throws(ProxyError) {
             let request = try prepare(path: path)
             sourceHost = request.source.host
-            response = try await answer(request, accept: accept, ifNoneMatch: ifNoneMatch)
+            response = try await answer(request, accept: accept, conditions: conditions)
         } catch {
             response = .failure(error)
         }
@@ -271,11 +284,17 @@ public final class ImageProxy: Sendable {
         return url
     }
 
+    /// A request's validators.
+    struct Conditions: Sendable {
+        var ifNoneMatch: String?
+        var ifModifiedSince: String?
+    }
+
     /// Joins identical work in flight, or starts it in a worker slot.
     private func answer(
         _ request: Request,
         accept: String?,
-        ifNoneMatch: String?
+        conditions: Conditions
     ) async throws(ProxyError) -> ProxyResponse {
         // Requests with the same key get the same answer: the signed path, the Accept bucket
         // negotiation would pick, and the validator the client holds.
@@ -284,8 +303,11 @@ public final class ImageProxy: Sendable {
             negotiation: configuration.formatNegotiation,
             encodesAVIF: Self.encodesAVIF
         )
-        let key = [request.path.isInfo ? "info" : "", request.path.signedPath, bucket, ifNoneMatch ?? ""]
-            .joined(separator: "\n")
+        let key = [
+            request.path.isInfo ? "info" : "", request.path.signedPath, bucket, conditions.ifNoneMatch ?? "",
+            conditions.ifModifiedSince ?? "",
+        ]
+        .joined(separator: "\n")
         let queued = ContinuousClock.now
         let result: (value: ProxyResponse, joined: Bool)
         do {
@@ -294,7 +316,7 @@ public final class ImageProxy: Sendable {
                     return try await gate.run { () async -> ProxyResponse in
                         metrics.record(.queue, ContinuousClock.now - queued)
                         do throws(ProxyError) {
-                            return try await work(request, accept: accept, ifNoneMatch: ifNoneMatch)
+                            return try await work(request, accept: accept, conditions: conditions)
                         } catch {
                             return .failure(error)
                         }
@@ -320,10 +342,11 @@ public final class ImageProxy: Sendable {
     private func work(
         _ request: Request,
         accept: String?,
-        ifNoneMatch: String?
+        conditions: Conditions
     ) async throws(ProxyError) -> ProxyResponse {
         let fetchStarted = ContinuousClock.now
-        let (data, header, fellBack) = try await source(request.source)
+        let fetched = try await source(request.source)
+        let (data, header, fellBack) = (fetched.data, fetched.header, fetched.fellBack)
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)
         let pixels = Double(header.size.width) * Double(header.size.height) * Double(max(1, header.frameCount))
         guard pixels <= configuration.maxSourceResolution * 1_000_000 else {
@@ -336,7 +359,7 @@ public final class ImageProxy: Sendable {
         }
         if request.path.isInfo { return try await info(data, header: header) }
         if Self.sendsSourceAsIs(request, sourceFormat: header.format) {
-            return sourceAsIs(data, format: header.format, request: request, ifNoneMatch: ifNoneMatch)
+            return sourceAsIs(fetched, request: request, conditions: conditions)
         }
         let choice = OutputFormatChoice(
             requested: request.requestedFormat,
@@ -359,9 +382,11 @@ public final class ImageProxy: Sendable {
             encoderVersion: Self.encoderVersion
         )
         let lifetime = fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
-        var headers = cachingHeaders(lifetime: lifetime, expires: request.options.expires) + [("ETag", etag)]
+        var headers =
+            cachingHeaders(lifetime: lifetime, expires: request.options.expires) + [("ETag", etag)]
+            + lastModifiedHeader(fetched)
         if choice.variesWithAccept { headers.append(("Vary", "Accept")) }
-        if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
+        if isUnchanged(conditions, etag: etag, lastModified: fetched.lastModified) {
             return ProxyResponse(status: 304, headers: headers, body: Data())
         }
         let rendered = try await render(
@@ -392,22 +417,49 @@ public final class ImageProxy: Sendable {
         )
     }
 
-    /// The source's bytes and header; the fallback image's (`true`) when the source cannot be
-    /// fetched or read and the server has one.
-    private func source(_ url: URL) async throws(ProxyError) -> (Data, ImageHeader, Bool) {
+    /// A source's bytes and what is known of them.
+    struct FetchedSource: Sendable {
+        var data: Data
+        var header: ImageHeader
+        /// The fallback image stands in for the source.
+        var fellBack = false
+        /// The source's `Last-Modified` (with ``ImageProxyConfiguration/usesLastModified``).
+        var lastModified: String?
+    }
+
+    /// The source's bytes and header; the fallback image's when the source cannot be fetched or
+    /// read and the server has one.
+    private func source(_ url: URL) async throws(ProxyError) -> FetchedSource {
         do throws(ProxyError) {
-            let data = try await fetch(url)
+            let (data, lastModified) = try await fetchWithDate(url)
             guard let header = ImageHeader(data) else {
                 throw ProxyError(status: 422, code: "notAnImage", message: "the source is not an image we can read")
             }
-            return (data, header, false)
+            return FetchedSource(data: data, header: header, lastModified: lastModified)
         } catch  where configuration.fallbackImage != nil && Self.fallbackCovers(error) {
             let data = try await fallbackImageData()
             guard let header = ImageHeader(data) else {
                 throw ProxyError(status: 500, code: "fallbackFailed", message: "the fallback image is not an image")
             }
-            return (data, header, true)
+            return FetchedSource(data: data, header: header, fellBack: true)
         }
+    }
+
+    /// `Last-Modified: <the source's>` with ``ImageProxyConfiguration/usesLastModified``.
+    private func lastModifiedHeader(_ source: FetchedSource) -> [(name: String, value: String)] {
+        guard configuration.usesLastModified, let date = source.lastModified else { return [] }
+        return [("Last-Modified", date)]
+    }
+
+    /// Whether the client's copy is current: its `If-None-Match` matches, or (without one, with
+    /// ``ImageProxyConfiguration/usesLastModified``) the source is not newer than its
+    /// `If-Modified-Since`.
+    private func isUnchanged(_ conditions: Conditions, etag: String, lastModified: String?) -> Bool {
+        if let ifNoneMatch = conditions.ifNoneMatch { return ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) }
+        guard configuration.usesLastModified, let since = conditions.ifModifiedSince.flatMap(HTTPDate.parse),
+            let modified = lastModified.flatMap(HTTPDate.parse)
+        else { return false }
+        return modified <= since
     }
 
     /// The source failures the fallback image stands in for: not found, failed, too slow, too
@@ -436,13 +488,14 @@ public final class ImageProxy: Sendable {
     }
 
     /// The source's bytes as the result: its format's type, an entity tag of the bytes.
-    private func sourceAsIs(_ data: Data, format: ImageFormat, request: Request, ifNoneMatch: String?) -> ProxyResponse
-    {
+    private func sourceAsIs(_ source: FetchedSource, request: Request, conditions: Conditions) -> ProxyResponse {
+        let (data, format) = (source.data, source.header.format)
         let etag = "\"" + Self.fingerprint(data) + "\""
         var headers: [(name: String, value: String)] =
             [("Content-Type", format == .unknown ? "application/octet-stream" : format.mimeType)]
             + cachingHeaders(lifetime: configuration.ttl, expires: request.options.expires) + [("ETag", etag)]
-        if let ifNoneMatch, ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
+            + lastModifiedHeader(source)
+        if isUnchanged(conditions, etag: etag, lastModified: source.lastModified) {
             return ProxyResponse(status: 304, headers: Array(headers.dropFirst()), body: Data())
         }
         headers.append(

@@ -88,6 +88,7 @@ struct ServeConfigurationTests {
             ("IMGPROXY_JPEG_PROGRESSIVE", "true", "jpeg-progressive"),
             ("IMGPROXY_PNG_INTERLACED", "true", "png-interlaced"), ("IMGPROXY_AUTO_ROTATE", "false", "auto-rotate"),
             ("IMGPROXY_ENFORCE_THUMBNAIL", "true", "enforce-thumbnail"), ("IMGPROXY_USE_S3", "false", "s3"),
+            ("IMGPROXY_USE_LAST_MODIFIED", "true", "last-modified"),
         ]
         var environment = ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
         for entry in variables { environment[entry.variable] = entry.value }

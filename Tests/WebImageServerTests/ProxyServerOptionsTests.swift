@@ -107,6 +107,35 @@ struct ProxyServerOptionsTests {
         await plain.stop()
     }
 
+    @Test("--last-modified: results carry the source's Last-Modified; If-Modified-Since not older is 304")
+    func lastModified() async throws {
+        let fixture = try await ImageProxyServerTests.start { $0.usesLastModified = true }
+        defer { Task { await fixture.stop() } }
+        let (photo, _) = try await fixture.session.data(for: HTTPSession.Request(url: fixture.origin.url("/photo.jpg")))
+        let stamp = "Tue, 03 Mar 2026 10:00:00 GMT"
+        fixture.origin.setRoute(
+            "/dated.jpg",
+            OriginRoute(headers: [("Content-Type", "image/jpeg"), ("Last-Modified", stamp)], body: photo)
+        )
+        let url = fixture.url("w:50", "/dated.jpg")
+        let (first, _) = try await fixture.get(url)
+        #expect(first.statusCode == 200 && first.headers[.lastModified] == stamp)
+        let (same, empty) = try await fixture.get(url, headers: [.ifModifiedSince: stamp])
+        #expect(same.statusCode == 304 && empty.isEmpty)
+        let (later, _) = try await fixture.get(url, headers: [.ifModifiedSince: "Wed, 04 Mar 2026 10:00:00 GMT"])
+        #expect(later.statusCode == 304)
+        let (older, body) = try await fixture.get(url, headers: [.ifModifiedSince: "Mon, 02 Mar 2026 10:00:00 GMT"])
+        #expect(older.statusCode == 200 && !body.isEmpty)
+        // If-None-Match decides when both are sent.
+        let (mismatch, _) = try await fixture.get(url, headers: [.ifModifiedSince: stamp, .ifNoneMatch: "\"other\""])
+        #expect(mismatch.statusCode == 200)
+        #expect(
+            HTTPDate.parse(HTTPDate.string(from: Date(timeIntervalSince1970: 1_700_000_000)))?.timeIntervalSince1970
+                == 1_700_000_000
+        )
+        await fixture.stop()
+    }
+
     @Test("The fallback image stands in for a missing or broken source, with its status and lifetime")
     func fallback() async throws {
         let blue = Bitmap(width: 40, height: 20, fill: RGBA(r: 0, g: 0, b: 255))

@@ -53,11 +53,12 @@ public struct LocalSourceRoot: Sendable, Hashable {
         return String(cString: pointer)
     }
 
-    /// The bytes of the file `url` names, at most `limit` of them, read on the disk-reading queue.
+    /// The bytes of the file `url` names, at most `limit` of them, read on the disk-reading
+    /// queue, and its modification time.
     /// - Throws: ``ProxyError`` 403/404 as ``file(for:)``, 404 for a folder, 422 over `limit`.
-    func read(_ url: URL, limit: Int64) async throws(ProxyError) -> Data {
+    func read(_ url: URL, limit: Int64) async throws(ProxyError) -> (Data, Date?) {
         let file = try file(for: url)
-        let result: Result<Data, ProxyError> = await withCheckedContinuation { continuation in
+        let result: Result<(Data, Date?), ProxyError> = await withCheckedContinuation { continuation in
             ImageWorkQueue.diskReading.enqueue {
                 continuation.resume(returning: Self.readFile(file, limit: limit))
             }
@@ -65,7 +66,7 @@ public struct LocalSourceRoot: Sendable, Hashable {
         return try result.get()
     }
 
-    private static func readFile(_ file: String, limit: Int64) -> Result<Data, ProxyError> {
+    private static func readFile(_ file: String, limit: Int64) -> Result<(Data, Date?), ProxyError> {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: file, isDirectory: &isFolder), !isFolder.boolValue else {
             return .failure(ProxyError(status: 404, code: "sourceNotFound", message: "the local source is not a file"))
@@ -81,7 +82,8 @@ public struct LocalSourceRoot: Sendable, Hashable {
                     ProxyError(status: 422, code: "limitExceeded", message: "the source is over --max-src-file-size")
                 )
             }
-            return .success(data)
+            let modified = (try? FileManager.default.attributesOfItem(atPath: file))?[.modificationDate] as? Date
+            return .success((data, modified))
         } catch {
             return .failure(ProxyError(status: 404, code: "sourceNotFound", message: "the local source cannot be read"))
         }

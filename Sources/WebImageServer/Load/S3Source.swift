@@ -161,7 +161,7 @@ struct S3Source: Sendable {
     /// The object's bytes, at most `limit`.
     /// - Throws: ``ProxyError`` 404 for a missing bucket or key, 403 `sourceForbidden` naming
     ///   the server's reason when it refuses the credentials, 422 over `limit`, 502 otherwise.
-    func fetch(_ url: URL, limit: Int64) async throws(ProxyError) -> Data {
+    func fetch(_ url: URL, limit: Int64) async throws(ProxyError) -> (Data, String?) {
         guard let bucket = url.host, !bucket.isEmpty, url.path.count > 1 else {
             throw .badURL("an S3 source is s3://BUCKET/KEY")
         }
@@ -190,7 +190,7 @@ struct S3Source: Sendable {
             }
         }
         switch response.statusCode {
-        case 200: return data
+        case 200: return (data, response.headers[.lastModified])
         case 404:
             throw ProxyError(
                 status: 404,

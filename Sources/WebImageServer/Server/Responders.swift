@@ -39,8 +39,14 @@ struct ProxyResponder: HTTPResponder {
         } else {
             let accept = request.headers[.accept]
             let ifNoneMatch = request.headers[.ifNoneMatch]
+            let ifModifiedSince = request.headers[.ifModifiedSince]
             let work = Task { [proxy, path] in
-                await proxy.respond(path: path ?? "/", accept: accept, ifNoneMatch: ifNoneMatch)
+                await proxy.respond(
+                    path: path ?? "/",
+                    accept: accept,
+                    ifNoneMatch: ifNoneMatch,
+                    ifModifiedSince: ifModifiedSince
+                )
             }
             let watch = try? await context.channel.pipeline.handler(type: ClientCloseHandler.self)
                 .map { $0.watch }.get()

@@ -351,6 +351,11 @@ extension ServeCommand {
         guard (1...100).contains(configuration.defaultQuality) else {
             throw ValidationError("--quality must be 1 to 100")
         }
+        configuration.usesLastModified = try settings.switchedOn(
+            "last-modified",
+            flag: lastModified,
+            imgproxy: ["IMGPROXY_USE_LAST_MODIFIED"]
+        )
         configuration.jpegProgressive = try settings.switchedOn(
             "jpeg-progressive",
             flag: jpegProgressive,

@@ -243,6 +243,12 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var formatQuality: [String] = []
 
+    @Flag(
+        name: .customLong("last-modified"),
+        help: "Send the source's Last-Modified with results and answer If-Modified-Since (imgproxy's)."
+    )
+    var lastModified = false
+
     @Flag(name: .customLong("jpeg-progressive"), help: "Write progressive JPEG results.")
     var jpegProgressive = false
 
