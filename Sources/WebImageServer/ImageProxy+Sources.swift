@@ -120,4 +120,37 @@ extension ImageProxy {
         }
     }
 
+    /// A source's bytes and what is known of them.
+    struct FetchedSource: Sendable {
+        var data: Data
+        var header: ImageHeader
+        /// The fallback image stands in for the source.
+        var fellBack = false
+        /// The source's `Last-Modified` (with ``ImageProxyConfiguration/usesLastModified``).
+        var lastModified: String?
+    }
+
+    /// The source's bytes and header; the fallback image's when the source cannot be fetched or
+    /// read and the server has one.
+    func source(_ url: URL) async throws(ProxyError) -> FetchedSource {
+        do throws(ProxyError) {
+            let (data, lastModified) = try await fetchWithDate(url)
+            guard let header = ImageHeader(data) else {
+                throw ProxyError(status: 422, code: "notAnImage", message: "the source is not an image we can read")
+            }
+            return FetchedSource(data: data, header: header, lastModified: lastModified)
+        } catch  where configuration.fallbackImage != nil && Self.fallbackCovers(error) {
+            let data = try await fallbackImageData()
+            guard let header = ImageHeader(data) else {
+                throw ProxyError(status: 500, code: "fallbackFailed", message: "the fallback image is not an image")
+            }
+            return FetchedSource(data: data, header: header, fellBack: true)
+        }
+    }
+
+    /// The source failures the fallback image stands in for: not found, failed, too slow, too
+    /// large or not an image (not refusals by the source rules, nor cancellations).
+    static func fallbackCovers(_ error: ProxyError) -> Bool {
+        ["sourceNotFound", "sourceFailed", "timedOut", "notAnImage", "limitExceeded"].contains(error.code)
+    }
 }
