@@ -62,8 +62,8 @@ final class ServeSettings {
     }
 
     /// The value of setting `name`: `flag` when given, else the first of the environment, the
-    /// imgproxy variables `imgproxy` (each value made ours by `translate`) and the file, parsed
-    /// by `parse`; else `defaultValue`. `secret` values print as `***`.
+    /// imgproxy variables `imgproxy` and the file, parsed by `parse`; else `defaultValue`.
+    /// `secret` values print as `***`.
     /// - Throws: `ValidationError` naming where a value came from when it does not parse.
     func value<Value>(
         _ name: String,
@@ -73,21 +73,11 @@ final class ServeSettings {
         secret: Bool = false,
         parse: (String) throws -> Value
     ) throws -> Value {
-        if let flag {
-            record(name, "\(flag)", .flag, secret: secret)
-            return flag
+        if let found = try optional(name, flag: flag, imgproxy: imgproxy, secret: secret, parse: parse) {
+            return found
         }
-        guard let (text, origin) = try raw(name, imgproxy: imgproxy) else {
-            record(name, "\(defaultValue)", .defaultValue, secret: secret)
-            return defaultValue
-        }
-        do {
-            let value = try parse(text)
-            record(name, text, origin, secret: secret)
-            return value
-        } catch {
-            throw ValidationError("\(origin) for --\(name): \(Self.reason(error, secret ? "***" : text))")
-        }
+        record(name, "\(defaultValue)", .defaultValue, secret: secret)
+        return defaultValue
     }
 
     /// ``value(_:flag:default:imgproxy:secret:parse:)`` for a setting without a default: `nil`
