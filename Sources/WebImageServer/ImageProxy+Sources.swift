@@ -61,11 +61,7 @@ extension ImageProxy {
             metrics.loadedSource(bytes: data.count, from: .disk)
             return (data, modified.map(HTTPDate.string(from:)))
         }
-        if url.scheme?.lowercased() == "s3", let s3 {
-            let (data, modified) = try await s3.fetch(url, limit: configuration.maxSourceFileSize)
-            metrics.loadedSource(bytes: data.count, from: .network)
-            return (data, modified)
-        }
+        if url.scheme?.lowercased() == "s3", let s3 { return try await fetchObject(url, from: s3) }
         let result: ImageLoadResult
         do {
             var options: ImageOptions = [.avoidDecodeImage, .retryFailed]
@@ -152,5 +148,43 @@ extension ImageProxy {
     /// large or not an image (not refusals by the source rules, nor cancellations).
     static func fallbackCovers(_ error: ProxyError) -> Bool {
         ["sourceNotFound", "sourceFailed", "timedOut", "notAnImage", "limitExceeded"].contains(error.code)
+    }
+
+    /// An S3 object, kept in the originals cache with its ETag and revalidated with
+    /// `If-None-Match` at each use (a 304 moves no body).
+    private func fetchObject(
+        _ url: URL,
+        from s3: S3Source
+    ) async throws(ProxyError) -> (data: Data, lastModified: String?) {
+        let cache = manager.imageCache as? ImageCache
+        let key = url.absoluteString
+        var kept: (data: Data, metadata: DiskCacheMetadata)?
+        if let cache { kept = await Self.keptObject(cache, key: key) }
+        switch try await s3.fetch(url, limit: configuration.maxSourceFileSize, ifNoneMatch: kept?.metadata.etag) {
+        case .notModified:
+            guard let kept else {
+                throw ProxyError(status: 502, code: "sourceFailed", message: "S3 answered 304 to an unconditional GET")
+            }
+            metrics.loadedSource(bytes: kept.data.count, from: .disk)
+            return (kept.data, kept.metadata.lastModified)
+        case .object(let data, let etag, let lastModified):
+            metrics.loadedSource(bytes: data.count, from: .network)
+            if let etag {
+                let metadata = DiskCacheMetadata(etag: etag, lastModified: lastModified)
+                cache?.store(nil, data: data, forKey: key, metadata: metadata, cacheType: .disk, completion: nil)
+            }
+            return (data, lastModified)
+        }
+    }
+
+    /// The bytes and validators kept for `key`, read on the disk-reading queue; `nil` without an
+    /// ETag to revalidate with.
+    private static func keptObject(_ cache: ImageCache, key: String) async -> (data: Data, metadata: DiskCacheMetadata)?
+    {
+        guard let entry = await cache.diskEntry(forKey: key), entry.metadata.etag != nil else { return nil }
+        let data: Data? = await withCheckedContinuation { continuation in
+            ImageWorkQueue.diskReading.enqueue { continuation.resume(returning: cache.diskImageData(forKey: key)) }
+        }
+        return data.map { ($0, entry.metadata) }
     }
 }

@@ -57,7 +57,8 @@ struct OutputFormatTests {
     @Test("A source format we cannot write falls back to PNG with alpha and JPEG without")
     func fallback() {
         #expect(Choice(requested: nil, source: .heic, hasAlpha: false, accept: nil, negotiation: false).format == .jpeg)
-        #expect(Choice(requested: nil, source: .tiff, hasAlpha: true, accept: nil, negotiation: false).format == .png)
+        #expect(Choice(requested: nil, source: .jxl, hasAlpha: true, accept: nil, negotiation: false).format == .png)
+        #expect(Choice(requested: nil, source: .tiff, hasAlpha: true, accept: nil, negotiation: false).format == .tiff)
         #expect(Choice(requested: nil, source: .webp, hasAlpha: true, accept: nil, negotiation: false).format == .webp)
         #expect(
             Choice(requested: nil, source: .heic, hasAlpha: nil, accept: nil, negotiation: false).format == .unknown

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebImage
 import WebImageCoders
 import WebImageHTTP
 import WebImageTestSupport
@@ -55,8 +56,8 @@ struct ProxyS3SourceTests {
             )
         }
         defer { Task { await fixture.stop() } }
-        func get(_ source: String, _ proxy: Fixture) async throws -> (Int, String, Data) {
-            let signedPath = "/w:45/plain/\(source)@png"
+        func get(_ source: String, _ proxy: Fixture, options: String = "w:45") async throws -> (Int, String, Data) {
+            let signedPath = "/\(options)/plain/\(source)@png"
             let url = proxy.server.baseURL + "/" + proxy.signer.signature(for: signedPath) + signedPath
             let (response, body) = try await proxy.get(url)
             return (response.statusCode, String(decoding: body.prefix(300), as: UTF8.self), body)
@@ -64,6 +65,26 @@ struct ProxyS3SourceTests {
         let (status, text, body) = try await get("s3://images/dir/a%20b.png", fixture)
         #expect(status == 200, "\(text)")
         if status == 200 { #expect(try ImageCodersManager.shared.decode(body).width == 45) }
+        // Kept with its ETag: the next use revalidates (S3 answers 304, no body) and reads the copy.
+        let cache = try #require(fixture.proxy.manager.imageCache as? ImageCache)
+        var kept = false
+        for _ in 0..<400 where !kept {
+            kept = await cache.diskEntry(forKey: "s3://images/dir/a%20b.png")?.metadata.etag != nil
+            if !kept { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(kept, "the object and its ETag are on disk")
+        let (again, againText, _) = try await get("s3://images/dir/a%20b.png", fixture, options: "w:30")
+        #expect(again == 200, "\(againText)")
+        #expect(fixture.proxy.metrics.exposition().contains(#"webimage_cache_hits_total{tier="disk"} 1"#))
+        // A new object under the key has a new ETag: the next use gets it.
+        let replacement = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [.init(bitmap: GeneratedImages.gradient(width: 70, height: 20))], format: .png),
+            as: .png
+        )
+        try moto.put(bucket: "images", key: "dir/a b.png", data: replacement, credentials: credentials)
+        let (changed, _, changedBody) = try await get("s3://images/dir/a%20b.png", fixture, options: "h:10")
+        #expect(changed == 200)
+        if changed == 200 { #expect(try ImageCodersManager.shared.decode(changedBody).width == 35) }
         let (missing, missingText, _) = try await get("s3://images/dir/none.png", fixture)
         #expect(missing == 404 && missingText.contains("sourceNotFound"), "\(missingText)")
         await fixture.stop()
@@ -170,6 +191,37 @@ final class MotoServer: Sendable {
     }
 
     /// SIGTERM, and SIGKILL when it has not gone within 5 s (moto's server may ignore SIGTERM).
+    /// Replaces `key` in `bucket`, signed with `credentials` (authentication is on by now).
+    func put(bucket: String, key: String, data: Data, credentials: (key: String, secret: String)) throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-moto")
+        defer { folder.remove() }
+        let object = folder.url.appendingPathComponent("object")
+        try data.write(to: object)
+        let script = folder.url.appendingPathComponent("put.py")
+        try Data(
+            """
+            import boto3, sys
+            endpoint, bucket, key, path, access, secret = sys.argv[1:7]
+            s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                              aws_access_key_id=access, aws_secret_access_key=secret)
+            with open(path, "rb") as body:
+                s3.put_object(Bucket=bucket, Key=key, Body=body.read())
+            """.utf8
+        ).write(to: script)
+        let process = Process()
+        process.executableURL = python
+        process.arguments = [
+            script.path, endpoint.absoluteString, bucket, key, object.path, credentials.key, credentials.secret,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw MotoError(description: "the moto put failed (\(process.terminationStatus))")
+        }
+    }
+
     func stop() {
         guard process.isRunning else { return }
         process.terminate()

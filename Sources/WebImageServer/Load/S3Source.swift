@@ -145,6 +145,13 @@ enum S3Signer {
 /// Fetches `s3://bucket/key` objects with signed requests; the operator's endpoint is trusted
 /// (the source rules for hosts do not apply to it).
 struct S3Source: Sendable {
+    /// What a (conditional) GET gave.
+    enum Answer: Sendable {
+        case object(Data, etag: String?, lastModified: String?)
+        /// The `If-None-Match` ETag still names the object.
+        case notModified
+    }
+
     let configuration: S3Configuration
     let session: HTTPSession
 
@@ -158,10 +165,11 @@ struct S3Source: Sendable {
         self.session = HTTPSession(configuration: session)
     }
 
-    /// The object's bytes, at most `limit`.
+    /// The object's bytes (at most `limit`) and validators, or ``Answer/notModified`` when
+    /// `ifNoneMatch` still names it.
     /// - Throws: ``ProxyError`` 404 for a missing bucket or key, 403 `sourceForbidden` naming
     ///   the server's reason when it refuses the credentials, 422 over `limit`, 502 otherwise.
-    func fetch(_ url: URL, limit: Int64) async throws(ProxyError) -> (Data, String?) {
+    func fetch(_ url: URL, limit: Int64, ifNoneMatch: String? = nil) async throws(ProxyError) -> Answer {
         guard let bucket = url.host, !bucket.isEmpty, url.path.count > 1 else {
             throw .badURL("an S3 source is s3://BUCKET/KEY")
         }
@@ -174,6 +182,7 @@ struct S3Source: Sendable {
             if let field = HTTPField.Name(name) { request.headers[field] = value }
         }
         request.maximumBodySize = limit
+        if let ifNoneMatch { request.headers[.ifNoneMatch] = ifNoneMatch }  // unsigned: SigV4 allows it
         let data: Data
         let response: HTTPSession.Response
         do {
@@ -190,7 +199,8 @@ struct S3Source: Sendable {
             }
         }
         switch response.statusCode {
-        case 200: return (data, response.headers[.lastModified])
+        case 200: return .object(data, etag: response.headers[.eTag], lastModified: response.headers[.lastModified])
+        case 304: return .notModified
         case 404:
             throw ProxyError(
                 status: 404,
