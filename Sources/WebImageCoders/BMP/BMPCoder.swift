@@ -1,8 +1,9 @@
 import Foundation
 
-/// BMP: decodes the bitmaps ``DIB`` reads; encodes 24-bit bitmaps, or 32-bit ones with an alpha
-/// mask (a `BITMAPV4HEADER`) for images with transparency. Still images only; no colour profile
-/// is read or written.
+/// BMP: decodes 1, 4 and 8-bit palette bitmaps, 16 and 32-bit ones with or without bit-field
+/// masks and 24-bit ones (bottom-up or top-down; RLE refused); encodes 24-bit bitmaps, or
+/// 32-bit ones with an alpha mask (a `BITMAPV4HEADER`) for images with transparency. Still
+/// images only; no colour profile is read or written.
 public struct BMPCoder: ImageCoding {
     public init() {}
 
