@@ -11,8 +11,14 @@ struct MalformedInputTests {
         #expect(throws: CoderError.unsupportedFormat(.unknown)) {
             try ImageCodersManager.shared.decode(Data("hello".utf8))
         }
-        #expect(throws: CoderError.unsupportedFormat(.tiff)) {
+        #expect(throws: CoderError.unsupportedFormat(.svg)) {
+            try ImageCodersManager.shared.decode(Data("<svg xmlns=\"http://www.w3.org/2000/svg\"/>".utf8))
+        }
+        // A TIFF header with nothing after it: libtiff's own reason, as corrupt data.
+        #expect {
             try ImageCodersManager.shared.decode(Data([0x49, 0x49, 0x2A, 0, 8, 0, 0, 0]))
+        } throws: { error in
+            (error as? CoderError)?.code == "corruptData" && "\(error)".contains("tiff")
         }
         for coder in ImageCodersManager.builtInCoders {
             #expect(throws: CoderError.emptyData) { try coder.decode(Data(), options: .init()) }
