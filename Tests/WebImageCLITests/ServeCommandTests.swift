@@ -26,11 +26,15 @@ struct ServeCommandTests {
         static func start(
             _ arguments: [String],
             standardError: URL? = nil,
-            shell: String? = nil
+            shell: String? = nil,
+            environment: [String: String] = [:]
         ) async throws
             -> RunningServer
         {
             let process = Process()
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             if let shell {
                 process.executableURL = URL(fileURLWithPath: "/bin/sh")
                 process.arguments =

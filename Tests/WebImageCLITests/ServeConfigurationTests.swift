@@ -1,5 +1,9 @@
 import Foundation
 import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageServer
 import WebImageTestSupport
 
 /// `webimage serve`'s settings from the environment (`WEBIMAGE_*`, imgproxy's `IMGPROXY_*`) and a
@@ -125,12 +129,50 @@ struct ServeConfigurationTests {
         #expect(missing.status == 2 && missing.stderr.contains("cannot be read"), "\(missing.stderr)")
     }
 
-    @Test("A server configured by imgproxy's environment alone checks signatures with its key")
+    @Test("A server configured by imgproxy's environment alone serves URLs signed with its key, and no others")
     func servesFromTheEnvironment() async throws {
+        let origin = try await OriginServer.start()
+        defer { Task { await origin.stop() } }
+        let png = try ImageCodersManager.shared.encode(
+            DecodedImage(frames: [.init(bitmap: GeneratedImages.gradient(width: 80, height: 40))], format: .png),
+            as: .png
+        )
+        origin.setRoute("/a.png", .data(png, contentType: "image/png"))
+        let folder = try TemporaryDirectory(prefix: "webimage-env")
+        defer { folder.remove() }
+        let (keyHex, saltHex) = (
+            "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881",
+            "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+        )
+        let server = try await ServeCommandTests.RunningServer.start(
+            ["--json", "--cache-dir", folder.url.path],
+            environment: [
+                "IMGPROXY_KEY": keyHex, "IMGPROXY_SALT": saltHex, "IMGPROXY_BIND": "127.0.0.1:0",
+                "IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES": "true", "IMGPROXY_TTL": "120",
+            ]
+        )
+        defer { _ = server.stop() }
+        let signer = try URLSigner(pairs: [try .init(keyHex: keyHex, saltHex: saltHex)])
+        let signedPath = "/w:40/plain/\(origin.url("/a.png").absoluteString)@png"
+        let session = HTTPSession()
+        defer { Task { try? await session.shutdown() } }
+        let (body, response) = try await session.data(
+            for: .init(
+                url: try #require(URL(string: server.url + "/" + signer.signature(for: signedPath) + signedPath))
+            )
+        )
+        #expect(response.statusCode == 200 && response.headers[.cacheControl] == "public, max-age=120")
+        #expect(try ImageCodersManager.shared.decode(body).width == 40)
+        let (_, unsigned) = try await session.data(
+            for: .init(url: try #require(URL(string: server.url + "/_" + signedPath)))
+        )
+        #expect(unsigned.statusCode == 403)
+        #expect(server.stop() == 0)
         let run = try await CLIRunner.runDetached(
             ["serve", "--print-config"],
             environment: ["IMGPROXY_KEY": "zz", "IMGPROXY_SALT": "00"]
         )
         #expect(run.status == 2 && run.stderr.contains("not hex"), "the imgproxy key is used: \(run.stderr)")
+        await origin.stop()
     }
 }

@@ -99,7 +99,11 @@ struct DemoCommand: AsyncParsableCommand {
             )
         )
         passes.append(await load("warm (memory)", urls: urls, manager: manager, origin: origin, progress: false))
-        _ = await cache.totalDiskCount()  // let the disk writes land
+        // Every load of the passes before has ended (its stores made) and the disk writes have
+        // landed before memory is cleared: nothing from them can put an image back.
+        let settled = ContinuousClock.now + .seconds(10)
+        while manager.isRunning, ContinuousClock.now < settled { try? await Task.sleep(for: .milliseconds(5)) }
+        await manager.flush()
         cache.clearMemory()
         passes.append(
             await load("memory cleared (disk)", urls: urls, manager: manager, origin: origin, progress: false)
