@@ -60,10 +60,10 @@ extension ImageManager {
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }
+        // A data: URL carries its bytes: kept in memory, never written to disk.
+        let memoryOnly = options.contains(.cacheMemoryOnly) || url.scheme?.lowercased() == "data"
         let storeType: ImageCacheType =
-            options.contains(.cacheMemoryOnly)
-            ? (context.storeCacheType.includesMemory ? .memory : .none)
-            : context.storeCacheType
+            memoryOnly ? (context.storeCacheType.includesMemory ? .memory : .none) : context.storeCacheType
         var delivered = image
         var storedData = data
         var transformedHere = false

@@ -73,7 +73,10 @@ public final class ImageManager: Sendable {
         imageCache = cache
         imageLoader = loader
         loaders =
-            additionalLoaders + [loader, FileImageLoader(maximumFileSize: loader.configuration.maximumDownloadSize)]
+            additionalLoaders + [
+                loader, FileImageLoader(maximumFileSize: loader.configuration.maximumDownloadSize),
+                DataURLLoader(maximumSize: loader.configuration.maximumDownloadSize),
+            ]
     }
 
     /// The first loader that can request `url`.
