@@ -12,7 +12,7 @@ struct LoaderTests {
         defer { fixture.folder.remove() }
         let file = fixture.folder.url.appendingPathComponent("photo.jpg")
         try DerivedImageTests.photoJPEG.write(to: file)
-        let fileLoader = try #require(fixture.manager.loaders.last as? FileImageLoader)
+        let fileLoader = try #require(fixture.manager.loaders.lazy.compactMap { $0 as? FileImageLoader }.first)
         let sizes = try await withThrowingTaskGroup(of: Int?.self) { group in
             for _ in 0..<20 { group.addTask { try await fixture.manager.loadImage(with: file).image?.width } }
             return try await group.reduce(into: []) { $0.append($1) }
