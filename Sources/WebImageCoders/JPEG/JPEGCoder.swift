@@ -239,11 +239,7 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
                 }
             }
         }
-        let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
-        if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.jpeg, detail) }
-        guard status == WI_OK, let output else { throw .encodingFailed(.jpeg, detail) }
-        defer { free(output) }
-        return Data(bytes: output, count: size)
+        return try ShimResult.encoded(status, output: output, size: size, message: message, format: .jpeg)
     }
 }
 

@@ -223,10 +223,6 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
                 }
             }
         }
-        let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
-        if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.png, detail) }
-        guard status == WI_OK, let output else { throw .encodingFailed(.png, detail) }
-        defer { free(output) }
-        return Data(bytes: output, count: size)
+        return try ShimResult.encoded(status, output: output, size: size, message: message, format: .png)
     }
 }

@@ -32,7 +32,7 @@ public struct TIFFCoder: ImageCoding {
                 &message
             )
         }
-        let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
+        let detail = ShimResult.message(message)
         if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.tiff, detail) }
         if status == WI_OUT_OF_MEMORY { throw .outOfMemory(.tiff, detail) }
         guard status == WI_OK, let pixels, width > 0, height > 0 else {
@@ -81,10 +81,6 @@ public struct TIFFCoder: ImageCoding {
                 &message
             )
         }
-        let detail = String(decoding: message.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
-        if status == WI_LIMIT_EXCEEDED { throw .limitExceeded(.tiff, detail) }
-        guard status == WI_OK, let output else { throw .encodingFailed(.tiff, detail) }
-        defer { free(output) }
-        return Data(bytes: output, count: size)
+        return try ShimResult.encoded(status, output: output, size: size, message: message, format: .tiff)
     }
 }
