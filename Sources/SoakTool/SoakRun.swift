@@ -112,7 +112,10 @@ struct SoakRun: Sendable {
             var behavior = OriginRoute.Behavior()
             if index % 7 == 0 { behavior.chunkSize = 4096 }
             if index % 11 == 0 { behavior.delay = .milliseconds(5) }
-            origin.setRoute("/img/\(index)", .data(image.data, contentType: image.contentType, behavior: behavior))
+            origin.setRoute(
+                "/img/\(index)",
+                .data(image.data, contentType: image.contentType, cacheControl: "max-age=86400", behavior: behavior)
+            )
         }
         let jpeg = images[0].data
         for index in 0..<20 {

@@ -62,9 +62,17 @@ public struct OriginRoute: Sendable {
         self.behavior = behavior
     }
 
-    /// A 200 response with `body` and its content type.
-    public static func data(_ body: Data, contentType: String, behavior: Behavior = .init()) -> OriginRoute {
-        OriginRoute(status: 200, headers: [("Content-Type", contentType)], body: body, behavior: behavior)
+    /// A 200 response with `body`, its content type and, when given, a `Cache-Control` value
+    /// (without one, and with no `Last-Modified`, a cache must revalidate the response at each use).
+    public static func data(
+        _ body: Data,
+        contentType: String,
+        cacheControl: String? = nil,
+        behavior: Behavior = .init()
+    ) -> OriginRoute {
+        var headers = [("Content-Type", contentType)]
+        if let cacheControl { headers.append(("Cache-Control", cacheControl)) }
+        return OriginRoute(status: 200, headers: headers, body: body, behavior: behavior)
     }
 
     /// A redirect to `location` (absolute or relative).

@@ -127,7 +127,7 @@ struct ClusterTests {
             as: .jpeg,
             options: .init()
         )
-        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg"))
+        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg", cacheControl: "max-age=86400"))
         return origin
     }
 

@@ -29,8 +29,12 @@ struct FetchCommandTests {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
         defer { folder.remove() }
         let origin = try await OriginServer.start()
-        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png", behavior: .init(delay: .milliseconds(30))))
-        origin.setRoute("/b.png", .data(Self.png, contentType: "image/png"))
+        let day = "max-age=86400"
+        origin.setRoute(
+            "/a.png",
+            .data(Self.png, contentType: "image/png", cacheControl: day, behavior: .init(delay: .milliseconds(30)))
+        )
+        origin.setRoute("/b.png", .data(Self.png, contentType: "image/png", cacheControl: day))
         let cache = folder.file("cache").path
         let a = origin.url("/a.png").absoluteString
         let b = origin.url("/b.png").absoluteString
@@ -781,7 +785,9 @@ struct FetchCommandTests {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
         defer { folder.remove() }
         let origin = try await OriginServer.start()
-        for index in 0..<4 { origin.setRoute("/p\(index).png", .data(Self.png, contentType: "image/png")) }
+        for index in 0..<4 {
+            origin.setRoute("/p\(index).png", .data(Self.png, contentType: "image/png", cacheControl: "max-age=86400"))
+        }
         let cache = folder.file("cache").path
         let urls = (0..<4).map { origin.url("/p\($0).png").absoluteString }
 

@@ -80,7 +80,7 @@ struct ImageProxyServerTests {
             as: .jpeg,
             options: .init(quality: 0.9)
         )
-        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg"))
+        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg", cacheControl: "max-age=86400"))
         origin.setRoute("/text", .data(Data("not an image".utf8), contentType: "text/plain"))
         let translucent = try HEIFTestEncoder.encode(GeneratedImages.translucentGradient(width: 64, height: 48))
         origin.setRoute("/translucent.heic", .data(translucent, contentType: "image/heic"))

@@ -36,7 +36,7 @@ struct OriginalsCacheLimitTests {
                     as: .png,
                     options: .init()
                 )
-                origin.setRoute("/\(index).png", .data(png, contentType: "image/png"))
+                origin.setRoute("/\(index).png", .data(png, contentType: "image/png", cacheControl: "max-age=86400"))
             }
             var largest = 0
             for index in 0..<40 {

@@ -155,7 +155,8 @@ struct ProxyTrimAndWatermarkTests {
     func watermarkSources() async throws {
         let markOrigin = try await OriginServer.start()
         defer { Task { await markOrigin.stop() } }
-        markOrigin.setRoute("/mark.png", .data(try Self.mark(), contentType: "image/png"))
+        let mark = try Self.mark()
+        markOrigin.setRoute("/mark.png", .data(mark, contentType: "image/png", cacheControl: "max-age=86400"))
         let fixture = try await ImageProxyServerTests.start { $0.watermark = .url(markOrigin.url("/mark.png")) }
         defer { Task { await fixture.stop() } }
         for width in [200, 300] {

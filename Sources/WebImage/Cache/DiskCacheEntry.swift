@@ -11,13 +11,41 @@ public struct DiskCacheMetadata: Sendable, Hashable {
     public var lastModified: String?
     /// Any bytes the caller wants kept with the entry (SDWebImage 5's `sd_extendedObject`).
     public var extendedData: Data?
+    /// The caching headers of the HTTP response the entry came from; `nil` for entries stored
+    /// by hand or before they were kept, which stay usable until the cache's `maxAge`.
+    public var httpCaching: HTTPCachingHeaders?
 
-    public init(contentType: String? = nil, etag: String? = nil, lastModified: String? = nil, extendedData: Data? = nil)
-    {
+    /// Metadata; every part is optional.
+    public init(
+        contentType: String? = nil,
+        etag: String? = nil,
+        lastModified: String? = nil,
+        extendedData: Data? = nil,
+        httpCaching: HTTPCachingHeaders? = nil
+    ) {
         self.contentType = contentType
         self.etag = etag
         self.lastModified = lastModified
         self.extendedData = extendedData
+        self.httpCaching = httpCaching
+    }
+
+    /// How long the entry may be used without asking its origin; `nil` when it did not come
+    /// from HTTP.
+    public var freshness: HTTPFreshness? {
+        httpCaching.map { HTTPFreshness(headers: $0, lastModified: lastModified) }
+    }
+
+    /// This metadata as a `304` with `notModified` refreshes it: its validators and caching
+    /// headers replace the stored ones where it sends them (RFC 9111 §4.3.4).
+    public func updated(by notModified: DiskCacheMetadata) -> DiskCacheMetadata {
+        var updated = self
+        updated.etag = notModified.etag ?? etag
+        updated.lastModified = notModified.lastModified ?? lastModified
+        if let headers = notModified.httpCaching {
+            updated.httpCaching = httpCaching?.updated(by: headers) ?? headers
+        }
+        return updated
     }
 }
 
@@ -39,17 +67,22 @@ public struct DiskCacheEntry: Sendable, Hashable {
 /// the image data never copies it and the file still opens as an image elsewhere.
 ///
 ///     data | payload | UInt32 payload length (LE) | "WICACHE1"
-///     payload = UInt8 version (2) | Float64 stored date (LE bits) | UInt64 XXH64 of data (LE)
+///     payload = UInt8 version (3) | Float64 stored date (LE bits) | UInt64 XXH64 of data (LE)
 ///               | field key | field contentType | field etag | field lastModified | field extended
+///               | Float64 received date (NaN: not from HTTP) | field cacheControl | field expires
+///               | field date | field age | field vary
 ///     field   = UInt32 length (LE; 0xFFFF_FFFF when absent) | bytes
 ///
 /// Every length is checked against the bytes present: a damaged or foreign file reads as
 /// `nil`, never out of bounds. Readers compare the stored key with the one asked for and the
 /// checksum with the data, so a flipped byte or an entry copied over another key's is a miss.
-/// Version 1 entries (no checksum) read as damaged.
+/// Version 2 entries (without the HTTP part) still read, as entries without caching headers;
+/// version 1 entries (no checksum) read as damaged.
 package enum DiskCacheEntryFormat {
     static let magic: [UInt8] = Array("WICACHE1".utf8)
-    static let version: UInt8 = 2
+    static let version: UInt8 = 3
+    /// The oldest version still read: the same up to the extended data.
+    static let oldestReadVersion: UInt8 = 2
     /// Length field plus magic.
     static let footerSize = 4 + 8
     static let absent: UInt32 = .max
@@ -63,17 +96,16 @@ package enum DiskCacheEntryFormat {
         var payload: [UInt8] = [version]
         append(storedDate.timeIntervalSince1970.bitPattern, to: &payload)
         append(checksum, to: &payload)
-        for field in [
-            Data(key.utf8), metadata.contentType.map { Data($0.utf8) }, metadata.etag.map { Data($0.utf8) },
-            metadata.lastModified.map { Data($0.utf8) }, metadata.extendedData,
-        ] {
-            if let field {
-                append(UInt32(field.count), to: &payload)
-                payload.append(contentsOf: field)
-            } else {
-                append(absent, to: &payload)
-            }
-        }
+        func utf8(_ text: String?) -> Data? { text.map { Data($0.utf8) } }
+        let caching = metadata.httpCaching
+        let fields: [Data?] = [
+            Data(key.utf8), utf8(metadata.contentType), utf8(metadata.etag), utf8(metadata.lastModified),
+            metadata.extendedData,
+        ]
+        let httpFields = [caching?.cacheControl, caching?.expires, caching?.date, caching?.age, caching?.vary]
+        for field in fields { appendField(field, to: &payload) }
+        append((caching?.receivedDate.timeIntervalSince1970 ?? .nan).bitPattern, to: &payload)
+        for field in httpFields { appendField(utf8(field), to: &payload) }
         var trailer = payload
         append(UInt32(payload.count), to: &trailer)
         trailer.append(contentsOf: magic)
@@ -91,15 +123,53 @@ package enum DiskCacheEntryFormat {
 
     /// Decodes a payload; `nil` when it is damaged.
     static func decode(payload: UnsafeRawBufferPointer) -> DecodedPayload? {
-        var offset = 0
-        guard payload.count >= 17, payload[0] == version else { return nil }
-        offset = 1
+        guard payload.count >= 17, (oldestReadVersion...version).contains(payload[0]) else { return nil }
+        var offset = 1
         let stored = Date(timeIntervalSince1970: Double(bitPattern: readUInt64(payload, at: offset)))
         offset += 8
         let checksum = readUInt64(payload, at: offset)
         offset += 8
+        guard let fields = readFields(5, from: payload, at: &offset), let keyData = fields[0],
+            let key = String(data: keyData, encoding: .utf8)
+        else { return nil }
+        func text(_ data: Data?) -> String? { data.flatMap { String(data: $0, encoding: .utf8) } }
+        var metadata = DiskCacheMetadata(
+            contentType: text(fields[1]),
+            etag: text(fields[2]),
+            lastModified: text(fields[3]),
+            extendedData: fields[4]
+        )
+        if payload[0] >= 3 {
+            guard offset + 8 <= payload.count else { return nil }
+            let received = Double(bitPattern: readUInt64(payload, at: offset))
+            offset += 8
+            guard let http = readFields(5, from: payload, at: &offset) else { return nil }
+            if !received.isNaN {
+                metadata.httpCaching = HTTPCachingHeaders(
+                    cacheControl: text(http[0]),
+                    expires: text(http[1]),
+                    date: text(http[2]),
+                    age: text(http[3]),
+                    vary: text(http[4]),
+                    receivedDate: Date(timeIntervalSince1970: received)
+                )
+            }
+        }
+        guard offset == payload.count else { return nil }
+        return DecodedPayload(key: key, metadata: metadata, stored: stored, checksum: checksum)
+    }
+
+    /// `count` length-prefixed fields from `offset` on, moving it past them; `nil` when one
+    /// does not fit.
+    private static func readFields(
+        _ count: Int,
+        from payload: UnsafeRawBufferPointer,
+        at offset: inout Int
+    )
+        -> [Data?]?
+    {
         var fields: [Data?] = []
-        for _ in 0..<5 {
+        for _ in 0..<count {
             guard offset + 4 <= payload.count else { return nil }
             let length = readUInt32(payload, at: offset)
             offset += 4
@@ -111,17 +181,16 @@ package enum DiskCacheEntryFormat {
             fields.append(Data(payload[offset..<offset + Int(length)]))
             offset += Int(length)
         }
-        guard offset == payload.count, let keyData = fields[0], let key = String(data: keyData, encoding: .utf8) else {
-            return nil
+        return fields
+    }
+
+    private static func appendField(_ field: Data?, to payload: inout [UInt8]) {
+        if let field {
+            append(UInt32(field.count), to: &payload)
+            payload.append(contentsOf: field)
+        } else {
+            append(absent, to: &payload)
         }
-        func text(_ data: Data?) -> String? { data.flatMap { String(data: $0, encoding: .utf8) } }
-        let metadata = DiskCacheMetadata(
-            contentType: text(fields[1]),
-            etag: text(fields[2]),
-            lastModified: text(fields[3]),
-            extendedData: fields[4]
-        )
-        return DecodedPayload(key: key, metadata: metadata, stored: stored, checksum: checksum)
     }
 
     /// A trailer's contents.

@@ -174,7 +174,7 @@ public final class ImageCache: ImageCaching {
         completion: (@Sendable ((any Error)?) -> Void)? = nil
     ) {
         if cacheType.includesMemory, configuration.cachesImagesInMemory, let image {
-            memoryCache.setImage(image, forKey: key)
+            memoryCache.setImage(image, forKey: key, expiresAt: Self.memoryExpiry(of: metadata))
         }
         guard cacheType.includesDisk, configuration.usesDiskCache, image != nil || data != nil else {
             completion?(nil)
@@ -302,7 +302,7 @@ public final class ImageCache: ImageCaching {
             context.decode(data, options: options, isCancelled: { operation.isCancelled }) { [self] result in
                 guard let result else { return }
                 let image = try? result.get()
-                if let image { promote(image, forKey: key, context: context) }
+                if let image { promote(image, forKey: key, context: context, metadata: metadata) }
                 guard !operation.isCancelled else { return }
                 completion(ImageCacheQueryResult(image: image, data: data, cacheType: .disk, metadata: metadata))
             }
@@ -317,11 +317,27 @@ public final class ImageCache: ImageCaching {
         return diskCache.dataAndEntry(forKey: key).map { ($0.data, $0.entry.metadata) }
     }
 
-    /// Puts a disk hit's image in memory, unless the context's store type leaves memory out.
-    private func promote(_ image: DecodedImage, forKey key: String, context: ImageContext) {
-        if context.storeCacheType.includesMemory, configuration.cachesImagesInMemory {
-            memoryCache.setImage(image, forKey: key)
-        }
+    /// Puts a disk hit's image in memory, unless the context's store type leaves memory out or
+    /// its HTTP freshness has ended.
+    private func promote(
+        _ image: DecodedImage,
+        forKey key: String,
+        context: ImageContext,
+        metadata: DiskCacheMetadata? = nil
+    ) {
+        guard context.storeCacheType.includesMemory, configuration.cachesImagesInMemory else { return }
+        let expiry = Self.memoryExpiry(of: metadata)
+        if let expiry, expiry <= Date() { return }
+        memoryCache.setImage(image, forKey: key, expiresAt: expiry)
+    }
+
+    /// When an image stored with `metadata` leaves memory: when its response's explicit
+    /// freshness (`max-age`, `Expires`, `no-cache`) ends. A response without it stays as long as
+    /// the memory cache keeps any image (the heuristic freshness governs the disk entry only).
+    static func memoryExpiry(of metadata: DiskCacheMetadata?) -> Date? {
+        guard let freshness = metadata?.freshness else { return nil }
+        guard freshness.isStorable else { return freshness.receivedDate }
+        return freshness.isExplicit || freshness.noCache ? freshness.freshUntil : nil
     }
 
     /// The memory cache's image for `key` (no disk access).

@@ -96,6 +96,8 @@ enum MemoryCacheShard {
         var key: Key
         var image: DecodedImage?
         var cost: Int
+        /// When it stops being usable (seconds since 1970; infinity: never).
+        var expiry: Double
         /// When it was last stored or looked up (monotonic nanoseconds, increasing per shard).
         var stamp: UInt64
         var newer: Int
@@ -155,23 +157,38 @@ enum MemoryCacheShard {
             pushNewest(slot)
         }
 
-        mutating func lookUp(_ key: Key) -> DecodedImage? {
-            guard let slot = index[key] else { return nil }
-            touch(slot)
-            return nodes[slot].image
+        /// The image for `key`, marked most recently used; an expired entry is removed instead
+        /// (a weakly held one too) and the lookup misses.
+        mutating func lookUp(_ key: Key) -> (DecodedImage?, Change) {
+            if let slot = index[key] {
+                guard !Self.hasExpired(nodes[slot].expiry) else { return (nil, remove(key).1) }
+                touch(slot)
+                return (nodes[slot].image, .none)
+            }
+            guard let weak = evicted[key] else { return (nil, .none) }
+            guard !Self.hasExpired(weak.expiry), let revived = weak.image else {
+                evicted[key] = nil
+                return (nil, .none)
+            }
+            return (revived, insert(revived, cost: revived.cost, expiry: weak.expiry, forKey: key))
         }
 
-        mutating func insert(_ image: DecodedImage, cost: Int, forKey key: Key) -> Change {
+        private static func hasExpired(_ expiry: Double) -> Bool {
+            expiry != .infinity && Date().timeIntervalSince1970 >= expiry
+        }
+
+        mutating func insert(_ image: DecodedImage, cost: Int, expiry: Double, forKey key: Key) -> Change {
             evicted[key] = nil
             if let slot = index[key] {
                 let change = Change(cost: cost - nodes[slot].cost, count: 0)
                 totalCost += change.cost
                 nodes[slot].image = image
                 nodes[slot].cost = cost
+                nodes[slot].expiry = expiry
                 touch(slot)
                 return change
             }
-            let node = Node(key: key, image: image, cost: cost, stamp: 0, newer: -1, older: -1)
+            let node = Node(key: key, image: image, cost: cost, expiry: expiry, stamp: 0, newer: -1, older: -1)
             let slot: Int
             if let reused = free.popLast() {
                 nodes[reused] = node
@@ -210,9 +227,9 @@ enum MemoryCacheShard {
             guard oldest >= 0 else { return .none }
             let slot = oldest
             let key = nodes[slot].key
-            let cost = nodes[slot].cost
+            let (cost, expiry) = (nodes[slot].cost, nodes[slot].expiry)
             index[key] = nil
-            if let image = release(slot), keepsEvicted { evicted[key] = WeakImage(image) }
+            if let image = release(slot), keepsEvicted { evicted[key] = WeakImage(image, expiry: expiry) }
             return Change(cost: -cost, count: -1)
         }
 
@@ -225,7 +242,9 @@ enum MemoryCacheShard {
         mutating func removeAll(keepingEvicted: Bool) -> Change {
             if keepingEvicted && keepsEvicted {
                 for slot in index.values {
-                    if let image = nodes[slot].image { evicted[nodes[slot].key] = WeakImage(image) }
+                    if let image = nodes[slot].image {
+                        evicted[nodes[slot].key] = WeakImage(image, expiry: nodes[slot].expiry)
+                    }
                 }
             } else {
                 evicted.removeAll()

@@ -81,14 +81,10 @@ public final class MemoryCache: Sendable {
     }
 
     /// The image for `key`, marking it most recently used; an evicted image still held elsewhere
-    /// is put back.
+    /// is put back. An image past its expiry is removed, and the lookup misses.
     public func image(forKey key: String) -> DecodedImage? {
         let key = MemoryCacheShard.Key(key)
-        let (image, change) = shards.withLock(shard(for: key)) { store -> (DecodedImage?, MemoryCacheShard.Change) in
-            if let image = store.lookUp(key) { return (image, .none) }
-            guard let revived = store.evicted[key]?.image else { return (nil, .none) }
-            return (revived, store.insert(revived, cost: revived.cost, forKey: key))
-        }
+        let (image, change) = shards.withLock(shard(for: key)) { $0.lookUp(key) }
         if change != .none { apply(change) }
         return image
     }
@@ -102,15 +98,17 @@ public final class MemoryCache: Sendable {
     /// Stores `image` under `key` (replacing any other) and purges if the limits are passed.
     /// `cost` defaults to the image's bytes. An image costing more than the whole
     /// ``Limits/costLimit`` is not kept at all, not even weakly (NSCache's rule): the key's
-    /// previous image is removed.
-    public func setImage(_ image: DecodedImage, forKey key: String, cost: Int? = nil) {
+    /// previous image is removed. From `expiresAt` on (default: never) lookups miss and drop it:
+    /// how an HTTP response's freshness reaches memory.
+    public func setImage(_ image: DecodedImage, forKey key: String, cost: Int? = nil, expiresAt: Date? = nil) {
         let cost = max(0, cost ?? image.cost)
         guard cost <= limits.costLimit else {
             removeImage(forKey: key)
             return
         }
         let key = MemoryCacheShard.Key(key)
-        apply(shards.withLock(shard(for: key)) { $0.insert(image, cost: cost, forKey: key) })
+        let expiry = expiresAt?.timeIntervalSince1970 ?? .infinity
+        apply(shards.withLock(shard(for: key)) { $0.insert(image, cost: cost, expiry: expiry, forKey: key) })
     }
 
     /// Removes and returns the image for `key`.
@@ -199,8 +197,13 @@ public final class MemoryCache: Sendable {
 /// An image held by its storage reference, weakly.
 struct WeakImage {
     weak var storage: DecodedImage.Storage?
+    /// The entry's expiry (seconds since 1970; infinity: never).
+    let expiry: Double
 
-    init(_ image: DecodedImage) { storage = image.storage }
+    init(_ image: DecodedImage, expiry: Double) {
+        storage = image.storage
+        self.expiry = expiry
+    }
 
     var image: DecodedImage? { storage.map { DecodedImage(storage: $0) } }
     var isAlive: Bool { storage != nil }

@@ -32,8 +32,9 @@ public protocol ImageLoading: Sendable {
 }
 
 /// `(image, data, error, finished, metadata)`: a loader's answer. `metadata` carries the
-/// response's content type and validators (`ETag`, `Last-Modified`), which the manager stores
-/// with the disk entry.
+/// response's content type, validators (`ETag`, `Last-Modified`) and caching headers, which the
+/// manager stores with the disk entry and judges its freshness by; a `cacheNotModified` answer
+/// carries the `304`'s, which refresh the stored ones.
 public typealias ImageLoaderCompletion =
     @Sendable (DecodedImage?, Data?, WebImageError?, Bool, DiskCacheMetadata?) -> Void
 
@@ -72,12 +73,14 @@ extension ImageDownloader: ImageLoading {
         }
     }
 
-    /// What the disk cache keeps of a response: its content type and validators.
+    /// What the disk cache keeps of a response: its content type, validators and caching
+    /// headers, received now.
     static func metadata(of response: HTTPSession.Response) -> DiskCacheMetadata {
         DiskCacheMetadata(
             contentType: response.mimeType,
             etag: response.headers[values: .eTag].first,
-            lastModified: response.headers[values: .lastModified].first
+            lastModified: response.headers[values: .lastModified].first,
+            httpCaching: HTTPCachingHeaders(fields: response.headers, receivedDate: Date())
         )
     }
 

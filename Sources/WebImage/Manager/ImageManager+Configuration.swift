@@ -42,6 +42,11 @@ extension ImageManager {
         /// The budget this manager's decodes reserve pixel memory from when the context names
         /// none. Default `nil`: ``DecodingMemoryBudget/shared``.
         public var decodingMemoryBudget: DecodingMemoryBudget?
+        /// How long failed URLs are remembered, by cause. Default: 404/410 an hour, undecodable
+        /// data a day, other blocked failures an hour.
+        public var failedURLPolicy = FailedURLPolicy()
+        /// The clock the failed-URL list reads (a test moves it). Default: the system's.
+        public var now: @Sendable () -> Date = { Date() }
 
         /// No hooks, no callback queue, no logging.
         public init() {}

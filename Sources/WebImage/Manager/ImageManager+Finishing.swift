@@ -59,11 +59,13 @@ extension ImageManager {
         source: ImageCacheType,
         deliver: @escaping @Sendable (Event) -> Void
     ) {
-        if options.contains(.retryFailed) { failed.withLock { _ = $0.remove(url) } }
-        // A data: URL carries its bytes: kept in memory, never written to disk.
+        if options.contains(.retryFailed) { failed.remove(url) }
+        // A data: URL carries its bytes: kept in memory, never written to disk. A response that
+        // says `no-store` or `Vary: *` is not kept at all.
         let memoryOnly = options.contains(.cacheMemoryOnly) || url.scheme?.lowercased() == "data"
         let storeType: ImageCacheType =
-            memoryOnly ? (context.storeCacheType.includesMemory ? .memory : .none) : context.storeCacheType
+            metadata.freshness?.isStorable == false
+            ? .none : memoryOnly ? (context.storeCacheType.includesMemory ? .memory : .none) : context.storeCacheType
         var delivered = image
         var storedData = data
         var transformedHere = false
@@ -124,7 +126,7 @@ extension ImageManager {
         }
         // Memory first: a load of the key that starts once this task has closed finds it there.
         if storeType.includesMemory, delivered != nil {
-            imageCache.store(delivered, data: nil, forKey: key, metadata: nil, cacheType: .memory, completion: nil)
+            imageCache.store(delivered, data: nil, forKey: key, metadata: metadata, cacheType: .memory, completion: nil)
         }
         guard storeType.includesDisk else {
             deliver(.image(result, final: true))

@@ -36,7 +36,10 @@ extension ImageManager {
         let query = imageCache.queryImage(forKey: originalKey, options: queryOptions, context: nil, cacheType: .disk) {
             [self] stored in
             guard !task.isCancelled else { return }
-            guard let data = stored.data else { return otherwise() }
+            // A stale original is fetched again (the new image replaces it) rather than derived from.
+            guard let data = stored.data, stored.metadata?.freshness?.use(at: Date()) != .stale else {
+                return otherwise()
+            }
             let finish: @Sendable (DecodedImage?) -> Void = { [self] image in
                 finishDownload(
                     url: url,

@@ -49,9 +49,8 @@ extension ImageManager {
             operation.deliver(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
             return operation
         }
-        if !options.contains(.retryFailed), failed.withLock({ $0.contains(url) }) {
-            let message = "\(url): failed before; not retried without retryFailed"
-            operation.deliver(.failure(WebImageError(.blackListed, url: url, message: message), url))
+        if !options.contains(.retryFailed), let failure = failed.failure(of: url) {
+            operation.deliver(.failure(Self.blackListed(failure), url))
             return operation
         }
         let typedKey = imageCacheKey(for: url, context: context)
@@ -128,37 +127,56 @@ extension ImageManager {
                 )
             }
             let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
-            guard options.contains(.refreshCached), !options.contains(.fromCacheOnly) else {
-                deliver(.image(result, final: true))
-                return
+            let copy = { (delivered: Bool) in
+                CachedCopy(result: result, metadata: cached.metadata, delivered: delivered)
             }
-            deliver(.image(result, final: false))
-            download(
-                url: url,
-                key: key,
-                options: options,
-                context: context,
-                cached: (result, cached.metadata),
-                task: task,
-                deliver: deliver
-            )
+            switch Self.use(of: cached, options: options, now: Date()) {
+            case .serve:
+                deliver(.image(result, final: true))
+            case .serveThenRefresh:
+                deliver(.image(result, final: false))
+                download(
+                    url: url,
+                    key: key,
+                    options: options,
+                    context: context,
+                    cached: copy(true),
+                    task: task,
+                    deliver: deliver
+                )
+            case .serveAndRevalidateInBackground:
+                deliver(.image(result, final: true))
+                revalidateInBackground(url: url, key: key, options: options, context: context, cached: copy(true))
+            case .revalidate:
+                download(
+                    url: url,
+                    key: key,
+                    options: options,
+                    context: context,
+                    cached: copy(false),
+                    task: task,
+                    deliver: deliver
+                )
+            }
         }
         task.attach(cacheOperation: query)
     }
 
-    private func download(
+    /// Loads `url` from its loader; with `cached`, revalidates that copy (a conditional request
+    /// when it has validators) and settles on it when the origin says it has not changed.
+    func download(
         url: URL,
         key: String,
         options: ImageOptions,
         context: ImageContext,
-        cached: (result: ImageLoadResult, metadata: DiskCacheMetadata?)?,
+        cached: CachedCopy?,
         task: ImageLoadTask,
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         let allowed = !options.contains(.fromCacheOnly) && configuration.shouldDownload(url, manager: self)
         guard allowed else {
             if let cached {
-                deliver(.notModified(cached.result))
+                deliver(cached.settled)
             } else {
                 deliver(
                     .failure(
@@ -178,12 +196,14 @@ extension ImageManager {
             return
         }
         var downloadContext = context
+        var loaderOptions = options
         if let cached {
             downloadContext.cachedResponse = ImageContext.CachedResponse(
                 etag: cached.metadata?.etag,
                 lastModified: cached.metadata?.lastModified,
                 data: cached.result.data
             )
+            loaderOptions.insert(.refreshCached)  // the loader sends the validators
         }
         let handle: ImageLoaderCompletion = { [self] image, data, error, finished, metadata in
             guard finished else {
@@ -192,11 +212,20 @@ extension ImageManager {
             }
             if let error {
                 if error.code == .cacheNotModified, let cached {
-                    deliver(.notModified(cached.result))
+                    refreshStoredCopy(cached, key: key, context: context, notModified: metadata)
+                    deliver(cached.settled)
+                    return
+                }
+                if let cached, !cached.delivered, servesStale(cached, after: error) {
+                    configuration.logger.notice(
+                        "stale image served: revalidation failed",
+                        metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"]
+                    )
+                    deliver(cached.settled)
                     return
                 }
                 if configuration.shouldBlock(url, error: error, loader: loader, manager: self) {
-                    failed.withLock { _ = $0.insert(url) }
+                    failed.insert(url, error: error)
                     configuration.logger.notice(
                         "URL blacklisted",
                         metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"]
@@ -221,7 +250,7 @@ extension ImageManager {
         downloadContext.priority = requestedPriority
         let token = loader.requestImage(
             with: url,
-            options: options,
+            options: loaderOptions,
             context: downloadContext,
             progress: { received, expected, url in deliver(.progress(received, expected, url)) },
             completed: handle

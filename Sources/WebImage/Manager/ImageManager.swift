@@ -8,8 +8,9 @@ import WebImageHTTP
 ///
 /// A load looks in the cache (memory, then disk), and when the image is missing (or
 /// `refreshCached` asks to revalidate) downloads it once however many callers want it,
-/// transforms it, stores it, and delivers it. URLs that failed for good are remembered
-/// (the failed-URL blacklist) and fail at once with `blackListed` until `retryFailed`.
+/// transforms it, stores it, and delivers it. URLs that failed for good are remembered for a
+/// while (the failed-URL blacklist, ``Configuration/failedURLPolicy``) and fail at once with
+/// `blackListed`, naming the first failure, until that time is up or `retryFailed` is passed.
 ///
 /// **One task per key.** Concurrent loads with the same cache key and settings share one load
 /// task: one cache query, one loader load, one transform and one store; each caller's
@@ -54,10 +55,12 @@ public final class ImageManager: Sendable {
     public let loaders: [any ImageLoading]
 
     private let settings: Protected<Configuration>
-    let failed = Protected<Set<URL>>([])
+    let failed: FailedURLList
     let running = Protected<Set<ImageLoadOperation>>([])
     /// The load tasks in flight, one per ``ImageLoadKey``.
     let tasks = Protected<[ImageLoadKey: ImageLoadTask]>([:])
+    /// Keys whose stale entry is being revalidated in the background (`stale-while-revalidate`).
+    let revalidating = Protected<Set<String>>([])
     /// Numbers for loads that share with no other (``ImageLoadKey/unshareable``).
     let loadNumbers = Atomic<UInt64>(0)
 
@@ -70,6 +73,7 @@ public final class ImageManager: Sendable {
         configuration: Configuration = Configuration()
     ) {
         settings = Protected(configuration)
+        failed = FailedURLList(policy: configuration.failedURLPolicy, now: configuration.now)
         imageCache = cache
         imageLoader = loader
         loaders =
@@ -150,14 +154,23 @@ public final class ImageManager: Sendable {
         )
     }
 
-    /// URLs that failed for good and fail at once until loaded with `retryFailed`.
-    public var failedURLs: Set<URL> { failed.withLock { $0 } }
+    /// URLs that failed for good and fail at once until their time is up or they are loaded with
+    /// `retryFailed`.
+    public var failedURLs: Set<URL> { Set(failed.all.map(\.url)) }
+
+    /// Every remembered failure with its cause and expiry, oldest first (then by URL).
+    public var failures: [FailedURL] {
+        failed.all.sorted { ($0.failedAt, $0.url.absoluteString) < ($1.failedAt, $1.url.absoluteString) }
+    }
+
+    /// Why `url` is remembered as failed, and until when; `nil` when it is not (or no longer).
+    public func failure(for url: URL) -> FailedURL? { failed.failure(of: url) }
 
     /// Forgets that `url` failed.
-    public func removeFailedURL(_ url: URL) { failed.withLock { _ = $0.remove(url) } }
+    public func removeFailedURL(_ url: URL) { failed.remove(url) }
 
     /// Forgets every failure.
-    public func removeAllFailedURLs() { failed.withLock { $0.removeAll() } }
+    public func removeAllFailedURLs() { failed.removeAll() }
 
     /// Load tasks in flight (callers of one key share one).
     var loadTaskCount: Int { tasks.withLock { $0.count } }

@@ -57,7 +57,7 @@ struct DemoCommand: AsyncParsableCommand {
                 ? OriginRoute.Behavior(chunkSize: 16 * 1024, chunkInterval: .milliseconds(4)) : OriginRoute.Behavior()
             origin.setRoute(
                 "/demo/\(image.name)",
-                .data(image.data, contentType: image.contentType, behavior: behavior)
+                .data(image.data, contentType: image.contentType, cacheControl: "max-age=86400", behavior: behavior)
             )
         }
         let temporary = FileManager.default.temporaryDirectory.appendingPathComponent(

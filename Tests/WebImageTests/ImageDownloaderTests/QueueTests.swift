@@ -9,14 +9,24 @@ struct QueueTests {
     @Test("The origin never sees more than maxConcurrentDownloads loads at once")
     func concurrencyLimit() async throws {
         let origin = try await OriginServer.start()
+        // The origin holds its answers until two requests are in: the limit is reached however
+        // slowly the machine starts them, and never passed.
+        let gate = OriginGate()
         for index in 0..<8 {
-            origin.setRoute("/\(index).png", DownloaderFixtures.route(behavior: .init(delay: .milliseconds(60))))
+            origin.setRoute(
+                "/\(index).png",
+                DownloaderFixtures.route(behavior: .init(delay: .milliseconds(60), gate: gate))
+            )
         }
         var configuration = ImageDownloader.Configuration()
         configuration.maxConcurrentDownloads = 2
         let downloader = ImageDownloader(configuration: configuration)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<8 { group.addTask { _ = try await downloader.image(with: origin.url("/\(index).png")) } }
+            group.addTask {
+                await waitUntil({ origin.requests.count >= 2 }, timeout: .seconds(30))
+                gate.open()
+            }
             try await group.waitForAll()
         }
         #expect(origin.maxConcurrentRequests == 2)

@@ -25,7 +25,7 @@ struct ColorPolicyLoadTests {
         defer { fixture.folder.remove() }
         let origin = try await OriginServer.start()
         let jpeg = try Self.p3JPEG()
-        origin.setRoute("/p3.jpg", .data(jpeg, contentType: "image/jpeg"))
+        origin.setRoute("/p3.jpg", .data(jpeg, contentType: "image/jpeg", cacheControl: "max-age=3600"))
         let url = origin.url("/p3.jpg")
 
         let converted = try #require(try await fixture.manager.loadImage(with: url).image)

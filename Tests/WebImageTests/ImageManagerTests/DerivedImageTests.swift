@@ -15,7 +15,7 @@ struct DerivedImageTests {
         let fixture = try ManagerFixture()
         defer { fixture.folder.remove() }
         let origin = try await OriginServer.start()
-        origin.setRoute("/p.jpg", .data(Self.photoJPEG, contentType: "image/jpeg"))
+        origin.setRoute("/p.jpg", .data(Self.photoJPEG, contentType: "image/jpeg", cacheControl: "max-age=3600"))
         let url = origin.url("/p.jpg")
         _ = try await fixture.manager.loadImage(with: url)
         await fixture.settle()
@@ -48,7 +48,10 @@ struct DerivedImageTests {
         let origin = try await OriginServer.start()
         origin.setRoute(
             "/p.jpg",
-            OriginRoute(headers: [("Content-Type", "image/jpeg"), ("ETag", "\"v1\"")], body: Self.photoJPEG)
+            OriginRoute(
+                headers: [("Content-Type", "image/jpeg"), ("ETag", "\"v1\""), ("Cache-Control", "max-age=3600")],
+                body: Self.photoJPEG
+            )
         )
         let url = origin.url("/p.jpg")
         let context = ImageContext(thumbnailPixelSize: PixelSize(width: 64, height: 64))
@@ -81,7 +84,7 @@ struct DerivedImageTests {
         let fixture = try ManagerFixture()
         defer { fixture.folder.remove() }
         let origin = try await OriginServer.start()
-        origin.setRoute("/p.jpg", .data(Self.photoJPEG, contentType: "image/jpeg"))
+        origin.setRoute("/p.jpg", .data(Self.photoJPEG, contentType: "image/jpeg", cacheControl: "max-age=3600"))
         let url = origin.url("/p.jpg")
         let context = ImageContext(thumbnailPixelSize: PixelSize(width: 1000, height: 1000))
         let loaded = try await fixture.manager.loadImage(with: url, context: context)

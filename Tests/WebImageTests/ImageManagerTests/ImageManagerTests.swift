@@ -58,7 +58,7 @@ struct ImageManagerTests {
         let fixture = try ManagerFixture()
         defer { fixture.folder.remove() }
         let origin = try await OriginServer.start()
-        origin.setRoute("/a.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        origin.setRoute("/a.png", .data(ManagerImages.redPNG, contentType: "image/png", cacheControl: "max-age=3600"))
         let url = origin.url("/a.png")
 
         let first = try await fixture.manager.loadImage(with: url)
@@ -228,8 +228,8 @@ struct ImageManagerTests {
         let fixture = try ManagerFixture()
         defer { fixture.folder.remove() }
         let origin = try await OriginServer.start()
-        origin.setRoute("/t.png", .data(ManagerImages.redPNG, contentType: "image/png"))
-        origin.setRoute("/m.png", .data(ManagerImages.bluePNG, contentType: "image/png"))
+        origin.setRoute("/t.png", .data(ManagerImages.redPNG, contentType: "image/png", cacheControl: "max-age=3600"))
+        origin.setRoute("/m.png", .data(ManagerImages.bluePNG, contentType: "image/png", cacheControl: "max-age=3600"))
         let url = origin.url("/t.png")
 
         let context = ImageContext(transformer: ResizeTransformer(size: PixelSize(width: 10, height: 10), mode: .fill))
