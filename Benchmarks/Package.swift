@@ -49,6 +49,14 @@ let package = Package(
             path: "Sources/ManagerBenchmarks"
         ),
         .executableTarget(
+            name: "webimage-warm-load-benchmarks",
+            dependencies: [
+                .product(name: "WebImage", package: "swift-web-image"),
+                .product(name: "WebImageOrigin", package: "swift-web-image"),
+            ],
+            path: "Sources/WarmLoadBenchmarks"
+        ),
+        .executableTarget(
             name: "webimage-cache-benchmarks",
             dependencies: [.product(name: "WebImage", package: "swift-web-image"), "CDirectCodecs"],
             path: "Sources/CacheBenchmarks"

@@ -48,3 +48,17 @@ int wi_set_file_times(int fd, double access_time, double modification_time) {
     struct timespec specs[2] = {timespec_from(access_time), timespec_from(modification_time)};
     return futimens(fd, specs);
 }
+
+int wi_fstat_type_size(int fd, unsigned int *type_bits, int64_t *size) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    *type_bits = (unsigned int)(st.st_mode & S_IFMT);
+    *size = (int64_t)st.st_size;
+    return 0;
+}
+
+uint64_t wi_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}

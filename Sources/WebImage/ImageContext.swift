@@ -31,6 +31,14 @@ public struct ImageContext: Sendable {
     /// Where loaded images are stored (downloads by ``ImageManager``, disk hits promoted by
     /// ``ImageCache``). Default `.all`; `.disk` keeps disk hits out of memory, `.none` stores nothing.
     public var storeCacheType: ImageCacheType = .all
+    /// Called once, off the caller's stack, when a download's first bytes tell the image's
+    /// format, size and frame count, before the body has arrived (Kingfisher #1003): a layout
+    /// can be sized early. GIF and animated WebP count the frames seen so far. Default `nil`.
+    public var imageInfoHandler: (@Sendable (ImageHeader, URL) -> Void)?
+    /// This load's retry strategy, in place of the downloader's
+    /// (``ImageDownloader/Configuration/retryStrategy``). A load with one shares its network
+    /// load with no other. Default `nil`.
+    public var retryStrategy: (any ImageRetryStrategy)?
     /// The cached copy the caller already has (`refreshCached`): its validators make the request
     /// conditional, and with `ignoreCachedResponse` identical data ends as `cacheNotModified`.
     public var cachedResponse: CachedResponse?

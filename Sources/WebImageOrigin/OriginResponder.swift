@@ -86,10 +86,11 @@ struct OriginResponder: HTTPResponder {
         }
         var payload = route.body
         var status = HTTPResponse.Status(code: route.status)
-        // Byte ranges: "bytes=N-" when If-Range is absent or matches the route's ETag.
+        // Byte ranges: "bytes=N-" when If-Range is absent or matches the route's ETag or Last-Modified.
+        let ifRange = recorded.header("if-range")
         if route.status == 200, let range = recorded.header("range"), range.hasPrefix("bytes="),
             let start = Int(range.dropFirst(6).split(separator: "-").first ?? ""), start < payload.count,
-            recorded.header("if-range") == nil || recorded.header("if-range") == headers[.eTag]
+            ifRange == nil || ifRange == headers[.eTag] || ifRange == headers[.lastModified]
         {
             headers[.contentRange] = "bytes \(start)-\(payload.count - 1)/\(payload.count)"
             payload = payload.subdata(in: payload.startIndex + start..<payload.endIndex)

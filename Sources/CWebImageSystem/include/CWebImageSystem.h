@@ -28,6 +28,12 @@ int wi_file_times_at(int dir_fd, const char *path, wi_file_times *times);
 /// A negative value leaves that time unchanged. Returns 0, or -1 with errno set.
 int wi_set_file_times(int fd, double access_time, double modification_time);
 
+/// An open file's type bits (st_mode & S_IFMT) and size. Returns 0, or -1 with errno set.
+int wi_fstat_type_size(int fd, unsigned int *type_bits, int64_t *size);
+
+/// Now on the monotonic clock, in nanoseconds.
+uint64_t wi_monotonic_ns(void);
+
 /// glibc: sets malloc's trim and mmap thresholds (mallopt); 1 when both took, 0 otherwise
 /// (another C library, or a value glibc refuses).
 int wi_tune_malloc(int trim_threshold, int mmap_threshold);

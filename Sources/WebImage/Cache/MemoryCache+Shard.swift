@@ -126,9 +126,7 @@ enum MemoryCacheShard {
 
         /// Now, on the monotonic clock, and later than any stamp this shard gave.
         private mutating func nextStamp() -> UInt64 {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            lastStamp = max(UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec), lastStamp &+ 1)
+            lastStamp = max(monotonicNanoseconds(), lastStamp &+ 1)
             return lastStamp
         }
 

@@ -15,7 +15,7 @@ public final class DownloadOperation: ImageDownloadOperation {
     /// A caller's completion handler.
     public typealias Completed = ImageDownloader.CompletedHandler
 
-    private struct Handler: Sendable {
+    struct Handler: Sendable {
         var progress: Progress?
         var completed: Completed?
     }
@@ -24,23 +24,30 @@ public final class DownloadOperation: ImageDownloadOperation {
     struct Work: DownloadWork, Sendable {
         var task: HTTPSessionTask?
         var previews: ProgressiveDecodingLoop?
+        /// The wait before a retry.
+        var retryWait: Task<Void, Never>?
 
         func stop() {
             previews?.stop()
             task?.cancel()
+            retryWait?.cancel()
         }
     }
 
-    private struct State {
+    struct State {
         var machine: DownloadStateMachine<DownloadToken, Handler, Work>
         var lastProgress: ContinuousClock.Instant?
         var response: HTTPSession.Response?
+        /// What the first bytes said, once they said it.
+        var imageInfo: ImageHeader?
+        /// Callers' ``ImageContext/imageInfoHandler``s waiting for it.
+        var infoHandlers: [DownloadToken: @Sendable (ImageHeader, URL) -> Void] = [:]
     }
 
     /// The URL this operation loads.
     public let url: URL
-    private let context: ImageContext
-    private let state: Protected<State>
+    let context: ImageContext
+    let state: Protected<State>
 
     /// Operations alive in the process: a leak check for tests and soak runs.
     package static let liveCount = Atomic<Int>(0)
@@ -107,9 +114,7 @@ public final class DownloadOperation: ImageDownloadOperation {
 
     /// Sends the request, reports progress and previews, then decodes and completes every caller.
     public func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void) {
-        let (session, configuration, hooks, events) = (
-            environment.session, environment.configuration, environment, environment.publish
-        )
+        let (configuration, hooks) = (environment.configuration, environment)
         guard let options = state.withLock({ $0.machine.start() }) else { return onFinish() }
         // The download timeout is an idle timeout (the session's read timeout); the request's own
         // deadline is the optional overall one.
@@ -144,11 +149,41 @@ public final class DownloadOperation: ImageDownloadOperation {
             ) { [weak self] image in self?.deliverPartial(image) }
             if !state.withLock({ $0.machine.attach({ $0.previews = loop }, initial: Work()) }) { loop.stop() }
         }
+        // Bytes an earlier download of this URL left continue, unless the request is conditional.
+        let conditional = request.headers[.ifNoneMatch] != nil || request.headers[.ifModifiedSince] != nil
+        let partial = conditional ? nil : environment.resumableData?.take(url)
+        send(request, attempt: 1, partial: partial, options: options, in: environment, then: onFinish)
+    }
+
+    /// Bytes an attempt received before it was cut, and the validator (`If-Range`) that proves a
+    /// continuation belongs to the same representation.
+    struct PartialBody: Sendable {
+        var data: Data
+        var validator: String
+    }
+
+    /// Sends attempt `attempt` of `request`, continuing `partial` with `Range`/`If-Range` when
+    /// given; a transient failure the retry strategy allows sends the next attempt after its wait.
+    func send(
+        _ request: HTTPSession.Request,
+        attempt: Int,
+        partial: PartialBody?,
+        options: ImageOptions,
+        in environment: ImageDownloadEnvironment,
+        then onFinish: @escaping @Sendable () -> Void
+    ) {
+        let (session, configuration, events) = (environment.session, environment.configuration, environment.publish)
+        var sent = request
+        if let partial {
+            sent.headers[.range] = "bytes=\(partial.data.count)-"
+            sent.headers[.ifRange] = partial.validator
+            sent.maximumBodySize = request.maximumBodySize.map { $0 - Int64(partial.data.count) }
+        }
         // An unacceptable status ends the transfer at the head (as SDWebImage cancels the task
         // there): nobody reads a 128 MiB error page. A response modifier may still change the
         // status, so with one the body is read as usual.
         let acceptable = configuration.acceptableStatusCodes
-        let hasResponseModifier = hooks.responseModifier != nil
+        let hasResponseModifier = environment.responseModifier != nil
         let skipsBody: @Sendable (HTTPSession.Response) -> Bool = { response in
             !hasResponseModifier && !acceptable.contains(response.statusCode)
         }
@@ -156,12 +191,24 @@ public final class DownloadOperation: ImageDownloadOperation {
             operation: self,
             interval: configuration.minimumProgressInterval,
             skipsBody: skipsBody,
-            events: events
+            events: events,
+            offset: Int64(partial?.data.count ?? 0)
         )
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
         // there is off the loops and serial for this operation.
-        let task = session.dataTask(with: request, delegate: delegate) { [self, url] data, response, error in
+        let task = session.dataTask(with: sent, delegate: delegate) { [self, url] data, response, error in
             events(.stopped(url))
+            let (data, response, resumed) = Self.joining(partial, data: data, response: response, error: error)
+            if resumed == false {
+                // The server sent a range we did not ask for: start over once, without `Range`.
+                return send(request, attempt: attempt, partial: nil, options: options, in: environment, then: onFinish)
+            }
+            if let retry = retryPlan(attempt: attempt, data: data, response: response, error: error, configuration) {
+                return scheduleRetry(retry, of: request, options: options, in: environment, then: onFinish)
+            }
+            if error != nil, let resumable = Self.resumable(data, response: response) {
+                environment.resumableData?.store(resumable, for: url)
+            }
             if error == nil { events(.finished(url)) }
             complete(
                 data: data,
@@ -169,14 +216,14 @@ public final class DownloadOperation: ImageDownloadOperation {
                 error: error,
                 options: options,
                 configuration: configuration,
-                hooks: hooks,
+                hooks: environment,
                 then: onFinish
             )
         }
         // Every caller may have left while the request was built: then nothing is sent.
         guard state.withLock({ $0.machine.attach({ $0.task = task }, initial: Work()) }) else { return onFinish() }
-        report(received: 0, expected: 0, final: false)
-        configuration.logger.debug("download started", metadata: ["url": "\(url)"])
+        if attempt == 1 { report(received: 0, expected: 0, final: false) }
+        configuration.logger.debug("download started", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
         events(.started(url))
         task.resume()
     }
@@ -308,6 +355,27 @@ public final class DownloadOperation: ImageDownloadOperation {
         }
     }
 
+    /// Gives a caller the image's early facts: at once (off this stack) when they are known,
+    /// else when the first bytes tell them.
+    func addInfoHandler(for token: DownloadToken, _ handler: @escaping @Sendable (ImageHeader, URL) -> Void) {
+        let known = state.withLock { state -> ImageHeader? in
+            if state.imageInfo == nil, state.machine.isWanted { state.infoHandlers[token] = handler }
+            return state.imageInfo
+        }
+        if let known { DispatchQueue.global().async { [url] in handler(known, url) } }
+    }
+
+    /// The first bytes told the image's facts: every waiting caller gets them, once.
+    func deliverInfo(_ header: ImageHeader) {
+        let handlers = state.withLock { state -> [@Sendable (ImageHeader, URL) -> Void] in
+            guard state.imageInfo == nil else { return [] }
+            state.imageInfo = header
+            defer { state.infoHandlers.removeAll() }
+            return state.machine.isWanted ? Array(state.infoHandlers.values) : []
+        }
+        for handler in handlers { handler(header, url) }
+    }
+
     /// Feeds a chunk to the preview decoder (when progressive).
     func didReceive(_ chunk: Data) {
         let loop = state.withLock { $0.machine.runningWork?.previews }
@@ -356,17 +424,39 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
     let interval: Duration
     let skipsBody: @Sendable (HTTPSession.Response) -> Bool
     let events: @Sendable (ImageDownloaderEvent) -> Void
+    /// Bytes an earlier attempt received, which this one continues.
+    let offset: Int64
+    /// The body's first bytes until they tell the image's header; `nil` once they did, or
+    /// after 256 KiB without one.
+    private let probe = Protected<Data?>(Data())
+
+    /// The header, the first time the bytes so far give one.
+    private func probeHeader(_ chunk: Data) -> ImageHeader? {
+        let prefix = probe.withLock { probe -> Data? in
+            guard var bytes = probe else { return nil }
+            probe = nil  // no copy while appending
+            bytes.append(chunk)
+            guard bytes.count <= 256 << 10 else { return nil }
+            probe = bytes
+            return bytes
+        }
+        guard let prefix, let header = ImageHeader(prefix) else { return nil }
+        probe.withLock { $0 = nil }
+        return header
+    }
 
     init(
         operation: DownloadOperation,
         interval: Duration,
         skipsBody: @escaping @Sendable (HTTPSession.Response) -> Bool,
-        events: @escaping @Sendable (ImageDownloaderEvent) -> Void
+        events: @escaping @Sendable (ImageDownloaderEvent) -> Void,
+        offset: Int64
     ) {
         self.operation = operation
         self.interval = interval
         self.skipsBody = skipsBody
         self.events = events
+        self.offset = offset
     }
 
     func task(_ task: HTTPSessionTask, didReceive response: HTTPSession.Response) async -> HTTPResponseDisposition {
@@ -376,9 +466,13 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
 
     func task(_ task: HTTPSessionTask, didReceive data: Data) {
         operation.didReceive(data)
+        if offset == 0, let header = probeHeader(data) {
+            operation.deliverInfo(header)
+            events(.receivedImageInfo(operation.url, header))
+        }
         operation.report(
-            received: task.countOfBytesReceived,
-            expected: task.countOfBytesExpectedToReceive ?? 0,
+            received: offset + task.countOfBytesReceived,
+            expected: task.countOfBytesExpectedToReceive.map { offset + $0 } ?? 0,
             final: false,
             interval: interval
         )

@@ -68,6 +68,9 @@ public struct ImageDownloadEnvironment: Sendable {
     public var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)?
     /// Publishes a lifecycle event as a notification and on ``ImageDownloader/downloadEvents``.
     public var publish: @Sendable (ImageDownloaderEvent) -> Void
+    /// Where bytes of downloads that stopped part-way are kept for the next download of the same
+    /// URL (``ImageDownloader/resumableData``); `nil`: none kept.
+    public var resumableData: ResumableDataStore?
 
     /// An environment; only the session and configuration are required.
     public init(
@@ -77,8 +80,10 @@ public struct ImageDownloadEnvironment: Sendable {
         requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)? = nil,
         responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)? = nil,
         decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)? = nil,
-        publish: @escaping @Sendable (ImageDownloaderEvent) -> Void = { _ in }
+        publish: @escaping @Sendable (ImageDownloaderEvent) -> Void = { _ in },
+        resumableData: ResumableDataStore? = nil
     ) {
+        self.resumableData = resumableData
         self.session = session
         self.configuration = configuration
         self.headers = headers

@@ -60,6 +60,13 @@ extension ImageDownloader {
             DownloadOperation(url: $0, options: $1, context: $2)
         }
 
+        /// Whether and when a download that failed transiently (connect errors, resets,
+        /// timeouts, 408, 429, 500, 502, 503, 504) is sent again, e.g. ``BackoffRetryStrategy``;
+        /// a load's ``ImageContext/retryStrategy`` takes its place. A transfer cut after some
+        /// bytes resumes with `Range`/`If-Range` when the server allows it. Default `nil`: no
+        /// retries.
+        public var retryStrategy: (any ImageRetryStrategy)?
+
         /// Receives each load's start and end at `.debug` and failures at `.notice`. Default: none.
         public var logger = Logger.quiet("swift-web-image.downloader")
 

@@ -11,10 +11,14 @@ public enum ImageDownloaderEvent: Sendable {
     case stopped(URL)
     /// The network load finished with data (before decoding).
     case finished(URL)
+    /// The first bytes told the image's format, size and frame count, before the body ended.
+    case receivedImageInfo(URL, ImageHeader)
 
     public var url: URL {
         switch self {
-        case .started(let url), .receivedResponse(let url, _), .stopped(let url), .finished(let url): url
+        case .started(let url), .receivedResponse(let url, _), .stopped(let url), .finished(let url),
+            .receivedImageInfo(let url, _):
+            url
         }
     }
 
@@ -25,6 +29,7 @@ public enum ImageDownloaderEvent: Sendable {
         case .receivedResponse: .imageDownloadReceiveResponse
         case .stopped: .imageDownloadStop
         case .finished: .imageDownloadFinish
+        case .receivedImageInfo: .imageDownloadReceiveInfo
         }
     }
 }
@@ -36,6 +41,9 @@ extension Notification.Name {
     public static let imageDownloadReceiveResponse = Notification.Name("WebImageDownloadReceiveResponseNotification")
     /// Posted when a network load ends, however it ends; `userInfo["url"]`.
     public static let imageDownloadStop = Notification.Name("WebImageDownloadStopNotification")
+    /// Posted when the first bytes tell an image's format and size; `userInfo["url"]`,
+    /// `userInfo["info"]` (an `ImageHeader`).
+    public static let imageDownloadReceiveInfo = Notification.Name("WebImageDownloadReceiveInfoNotification")
     /// Posted when a network load finishes with data; `userInfo["url"]`.
     public static let imageDownloadFinish = Notification.Name("WebImageDownloadFinishNotification")
 }
@@ -48,6 +56,7 @@ extension ImageDownloader {
     func publish(_ event: ImageDownloaderEvent) {
         var userInfo: [AnyHashable: Any] = ["url": event.url]
         if case .receivedResponse(_, let response) = event { userInfo["statusCode"] = response.statusCode }
+        if case .receivedImageInfo(_, let header) = event { userInfo["info"] = header }
         NotificationCenter.default.post(name: event.notificationName, object: self, userInfo: userInfo)
         eventHub.send(event)
     }

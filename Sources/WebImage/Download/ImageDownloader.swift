@@ -50,6 +50,9 @@ public final class ImageDownloader: Sendable {
     private let state = Protected(State())
     private let hooks: Protected<Hooks>
     let eventHub = EventHub<ImageDownloaderEvent>()
+    /// Bytes of downloads that stopped part-way, continued by the next download of the same URL
+    /// with `Range`/`If-Range` when its server allows (32 MiB, 10 minutes).
+    public let resumableData = ResumableDataStore()
 
     /// Downloader-wide request/response hooks (SDWebImageDownloader's modifiers and decryptor).
     struct Hooks: Sendable {
@@ -155,6 +158,9 @@ public final class ImageDownloader: Sendable {
         switch outcome {
         case .joined(let operation), .queued(let operation):
             if let priority = context.priority { operation.setPriority(priority, for: token) }
+            if let info = context.imageInfoHandler, let operation = operation as? DownloadOperation {
+                operation.addInfoHandler(for: token, info)
+            }
         case .refused: break
         }
         switch outcome {
@@ -335,7 +341,8 @@ public final class ImageDownloader: Sendable {
                 requestModifier: hooks.requestModifier,
                 responseModifier: hooks.responseModifier,
                 decryptor: hooks.decryptor,
-                publish: { [weak self] event in self?.publish(event) }
+                publish: { [weak self] event in self?.publish(event) },
+                resumableData: resumableData
             )
             entry.operation.start(in: environment) { [weak self] in self?.operationFinished(entry) }
         }

@@ -58,18 +58,17 @@ package struct RegularFile: ~Copyable {
     package init(path: String) throws(Failure) {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw .system(errno) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
+        guard let status = fileTypeAndSize(descriptor) else {
             let code = errno
             close(descriptor)
             throw .system(code)
         }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
+        guard mode_t(status.type) == S_IFREG else {
             close(descriptor)
-            throw .notRegularFile(Kind(mode: status.st_mode))
+            throw .notRegularFile(Kind(mode: mode_t(status.type)))
         }
         self.descriptor = descriptor
-        self.size = Int64(status.st_size)
+        self.size = status.size
     }
 
     deinit { close(descriptor) }

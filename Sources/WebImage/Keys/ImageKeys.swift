@@ -176,7 +176,7 @@ struct ImageDownloadKey: Hashable, Sendable {
         etag = isConditional ? cached?.etag : nil
         lastModified = isConditional ? cached?.lastModified : nil
         comparedData = options.contains(.ignoreCachedResponse) ? cached?.data : nil
-        self.unshareable = context.requestModifier == nil ? nil : unshareable
+        self.unshareable = context.requestModifier == nil && context.retryStrategy == nil ? nil : unshareable
     }
 }
 
@@ -216,7 +216,8 @@ struct ImageLoadKey: Hashable, Sendable {
         decodeQueue = context.decodeQueue.map(ObjectIdentifier.init)
         transformQueue = context.transformQueue.map(ObjectIdentifier.init)
         cachedResponse = context.cachedResponse
-        let shareable = context.requestModifier == nil && !options.contains(.refreshCached)
+        let shareable =
+            context.requestModifier == nil && context.retryStrategy == nil && !options.contains(.refreshCached)
         self.unshareable = shareable ? nil : unshareable
     }
 }

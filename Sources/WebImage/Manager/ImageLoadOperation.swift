@@ -124,6 +124,8 @@ public enum ImageLoadEvent: Sendable {
     case progress(received: Int64, expected: Int64)
     /// A progressive preview.
     case partial(DecodedImage)
+    /// The first bytes of a download told the image's format, size and frame count.
+    case info(ImageHeader)
     /// A finished image. With `refreshCached` the cached image comes first and a changed image
     /// may follow.
     case image(ImageLoadResult)

@@ -25,7 +25,7 @@ extension ImageManager {
             return start(url: url, options: options, context: context ?? ImageContext()) { event in
                 switch event {
                 case .progress(let received, let expected, _): progress?(received, expected)
-                case .partial: break
+                case .partial, .info: break
                 case .image(let result, let final):
                     if final {
                         continuation.resume(returning: .success(result))
@@ -60,6 +60,7 @@ extension ImageManager {
             case .progress(let received, let expected, _):
                 continuation.yield(.progress(received: received, expected: expected))
             case .partial(let image, _): continuation.yield(.partial(image))
+            case .info(let header, _): continuation.yield(.info(header))
             case .image(let result, let final):
                 continuation.yield(.image(result))
                 if final { continuation.finish() }

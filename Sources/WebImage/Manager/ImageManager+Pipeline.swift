@@ -11,6 +11,8 @@ extension ImageManager {
     enum Event: Sendable {
         case progress(Int64, Int64, URL)
         case partial(DecodedImage, URL?)
+        /// The first bytes told the image's format, size and frame count.
+        case info(ImageHeader, URL)
         /// An image; `final == false` for the cached image `refreshCached` delivers first.
         case image(ImageLoadResult, final: Bool)
         case failure(WebImageError, URL?)
@@ -19,7 +21,7 @@ extension ImageManager {
 
         var isFinal: Bool {
             switch self {
-            case .progress, .partial: false
+            case .progress, .partial, .info: false
             case .image(_, let final): final
             case .failure, .notModified: true
             }
@@ -195,16 +197,7 @@ extension ImageManager {
             deliver(.failure(.invalidURL(url.absoluteString, reason: nil), url))
             return
         }
-        var downloadContext = context
-        var loaderOptions = options
-        if let cached {
-            downloadContext.cachedResponse = ImageContext.CachedResponse(
-                etag: cached.metadata?.etag,
-                lastModified: cached.metadata?.lastModified,
-                data: cached.result.data
-            )
-            loaderOptions.insert(.refreshCached)  // the loader sends the validators
-        }
+        var (loaderOptions, downloadContext) = Self.loaderRequest(options, context, cached: cached, deliver: deliver)
         let handle: ImageLoaderCompletion = { [self] image, data, error, finished, metadata in
             guard finished else {
                 if let image { deliver(.partial(image, url)) }
@@ -256,5 +249,31 @@ extension ImageManager {
             completed: handle
         )
         task.attach(loaderToken: token, requestedPriority: requestedPriority)
+    }
+
+    /// What the loader is asked with: with a cached copy, its validators (a conditional
+    /// request); the early image facts go to the caller's handler and to the load's events.
+    private static func loaderRequest(
+        _ options: ImageOptions,
+        _ context: ImageContext,
+        cached: CachedCopy?,
+        deliver: @escaping @Sendable (Event) -> Void
+    ) -> (ImageOptions, ImageContext) {
+        var loaderOptions = options
+        var loaderContext = context
+        if let cached {
+            loaderContext.cachedResponse = ImageContext.CachedResponse(
+                etag: cached.metadata?.etag,
+                lastModified: cached.metadata?.lastModified,
+                data: cached.result.data
+            )
+            loaderOptions.insert(.refreshCached)  // the loader sends the validators
+        }
+        let callerInfo = context.imageInfoHandler
+        loaderContext.imageInfoHandler = { header, url in
+            callerInfo?(header, url)
+            deliver(.info(header, url))
+        }
+        return (loaderOptions, loaderContext)
     }
 }

@@ -44,6 +44,7 @@ extension ImageManager {
             case .progress(let received, let expected, _):
                 progress?(ImageTask.Progress(completed: received, total: expected > 0 ? expected : nil))
             case .partial(let image, _): preview?(image)
+            case .info: break
             case .image(let result, final: false): cached.withLock { $0 = result }
             case .image(let result, final: true), .notModified(let result): completion(.success(result))
             case .failure(let error, _):

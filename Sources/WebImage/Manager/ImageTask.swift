@@ -47,6 +47,9 @@ public final class ImageTask: Sendable, Hashable {
         case progress(Progress)
         /// A progressive preview (``ImageOptions/progressiveLoad``).
         case preview(DecodedImage)
+        /// The first bytes of a download told the image's format, size and frame count, before
+        /// the body ended (GIF and animated WebP: the frames seen so far).
+        case info(ImageHeader)
         /// The cached image, delivered before the server is asked (``ImageRequest/CachePolicy/revalidate``).
         case cached(ImageLoadResult)
         /// The final result; the sequence ends after it.
@@ -200,6 +203,8 @@ public final class ImageTask: Sendable, Hashable {
             delivery = .event(.progress(Progress(completed: received, total: expected > 0 ? expected : nil)))
         case .partial(let image, _):
             delivery = .event(.preview(image))
+        case .info(let header, _):
+            delivery = .event(.info(header))
         case .image(let result, final: false):
             delivery = .event(.cached(result))
         case .image(let result, final: true), .notModified(let result):

@@ -164,7 +164,7 @@ struct DemoCommand: AsyncParsableCommand {
                             case .image(let result):
                                 bar.advance()
                                 return (result.cacheType, result.data?.count ?? 0, previews, nil)
-                            case .progress: break
+                            case .progress, .info: break
                             }
                         }
                         return (nil, 0, previews, "\(url): no image")

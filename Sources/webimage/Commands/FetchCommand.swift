@@ -72,7 +72,10 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Retry an item this many times after a transient failure (network errors, HTTP 408, 429, 5xx), backing off."
+            """
+            Retry an item this many times after a transient failure (network errors, HTTP 408, 429, 500, 502, 503, \
+            504), backing off and honouring Retry-After; a cut download resumes where it stopped when the server allows.
+            """
     )
     var retry = 0
 
@@ -139,12 +142,23 @@ struct FetchCommand: AsyncParsableCommand {
     )
     var autoOrient = true
 
+    @Flag(
+        name: .customLong("early-info"),
+        help: """
+            With --json, also write a line {"event":"info",...} for each download as soon as its first bytes tell \
+            the image's format, size and frame count, before the body ends (result lines keep input order; info \
+            lines come as they are known).
+            """
+    )
+    var earlyInfo = false
+
     @Argument(help: "URLs to load.")
     var urls: [String] = []
 
     func validate() throws {
         guard concurrency > 0 else { throw ValidationError("--concurrency must be at least 1, got \(concurrency)") }
         guard retry >= 0 else { throw ValidationError("--retry must be 0 or more, got \(retry)") }
+        if earlyInfo && !loading.json { throw ValidationError("--early-info needs --json") }
         if let thumbnail, Self.parseSize(thumbnail) == nil {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }
@@ -314,12 +328,22 @@ struct FetchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let inputs = try LoadingOptions.inputs(urls, listedIn: inputFile)
-        let manager = try loading.makeManager(warnsOfLostDiskWrites: true)
+        let retries = FetchJob.Retries(count: retry, fixedDelay: retryDelay)
+        let manager = try loading.makeManager(
+            warnsOfLostDiskWrites: true,
+            retryStrategy: retry > 0 ? retries.strategy : nil
+        )
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
         context.transformer = transformer
         let colorPolicy = color.flatMap { ColorPolicy(rawValue: $0.lowercased()) }
         context.colorPolicy = colorPolicy ?? .convertToSRGB
+        if earlyInfo {
+            let stream: StandardStream = singleFile == "-" ? .error : .output
+            context.imageInfoHandler = { header, url in
+                JSONLineWriter.write(FetchReport.infoJSON(header, url: url), to: stream)
+            }
+        }
         let destination = try destination(for: inputs)
         if case .folder(let folder, _, _) = destination {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -342,8 +366,7 @@ struct FetchCommand: AsyncParsableCommand {
                     || (colorPolicy != nil && colorPolicy != .keep),
                 strip: strip,
                 noClobber: noClobber
-            ),
-            retries: FetchJob.Retries(count: retry, fixedDelay: retryDelay)
+            )
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
         var failures: [FailureKind?] = []

@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageHTTP
 
 /// Loads one input and describes the outcome.
 struct FetchJob: Sendable {
@@ -8,7 +9,6 @@ struct FetchJob: Sendable {
     let context: ImageContext
     let destination: Destination
     let output: OutputSettings
-    let retries: Retries
     /// Bytes of images loaded earlier in this run, for memory hits (which carry no bytes).
     private let bytesByURL = Protected<[String: Int]>([:])
 
@@ -17,37 +17,50 @@ struct FetchJob: Sendable {
         options: ImageOptions,
         context: ImageContext,
         destination: Destination,
-        output: OutputSettings,
-        retries: Retries = Retries(count: 0, fixedDelay: nil)
+        output: OutputSettings
     ) {
         self.manager = manager
         self.options = options
         self.context = context
         self.destination = destination
         self.output = output
-        self.retries = retries
     }
 
-    /// `--retry` and `--retry-delay`.
+    /// `--retry` and `--retry-delay`: the downloader's retry strategy (transient failures only:
+    /// network errors, timeouts, 408, 429, 500, 502, 503, 504; `Retry-After` honoured), which
+    /// writes a warning before each retry.
     struct Retries: Sendable {
         var count: Int
         /// Seconds between attempts; `nil`: 1 s, doubling, at most 30 s.
         var fixedDelay: Double?
 
-        func delay(beforeAttempt attempt: Int) -> Duration {
-            if let fixedDelay { return .milliseconds(Int64(fixedDelay * 1000)) }
-            return .seconds(min(30, 1 << min(attempt - 1, 5)))
+        var strategy: some ImageRetryStrategy {
+            let fixed = fixedDelay.map { Duration.milliseconds(Int64($0 * 1000)) }
+            return Reporting(
+                count: count,
+                backoff: BackoffRetryStrategy(
+                    maximumRetryCount: count,
+                    initialDelay: fixed ?? .seconds(1),
+                    maximumDelay: fixed ?? .seconds(30),
+                    jitter: 0
+                )
+            )
         }
 
-        /// Failures a later attempt may not repeat: the network, timeouts, and the statuses a
-        /// server uses for "not now" (408, 429, 5xx).
-        static func isTransient(_ error: WebImageError) -> Bool {
-            switch error.code {
-            case .networkError: return true
-            case .invalidDownloadStatusCode:
-                guard let status = error.statusCode else { return false }
-                return status == 408 || status == 429 || (500...599).contains(status)
-            default: return false
+        /// Writes `URL: warning: cause; retry N of M` before each retry.
+        struct Reporting: ImageRetryStrategy {
+            var count: Int
+            var backoff: BackoffRetryStrategy
+
+            func retryDelay(for failure: DownloadRetryContext) -> Duration? {
+                guard let delay = backoff.retryDelay(for: failure) else { return nil }
+                let input = failure.url.absoluteString
+                let cause =
+                    failure.error.map { StandardStream.cause($0.message, of: input) } ?? failure.statusCode.map {
+                        "HTTP status \($0)"
+                    } ?? "failed"
+                Diagnostics.write("\(input): warning: \(cause); retry \(failure.attempt) of \(count)")
+                return delay
             }
         }
     }
@@ -62,30 +75,15 @@ struct FetchJob: Sendable {
             return report
         }
         let result: ImageLoadResult
-        var attempt = 0
-        while true {
-            do {
-                // A retry must not be refused as a URL that failed before.
-                let options = attempt == 0 ? options : options.union(.retryFailed)
-                result = try await manager.loadImage(with: url, options: options, context: context) {
-                    received,
-                    expected in
-                    bar.update(index, received: received, expected: expected)
-                }
-                break
-            } catch {
-                if attempt < retries.count, Retries.isTransient(error), !Task.isCancelled {
-                    attempt += 1
-                    Diagnostics.write(
-                        "\(input): warning: \(StandardStream.cause(error.message, of: input)); retry \(attempt) of \(retries.count)"
-                    )
-                    try? await Task.sleep(for: retries.delay(beforeAttempt: attempt))
-                    continue
-                }
-                report.error = error
-                report.ms(clock.now - start)
-                return report
+        do {
+            // Transient failures are retried inside the download (the downloader's strategy).
+            result = try await manager.loadImage(with: url, options: options, context: context) { received, expected in
+                bar.update(index, received: received, expected: expected)
             }
+        } catch {
+            report.error = error
+            report.ms(clock.now - start)
+            return report
         }
         report.ok = true
         report.cacheType = result.cacheType

@@ -220,7 +220,11 @@ struct LoadingOptions: ParsableArguments {
 
     /// `warnsOfLostDiskWrites`: a failed disk-cache write prints a warning naming the image and
     /// the cause (for commands whose loads do not wait for their writes).
-    func makeManager(warnsOfLostDiskWrites: Bool = false) throws -> ImageManager {
+    /// `retryStrategy`: the downloader's (`fetch --retry`).
+    func makeManager(
+        warnsOfLostDiskWrites: Bool = false,
+        retryStrategy: (any ImageRetryStrategy)? = nil
+    ) throws -> ImageManager {
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.usesDiskCache = !noDiskCache
         // One process per run: memory only serves URLs given twice, so a library-sized budget
@@ -264,6 +268,7 @@ struct LoadingOptions: ParsableArguments {
         configuration.logger = Verbosity.logger("downloader")
         configuration.maxConcurrentDownloads = maxDownloads
         configuration.downloadTimeout = .seconds(timeout)
+        configuration.retryStrategy = retryStrategy
         if let limit = maxDownloadSize {
             configuration.maximumDownloadSize = limit == 0 ? nil : limit
         }

@@ -24,6 +24,15 @@ struct FetchReport: Sendable {
         milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     }
 
+    /// `--early-info`'s line: what a download's first bytes told.
+    static func infoJSON(_ header: ImageHeader, url: URL) -> JSONValue {
+        .object([
+            ("event", .string("info")), ("url", .string(url.absoluteString)),
+            ("format", .string(header.format.rawValue)), ("width", .int(header.size.width)),
+            ("height", .int(header.size.height)), ("frames", .int(header.frameCount)),
+        ])
+    }
+
     var json: JSONValue {
         var fields: [(String, JSONValue)] = [("url", .string(url)), ("ok", .bool(ok))]
         if ok {

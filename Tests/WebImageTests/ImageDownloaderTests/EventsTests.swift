@@ -7,7 +7,7 @@ import WebImageTestSupport
 
 @Suite("ImageDownloader events", .timeLimit(.minutes(1)))
 struct EventsTests {
-    @Test("Start, response, stop and finish arrive in order, as a stream and as notifications")
+    @Test("Start, response, image info, stop and finish arrive in order, as a stream and as notifications")
     func events() async throws {
         let origin = try await OriginServer.start()
         origin.setRoute("/e.png", DownloaderFixtures.route())
@@ -32,10 +32,12 @@ struct EventsTests {
             case .stopped: names.append("stopped")
             case .finished:
                 names.append("finished")
+            case .receivedImageInfo(_, let header):
+                names.append("info \(header.format) \(header.size.width)x\(header.size.height)")
             }
-            if names.count == 4 { break }
+            if names.count == 5 { break }
         }
-        #expect(names == ["started", "response 200", "stopped", "finished"])
+        #expect(names == ["started", "response 200", "info png 32x24", "stopped", "finished"])
         #expect(notified.value == ["/e.png"])
         await origin.stop()
     }

@@ -387,6 +387,7 @@ struct ImageManagerTests {
         for try await event in fixture.manager.images(with: origin.url("/p.jpg"), options: .progressiveLoad) {
             switch event {
             case .progress: if kinds.last != "progress" { kinds.append("progress") }
+            case .info: kinds.append("info")
             case .partial(let image):
                 #expect(image.isPartial)
                 if kinds.last != "partial" { kinds.append("partial") }

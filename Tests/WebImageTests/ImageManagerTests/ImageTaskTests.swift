@@ -89,7 +89,7 @@ struct ImageTaskTests {
             switch event {
             case .cached(let result): steps.append("cached \(result.cacheType)")
             case .finished(let result): steps.append("finished \(result.image?.width ?? 0)")
-            case .progress, .preview: break
+            case .progress, .preview, .info: break
             }
         }
         #expect(steps.last == "finished 40")

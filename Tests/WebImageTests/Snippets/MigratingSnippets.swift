@@ -93,7 +93,7 @@ func migratingRevalidate(url: URL) async throws {
         switch event {
         case .cached(let cached): print("show the cached image first", cached.cacheType)
         case .finished(let result): print("current image", result.image?.width ?? 0)
-        case .progress, .preview: break
+        case .progress, .preview, .info: break
         }
     }
 }
