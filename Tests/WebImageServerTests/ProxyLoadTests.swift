@@ -118,7 +118,9 @@ struct ProxyLoadTests {
         "Stopping with a grace period: requests still queued near its end get 503 with Retry-After and Connection: close"
     )
     func queuedRequestsAnsweredAtShutdown() async throws {
-        let fixture = try await ImageProxyServerTests.start(gracePeriod: .seconds(2)) {
+        // 4 s: the queued requests are answered a second before its end (a quarter of it, at
+        // most 1 s), time enough on a busy machine.
+        let fixture = try await ImageProxyServerTests.start(gracePeriod: .seconds(4)) {
             $0.workers = 1
             $0.queueLimit = 8
         }

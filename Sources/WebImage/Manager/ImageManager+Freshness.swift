@@ -54,11 +54,12 @@ extension ImageManager {
     func refreshStoredCopy(_ cached: CachedCopy, key: String, context: ImageContext, notModified: DiskCacheMetadata?) {
         guard let stored = cached.metadata, let data = cached.result.data, let notModified else { return }
         let refreshed = stored.updated(by: notModified)
-        guard refreshed != stored, context.storeCacheType.includesDisk else { return }
         if let image = cached.result.image, context.storeCacheType.includesMemory {
             imageCache.store(image, data: nil, forKey: key, metadata: refreshed, cacheType: .memory, completion: nil)
         }
-        imageCache.store(nil, data: data, forKey: key, metadata: refreshed, cacheType: .disk, completion: nil)
+        if context.storeCacheType.includesDisk {
+            imageCache.store(nil, data: data, forKey: key, metadata: refreshed, cacheType: .disk, completion: nil)
+        }
     }
 
     /// Whether a stale copy stands in for a revalidation that failed with `error`: when the

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import WebImageCoders
 
@@ -74,34 +73,5 @@ public struct OutputFormatChoice: Sendable, Hashable {
             if quality > 0 { types.insert(type) }
         }
         return types
-    }
-}
-
-/// A strong entity tag for a result: the same canonical options, output format, source and
-/// encoder always give the same tag, and any change to one of them a different tag.
-public enum ResultETag {
-    /// `"` + 32 hex digits of SHA-256(options, format, quality, source fingerprint, encoder) + `"`;
-    /// `sourceFingerprint` is the source's validator (ETag or Last-Modified) or a hash of its
-    /// bytes, `encoderVersion` names the codec libraries.
-    public static func make(
-        options: ProcessingOptions,
-        format: ImageFormat,
-        quality: Int,
-        sourceFingerprint: String,
-        encoderVersion: String
-    ) -> String {
-        let input = [
-            options.canonicalDescription, format.rawValue, String(quality), sourceFingerprint, encoderVersion,
-        ].joined(separator: "\u{1F}")
-        let digest = SHA256.hash(data: Data(input.utf8))
-        return "\"" + digest.prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
-    }
-
-    /// Whether an `If-None-Match` header names `etag` (or is `*`); weak tags compare weakly.
-    public static func matches(ifNoneMatch header: String, etag: String) -> Bool {
-        header.split(separator: ",").contains { candidate in
-            let tag = candidate.trimmingCharacters(in: .whitespaces)
-            return tag == "*" || tag == etag || (tag.hasPrefix("W/") && String(tag.dropFirst(2)) == etag)
-        }
     }
 }

@@ -54,24 +54,25 @@ struct ImageWorkQueueTests {
     }
 
     @Test("Work blocking every place never stalls Swift tasks: the queue runs on threads of its own")
-    func ownThreads() {
+    func ownThreads() async {
         // On Linux the cooperative pool and DispatchQueue.global() share as many threads as
-        // cores: work blocking that many places there would leave no thread for any task.
+        // cores: work blocking that many places there would leave no thread for any task. The
+        // test itself only suspends (it blocks no thread of the pool other suites share).
         let width = ProcessInfo.processInfo.activeProcessorCount + 1
         let queue = ImageWorkQueue(width: width)
         let release = DispatchSemaphore(value: 0)
-        let blocked = DispatchSemaphore(value: 0)
+        let blocked = Locked(0)
         for _ in 0..<width {
             queue.enqueue {
-                blocked.signal()
+                blocked.withLock { $0 += 1 }
                 release.wait()
             }
         }
         defer { for _ in 0..<width { release.signal() } }
-        for _ in 0..<width { #expect(blocked.wait(timeout: .now() + 10) == .success) }
-        let taskRan = DispatchSemaphore(value: 0)
-        Task.detached { taskRan.signal() }
-        #expect(taskRan.wait(timeout: .now() + 10) == .success, "a task ran while every place was blocked")
+        #expect(await waitUntil({ blocked.value == width }, timeout: .seconds(30)))
+        let taskRan = Locked(false)
+        Task.detached { taskRan.withLock { $0 = true } }
+        #expect(await waitUntil({ taskRan.value }, timeout: .seconds(30)), "a task ran while every place was blocked")
         #expect(queue.threadCount == width)
     }
 
