@@ -112,5 +112,5 @@ await origin.stop()
 
 print("| \(imageCount) warm disk loads (\(jpeg.count / 1024) KB JPEGs), 6 at a time | median of \(rounds) |")
 print("|---|---:|")
-print("| decoded | \(String(format: "%.0f", median(decoded) * 1000)) ms |")
-print("| bytes only (avoidDecodeImage) | \(String(format: "%.0f", median(bytesOnly) * 1000)) ms |")
+print("| decoded | \(String(format: "%.1f", median(decoded) * 1000)) ms |")
+print("| bytes only (avoidDecodeImage) | \(String(format: "%.1f", median(bytesOnly) * 1000)) ms |")

@@ -143,14 +143,14 @@ package enum DiskCacheEntryFormat {
             guard offset + 8 <= payload.count else { return nil }
             let received = Double(bitPattern: readUInt64(payload, at: offset))
             offset += 8
-            guard let http = readFields(5, from: payload, at: &offset) else { return nil }
+            guard let http = readTextFields(5, from: payload, at: &offset) else { return nil }
             if !received.isNaN {
                 metadata.httpCaching = HTTPCachingHeaders(
-                    cacheControl: text(http[0]),
-                    expires: text(http[1]),
-                    date: text(http[2]),
-                    age: text(http[3]),
-                    vary: text(http[4]),
+                    cacheControl: http[0],
+                    expires: http[1],
+                    date: http[2],
+                    age: http[3],
+                    vary: http[4],
                     receivedDate: Date(timeIntervalSince1970: received)
                 )
             }
@@ -179,6 +179,32 @@ package enum DiskCacheEntryFormat {
             }
             guard Int(length) <= payload.count - offset else { return nil }
             fields.append(Data(payload[offset..<offset + Int(length)]))
+            offset += Int(length)
+        }
+        return fields
+    }
+
+    /// `count` length-prefixed UTF-8 fields read straight into strings (no `Data` between).
+    private static func readTextFields(
+        _ count: Int,
+        from payload: UnsafeRawBufferPointer,
+        at offset: inout Int
+    )
+        -> [String?]?
+    {
+        var fields: [String?] = []
+        fields.reserveCapacity(count)
+        for _ in 0..<count {
+            guard offset + 4 <= payload.count else { return nil }
+            let length = readUInt32(payload, at: offset)
+            offset += 4
+            if length == absent {
+                fields.append(nil)
+                continue
+            }
+            guard Int(length) <= payload.count - offset else { return nil }
+            let bytes = UnsafeRawBufferPointer(rebasing: payload[offset..<offset + Int(length)])
+            fields.append(String(decoding: bytes, as: UTF8.self))
             offset += Int(length)
         }
         return fields

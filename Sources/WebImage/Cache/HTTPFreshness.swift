@@ -114,16 +114,16 @@ public struct HTTPFreshness: Sendable, Hashable {
         let ageValue = headers.age.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { max(0, $0) } ?? 0
         initialAge = max(apparentAge, TimeInterval(ageValue))
         receivedDate = received
-        noCache = directives.has("no-cache")
-        noStore = directives.has("no-store")
-        immutable = directives.has("immutable")
-        mustRevalidate = directives.has("must-revalidate")
-        staleWhileRevalidate = directives.seconds("stale-while-revalidate") ?? 0
-        staleIfError = directives.seconds("stale-if-error") ?? 0
+        noCache = directives.noCache
+        noStore = directives.noStore
+        immutable = directives.immutable
+        mustRevalidate = directives.mustRevalidate
+        staleWhileRevalidate = directives.staleWhileRevalidate ?? 0
+        staleIfError = directives.staleIfError ?? 0
         variesOnEverything =
             headers.vary?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "*" } ?? false
-        if directives.has("max-age") {
-            lifetime = directives.seconds("max-age") ?? 0
+        if directives.hasMaxAge {
+            lifetime = directives.maxAge ?? 0
             isExplicit = true
         } else if let expires = headers.expires {
             lifetime = HTTPDate.parse(expires).map { max(0, $0.timeIntervalSince(date)) } ?? 0
@@ -168,38 +168,78 @@ public struct HTTPFreshness: Sendable, Hashable {
     }
 }
 
-/// A `Cache-Control` value's directives: names lowercased, values unquoted.
+/// A `Cache-Control` value's directives this cache acts on, read in one pass without
+/// building a table: names compared ASCII case-insensitively, values unquoted.
 struct CacheControlDirectives {
-    private var values: [String: String?] = [:]
+    var noCache = false
+    var noStore = false
+    var immutable = false
+    var mustRevalidate = false
+    /// Present, and its value (`nil` when not a non-negative integer).
+    var hasMaxAge = false
+    var maxAge: TimeInterval?
+    var staleWhileRevalidate: TimeInterval?
+    var staleIfError: TimeInterval?
 
     init(_ header: String?) {
         guard let header else { return }
+        var firstMaxAge: Substring?
+        var maxAgeConflicts = false
         for item in header.split(separator: ",") {
             let parts = item.split(separator: "=", maxSplits: 1)
-            let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
-            guard !name.isEmpty else { continue }
-            var value = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : nil
-            if let quoted = value, quoted.count >= 2, quoted.hasPrefix("\""), quoted.hasSuffix("\"") {
-                value = String(quoted.dropFirst().dropLast())
-            }
-            // A directive given twice with different values is invalid: the stricter reading is
-            // kept by dropping the value, which makes a duplicated max-age read as 0 (stale).
-            if let existing = values[name], existing != value {
-                values[name] = .some(nil)
-            } else {
-                values[name] = value
+            guard let rawName = parts.first else { continue }
+            let name = rawName.trimmingASCIISpaces()
+            let value = parts.count > 1 ? parts[1].trimmingASCIISpaces().unquoted() : nil
+            if name.equalsASCIILowercase("no-cache") {
+                noCache = true
+            } else if name.equalsASCIILowercase("no-store") {
+                noStore = true
+            } else if name.equalsASCIILowercase("immutable") {
+                immutable = true
+            } else if name.equalsASCIILowercase("must-revalidate") {
+                mustRevalidate = true
+            } else if name.equalsASCIILowercase("max-age") {
+                // Given twice with different values it is invalid: read as 0 (stale).
+                if hasMaxAge, firstMaxAge != (value ?? "") { maxAgeConflicts = true }
+                if !hasMaxAge { firstMaxAge = value ?? "" }
+                hasMaxAge = true
+                maxAge = maxAgeConflicts ? nil : value.flatMap(Self.seconds)
+            } else if name.equalsASCIILowercase("stale-while-revalidate") {
+                staleWhileRevalidate = value.flatMap(Self.seconds)
+            } else if name.equalsASCIILowercase("stale-if-error") {
+                staleIfError = value.flatMap(Self.seconds)
             }
         }
     }
 
-    /// Whether the directive is present, with or without a value.
-    func has(_ name: String) -> Bool { values[name] != nil }
-
-    /// A delta-seconds value; `nil` when absent or not a non-negative integer.
-    func seconds(_ name: String) -> TimeInterval? {
-        guard let value = values[name], let value, !value.isEmpty, value.utf8.allSatisfy({ (48...57).contains($0) })
-        else { return nil }
-        // A value too large for the machine counts as the largest (RFC 9111 §1.2.2).
+    /// A delta-seconds value; `nil` when not a non-negative integer. A value too large for the
+    /// machine counts as the largest (RFC 9111 §1.2.2).
+    static func seconds(_ value: Substring) -> TimeInterval? {
+        guard !value.isEmpty, value.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
         return TimeInterval(Int32(value) ?? .max)
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingASCIISpaces() -> Substring {
+        var trimmed = self
+        while let first = trimmed.utf8.first, first == 0x20 || first == 0x09 { trimmed = trimmed.dropFirst() }
+        while let last = trimmed.utf8.last, last == 0x20 || last == 0x09 { trimmed = trimmed.dropLast() }
+        return trimmed
+    }
+
+    fileprivate func unquoted() -> Substring {
+        guard count >= 2, utf8.first == 0x22, utf8.last == 0x22 else { return self }
+        return dropFirst().dropLast()
+    }
+
+    /// Whether this equals `lowercase` (given in lowercase ASCII), ignoring ASCII case.
+    fileprivate func equalsASCIILowercase(_ lowercase: StaticString) -> Bool {
+        guard utf8.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(utf8, expected).allSatisfy { byte, wanted in
+                (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == wanted
+            }
+        }
     }
 }
