@@ -58,6 +58,9 @@ public final class DataURLLoader: ImageLoading {
     /// Every failure but cancellation: the same URL holds the same bytes.
     public func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool { error.code != .cancelled }
 
+    /// No: the URL carries its bytes, so a disk entry would only copy them (kept in memory).
+    public func storesOnDisk(_ url: URL) -> Bool { false }
+
     /// The bytes a `data:` URL carries: base64 when its media type part ends in `;base64`, else
     /// percent-encoded text.
     /// - Throws: ``WebImageError`` `invalidURL` for a URL without the comma or with bad base64,

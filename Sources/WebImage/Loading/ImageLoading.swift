@@ -29,6 +29,15 @@ public protocol ImageLoading: Sendable {
     /// Whether `error` means loading `url` again would fail the same way, so the manager
     /// remembers the URL as failed (SDImageLoader's `shouldBlockFailedURLWithURL:error:`).
     func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool
+
+    /// Whether the manager may write what this loader loads for `url` to the disk cache.
+    /// Default `true`; ``DataURLLoader`` says no (a `data:` URL carries its own bytes).
+    func storesOnDisk(_ url: URL) -> Bool
+}
+
+extension ImageLoading {
+    /// Yes: loaded images are worth keeping on disk.
+    public func storesOnDisk(_ url: URL) -> Bool { true }
 }
 
 /// `(image, data, error, finished, metadata)`: a loader's answer. `metadata` carries the

@@ -60,9 +60,9 @@ extension ImageManager {
         deliver: @escaping @Sendable (Event) -> Void
     ) {
         if options.contains(.retryFailed) { failed.remove(url) }
-        // A data: URL carries its bytes: kept in memory, never written to disk. A response that
-        // says `no-store` or `Vary: *` is not kept at all.
-        let memoryOnly = options.contains(.cacheMemoryOnly) || url.scheme?.lowercased() == "data"
+        // What its loader keeps off disk (a data: URL's bytes) stays in memory only. A response
+        // that says `no-store` or `Vary: *` is not kept at all.
+        let memoryOnly = options.contains(.cacheMemoryOnly) || loader(for: url)?.storesOnDisk(url) == false
         let storeType: ImageCacheType =
             metadata.freshness?.isStorable == false
             ? .none : memoryOnly ? (context.storeCacheType.includesMemory ? .memory : .none) : context.storeCacheType

@@ -106,12 +106,33 @@ struct LoaderTests {
         await #expect(throws: WebImageError.self) { try await manager.loadImage(with: URL(string: "palette://none")!) }
         #expect(manager.failedURLs == [URL(string: "palette://none")!])
         await #expect(throws: WebImageError.self) { try await manager.loadImage(with: URL(string: "other://x")!) }
+        await fixture.settle()
+        #expect(await fixture.cache.diskEntry(forKey: "palette://red") != nil)
+    }
+
+    @Test("A loader that keeps its images off disk: in memory only, whatever the load's store type")
+    func loaderKeepsOffDisk() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let loader = PaletteLoader(storesOnDisk: false)
+        let manager = ImageManager(cache: fixture.cache, loader: fixture.downloader, additionalLoaders: [loader])
+        let url = try #require(URL(string: "palette://red"))
+        #expect(try await manager.loadImage(with: url, options: .waitStoreCache).image?.width == 40)
+        await fixture.settle()
+        #expect(await fixture.cache.diskEntry(forKey: "palette://red") == nil)
+        #expect(try await manager.loadImage(with: url).cacheType == .memory)
+        #expect(loader.requests.value == ["palette://red"])
     }
 }
 
 /// Serves `palette://red` as a 40×30 PNG; anything else is a lasting failure.
 private final class PaletteLoader: ImageLoading {
     let requests = Locked<[String]>([])
+    let keepsOnDisk: Bool
+
+    init(storesOnDisk: Bool = true) { keepsOnDisk = storesOnDisk }
+
+    func storesOnDisk(_ url: URL) -> Bool { keepsOnDisk }
 
     func canRequestImage(for url: URL) -> Bool { url.scheme == "palette" }
 
