@@ -67,11 +67,13 @@ struct DIB {
         }
         masks = try Self.masks(size: size, header: header, bits: bitsPerPixel, compression: compression, read: u32)
         var colors: [RGBA] = []
+        // The palette follows the header and, after a 40-byte header with bit fields, the masks.
+        let paletteStart = header + size + (size == 40 && compression != 0 ? (compression == 6 ? 16 : 12) : 0)
+        let entrySize = size == 12 ? 3 : 4
         if bitsPerPixel <= 8 {
-            let entrySize = size == 12 ? 3 : 4
             let used = size >= 40 ? Int(try u32(header + 32)) : 0
             var count = used == 0 || used > 1 << bitsPerPixel ? 1 << bitsPerPixel : used
-            let start = header + size + (size == 40 && compression != 0 ? (compression == 6 ? 16 : 12) : 0)
+            let start = paletteStart
             if let pixelsStart, pixelsStart > start { count = min(count, (pixelsStart - start) / entrySize) }
             guard start + count * entrySize <= bytes.count else { throw .truncatedData(format, "the palette is cut") }
             for index in 0..<count {
@@ -80,9 +82,7 @@ struct DIB {
             }
         }
         palette = colors
-        paletteEnd =
-            header + size + (size == 40 && compression != 0 ? (compression == 6 ? 16 : 12) : 0)
-            + colors.count * (size == 12 ? 3 : 4)
+        paletteEnd = paletteStart + colors.count * entrySize
     }
 
     /// Where the palette (and masks) end: an ICO entry's pixels start there.
