@@ -129,7 +129,7 @@ package enum DiskCacheEntryFormat {
         offset += 8
         let checksum = readUInt64(payload, at: offset)
         offset += 8
-        guard let fields = readFields(5, from: payload, at: &offset), let keyData = fields[0],
+        guard let fields = readFields(5, from: payload, at: &offset, as: { Data($0) }), let keyData = fields[0],
             let key = String(data: keyData, encoding: .utf8)
         else { return nil }
         func text(_ data: Data?) -> String? { data.flatMap { String(data: $0, encoding: .utf8) } }
@@ -143,7 +143,8 @@ package enum DiskCacheEntryFormat {
             guard offset + 8 <= payload.count else { return nil }
             let received = Double(bitPattern: readUInt64(payload, at: offset))
             offset += 8
-            guard let http = readTextFields(5, from: payload, at: &offset) else { return nil }
+            guard let http = readFields(5, from: payload, at: &offset, as: { String(decoding: $0, as: UTF8.self) })
+            else { return nil }
             if !received.isNaN {
                 metadata.httpCaching = HTTPCachingHeaders(
                     cacheControl: http[0],
@@ -159,40 +160,15 @@ package enum DiskCacheEntryFormat {
         return DecodedPayload(key: key, metadata: metadata, stored: stored, checksum: checksum)
     }
 
-    /// `count` length-prefixed fields from `offset` on, moving it past them; `nil` when one
-    /// does not fit.
-    private static func readFields(
+    /// `count` length-prefixed fields from `offset` on, each made by `make` from its bytes,
+    /// moving `offset` past them; `nil` when one does not fit.
+    private static func readFields<Field>(
         _ count: Int,
         from payload: UnsafeRawBufferPointer,
-        at offset: inout Int
-    )
-        -> [Data?]?
-    {
-        var fields: [Data?] = []
-        for _ in 0..<count {
-            guard offset + 4 <= payload.count else { return nil }
-            let length = readUInt32(payload, at: offset)
-            offset += 4
-            if length == absent {
-                fields.append(nil)
-                continue
-            }
-            guard Int(length) <= payload.count - offset else { return nil }
-            fields.append(Data(payload[offset..<offset + Int(length)]))
-            offset += Int(length)
-        }
-        return fields
-    }
-
-    /// `count` length-prefixed UTF-8 fields read straight into strings (no `Data` between).
-    private static func readTextFields(
-        _ count: Int,
-        from payload: UnsafeRawBufferPointer,
-        at offset: inout Int
-    )
-        -> [String?]?
-    {
-        var fields: [String?] = []
+        at offset: inout Int,
+        as make: (UnsafeRawBufferPointer) -> Field
+    ) -> [Field?]? {
+        var fields: [Field?] = []
         fields.reserveCapacity(count)
         for _ in 0..<count {
             guard offset + 4 <= payload.count else { return nil }
@@ -203,8 +179,7 @@ package enum DiskCacheEntryFormat {
                 continue
             }
             guard Int(length) <= payload.count - offset else { return nil }
-            let bytes = UnsafeRawBufferPointer(rebasing: payload[offset..<offset + Int(length)])
-            fields.append(String(decoding: bytes, as: UTF8.self))
+            fields.append(make(UnsafeRawBufferPointer(rebasing: payload[offset..<offset + Int(length)])))
             offset += Int(length)
         }
         return fields
