@@ -20,6 +20,11 @@ let package = Package(
                 .linkedLibrary("avif"), .linkedLibrary("heif"), .linkedLibrary("jxl"), .linkedLibrary("lcms2"),
             ]
         ),
+        // Arguments, medians, timed batches of loads and a test photo, for the executables below.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [.product(name: "WebImage", package: "swift-web-image")]
+        ),
         .executableTarget(
             name: "webimage-http-benchmarks",
             dependencies: [
@@ -32,6 +37,7 @@ let package = Package(
         .executableTarget(
             name: "webimage-downloader-benchmarks",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "WebImage", package: "swift-web-image"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "WebImageOrigin", package: "swift-web-image"),
@@ -43,6 +49,7 @@ let package = Package(
         .executableTarget(
             name: "webimage-manager-benchmarks",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "WebImage", package: "swift-web-image"),
                 .product(name: "WebImageOrigin", package: "swift-web-image"),
             ],
@@ -51,6 +58,7 @@ let package = Package(
         .executableTarget(
             name: "webimage-warm-load-benchmarks",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "WebImage", package: "swift-web-image"),
                 .product(name: "WebImageOrigin", package: "swift-web-image"),
             ],

@@ -98,6 +98,7 @@ struct SoakRun: Sendable {
         var usesAsync: Bool
     }
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func run(log: @escaping @Sendable (String) -> Void) async throws -> SoakReport {
         var report = SoakReport(settings: settings)
         let descriptorsBefore = ProcessStats.openDescriptors()

@@ -103,6 +103,7 @@ public struct DecodedImage: Sendable {
         set { update { $0.exif = newValue } }
     }
 
+    // shape: public memberwise init: each parameter is a documented property with a default
     public init(
         frames: [Frame],
         loopCount: Int = 1,

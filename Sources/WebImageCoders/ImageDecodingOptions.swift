@@ -50,6 +50,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// `nil` (default): no reduction beyond the thumbnail box.
     public var shrinkOnLoadMinimumSize: PixelSize?
 
+    // shape: public memberwise init: each parameter is a documented option with a default
     public init(
         thumbnailPixelSize: PixelSize? = nil,
         scaleDownLimitBytes: Int? = nil,

@@ -8,6 +8,7 @@ import NIOSSL
 
 extension HTTPSession {
     /// Maps AsyncHTTPClient, NIO and TLS errors to ``HTTPSessionError``.
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     static func map(_ error: any Error, url: URL) -> HTTPSessionError {
         if let error = error as? HTTPSessionError { return error }
         if error is CancellationError { return .cancelled(url) }

@@ -39,6 +39,7 @@ extension HTTPSession {
 
     /// One task's requests: follows redirects and answers basic-auth challenges, then streams
     /// the final body. Returns the metrics.
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private func exchange(
         _ task: HTTPSessionTask,
         delegate: (any HTTPSessionTaskDelegate)?,

@@ -110,6 +110,7 @@ extension HTTPSession {
     /// the error (once). Returns the running task, or `nil` when the request cannot be built
     /// (`failure` has then been called).
     @discardableResult
+    // shape: AFNetworking's convenience-method shape, one parameter per part of the request
     public func request<Serializer: ResponseSerializer>(
         _ method: HTTPRequest.Method,
         _ path: String,

@@ -11,6 +11,7 @@ struct OriginResponder: HTTPResponder {
 
     let state: OriginState
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func respond(to request: Request, context: Context) async throws -> Response {
         var request = request
         let body = try await request.collectBody(upTo: 512 * 1024 * 1024)

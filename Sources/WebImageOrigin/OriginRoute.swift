@@ -25,6 +25,7 @@ public struct OriginRoute: Sendable {
         /// a 304 has no body whatever its headers say).
         public var notModifiedDeclaresLength = false
 
+        // shape: public memberwise init: each parameter is a documented behaviour with a default
         public init(
             delay: Duration = .zero,
             chunkSize: Int? = nil,

@@ -19,6 +19,7 @@ public struct GIFBuilder {
         /// Colour index of each pixel, row by row.
         public var indices: [UInt8]
 
+        // shape: a test builder: every field of the file it writes is a defaulted parameter
         public init(
             x: Int = 0,
             y: Int = 0,

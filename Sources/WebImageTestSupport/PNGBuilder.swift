@@ -35,6 +35,7 @@ public struct PNGBuilder {
         public var blend: UInt8
         public var samples: (Int, Int) -> [UInt16]
 
+        // shape: a test builder: every field of the file it writes is a defaulted parameter
         public init(
             x: Int = 0,
             y: Int = 0,
@@ -87,6 +88,7 @@ public struct PNGBuilder {
         case iccProfile(Data)
     }
 
+    // shape: a test builder: every field of the file it writes is a defaulted parameter
     public init(
         width: Int,
         height: Int,

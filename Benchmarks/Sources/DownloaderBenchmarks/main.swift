@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BenchmarkSupport
 import CDirectCodecs
 import Foundation
 import NIOCore
@@ -13,12 +14,6 @@ import WebImageOrigin
 //
 //   swift run -c release --package-path Benchmarks webimage-downloader-benchmarks [--images N] [--rounds R]
 //       [--tuned-allocator]
-
-func argument(_ name: String, default value: Int) -> Int {
-    CommandLine.arguments.firstIndex(of: name).flatMap {
-        CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
-    } ?? value
-}
 
 let imageCount = argument("--images", default: 1000)
 // --tuned-allocator: what a service gets from SystemMemory.tuneAllocatorForImageDecoding().
@@ -49,32 +44,9 @@ func photoJPEG(width: Int = 640, height: Int = 480, progressive: Bool = false) t
     )
 }
 
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
 /// Loads per second for `imageCount` loads, `concurrency` at a time.
 func throughput(_ load: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-    let clock = ContinuousClock()
-    let start = clock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        var next = 0
-        while next < min(concurrency, imageCount) {
-            let index = next
-            group.addTask { try await load(index) }
-            next += 1
-        }
-        while try await group.next() != nil {
-            if next < imageCount {
-                let index = next
-                group.addTask { try await load(index) }
-                next += 1
-            }
-        }
-    }
-    return Double(imageCount) / seconds(clock.now - start)
+    Double(imageCount) / (try await timeLoads(count: imageCount, width: concurrency, load))
 }
 
 let jpeg = try photoJPEG()

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 import WebImage
 import WebImageOrigin
@@ -9,61 +10,9 @@ import WebImageOrigin
 //
 //   swift run -c release --package-path Benchmarks webimage-manager-benchmarks [--images N] [--rounds R]
 
-func argument(_ name: String, default value: Int) -> Int {
-    CommandLine.arguments.firstIndex(of: name).flatMap {
-        CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
-    } ?? value
-}
-
 let imageCount = argument("--images", default: 1000)
 let rounds = argument("--rounds", default: 5)
 let clock = ContinuousClock()
-
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-
-/// A photo-like 640×480 JPEG, about 100 KB.
-func photoJPEG() throws -> Data {
-    var pixels = [UInt8](repeating: 255, count: 640 * 480 * 4)
-    var seed: UInt32 = 7
-    for y in 0..<480 {
-        for x in 0..<640 {
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            let grain = Double(seed >> 27) - 16
-            let offset = (y * 640 + x) * 4
-            pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(Double(x) / 37 + Double(y) / 51) + grain)))
-            pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(Double(x) / 23 - Double(y) / 41) + grain)))
-            pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos(Double(x + y) / 29) + grain)))
-        }
-    }
-    let bitmap = Bitmap(width: 640, height: 480, hasAlpha: false, pixels: pixels)
-    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
-}
-
-/// Seconds for `imageCount` loads, 6 at a time.
-func timeLoads(_ load: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-    let imageCount = imageCount
-    let start = ContinuousClock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        var next = 0
-        while next < min(6, imageCount) {
-            let index = next
-            group.addTask { try await load(index) }
-            next += 1
-        }
-        while try await group.next() != nil {
-            if next < imageCount {
-                let index = next
-                group.addTask { try await load(index) }
-                next += 1
-            }
-        }
-    }
-    return seconds(ContinuousClock.now - start)
-}
 
 let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("webimage-manager-bench-\(getpid())")
 defer { try? FileManager.default.removeItem(at: root) }
@@ -204,19 +153,19 @@ func coldRound(
 {
     let downloader = ImageDownloader()
     // Fresh query strings each round so every load is cold for both sides.
-    let downloaderSeconds = try await timeLoads { index in
+    let downloaderSeconds = try await timeLoads(count: imageCount, width: 6) { index in
         _ = try await downloader.image(with: origin.url("/img/\(index).jpg?d\(round)"))
     }
     let cache = ImageCache(directory: root.appendingPathComponent("cold-\(round)"), configuration: configuration)
     let manager = ImageManager(cache: cache, loader: ImageDownloader())
     let start = ContinuousClock.now
-    let managerSeconds = try await timeLoads { index in
+    let managerSeconds = try await timeLoads(count: imageCount, width: 6) { index in
         _ = try await manager.loadImage(with: origin.url("/img/\(index).jpg?m\(round)"))
     }
     // The disk writes run at background priority behind the loads: when are they all on disk?
     await manager.flush()
     let flushedSeconds = seconds(ContinuousClock.now - start)
-    let memoryOnlySeconds = try await timeLoads { index in
+    let memoryOnlySeconds = try await timeLoads(count: imageCount, width: 6) { index in
         _ = try await manager.loadImage(with: origin.url("/img/\(index).jpg?n\(round)"), options: .cacheMemoryOnly)
     }
     return (managerSeconds, memoryOnlySeconds, downloaderSeconds, flushedSeconds)

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 import WebImage
 import WebImageOrigin
@@ -10,61 +11,10 @@ import WebImageOrigin
 //
 //   swift run -c release --package-path Benchmarks webimage-warm-load-benchmarks [--images N] [--rounds R]
 
-func argument(_ name: String, default value: Int) -> Int {
-    CommandLine.arguments.firstIndex(of: name).flatMap {
-        CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
-    } ?? value
-}
-
 let imageCount = argument("--images", default: 1000)
 let rounds = argument("--rounds", default: 7)
 
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-
-/// A 320×240 JPEG of smooth gradients with grain, about 20 KB.
-func photoJPEG() throws -> Data {
-    var pixels = [UInt8](repeating: 255, count: 320 * 240 * 4)
-    var seed: UInt32 = 7
-    for y in 0..<240 {
-        for x in 0..<320 {
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            let grain = Double(seed >> 27) - 16
-            let offset = (y * 320 + x) * 4
-            pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(Double(x) / 37 + Double(y) / 51) + grain)))
-            pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(Double(x) / 23 - Double(y) / 41) + grain)))
-            pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos(Double(x + y) / 29) + grain)))
-        }
-    }
-    let bitmap = Bitmap(width: 320, height: 240, hasAlpha: false, pixels: pixels)
-    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
-}
-
-/// Seconds for loading every image, 6 at a time.
-func timeLoads(_ load: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
-    let start = ContinuousClock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        var next = 0
-        while next < min(6, imageCount) {
-            let index = next
-            group.addTask { try await load(index) }
-            next += 1
-        }
-        while try await group.next() != nil {
-            if next < imageCount {
-                let index = next
-                group.addTask { try await load(index) }
-                next += 1
-            }
-        }
-    }
-    return seconds(ContinuousClock.now - start)
-}
-
-let jpeg = try photoJPEG()
+let jpeg = try photoJPEG(width: 320, height: 240)
 let origin = try await OriginServer.start()
 for index in 0..<imageCount {
     origin.setRoute(
@@ -85,7 +35,9 @@ var configuration = ImageCache.Configuration()
 configuration.cleanupInterval = nil
 let cache = ImageCache(directory: root, configuration: configuration)
 let manager = ImageManager(cache: cache, loader: ImageDownloader())
-_ = try await timeLoads { index in _ = try await manager.loadImage(with: origin.url("/img/\(index).jpg")) }
+_ = try await timeLoads(count: imageCount, width: 6) { index in
+    _ = try await manager.loadImage(with: origin.url("/img/\(index).jpg"))
+}
 await manager.flush()
 let requestsBefore = origin.totalRequestCount
 
@@ -94,14 +46,14 @@ var bytesOnly: [Double] = []
 for _ in 0..<rounds {
     cache.clearMemory()
     decoded.append(
-        try await timeLoads { index in
+        try await timeLoads(count: imageCount, width: 6) { index in
             let result = try await manager.loadImage(with: origin.url("/img/\(index).jpg"))
             precondition(result.cacheType == .disk)
         }
     )
     cache.clearMemory()
     bytesOnly.append(
-        try await timeLoads { index in
+        try await timeLoads(count: imageCount, width: 6) { index in
             let result = try await manager.loadImage(with: origin.url("/img/\(index).jpg"), options: .avoidDecodeImage)
             precondition(result.cacheType == .disk && result.data != nil)
         }

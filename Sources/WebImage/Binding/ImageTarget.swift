@@ -26,6 +26,7 @@ extension ImageTarget {
     /// - A later `setImage` under the same `operationKey` cancels this one: its results are never
     ///   shown, and its `completed` gets `cancelled`.
     @discardableResult
+    // shape: SDWebImage's sd_setImage(with:placeholderImage:options:context:progress:completed:) shape
     public func setImage(
         with url: URL?,
         placeholder: DecodedImage? = nil,

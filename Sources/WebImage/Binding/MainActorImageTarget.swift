@@ -28,6 +28,7 @@ extension MainActorImageTarget {
     /// outcome (`cancelled` when a later load or ``cancelCurrentImageLoad(operationKey:)``
     /// replaced this one).
     @discardableResult
+    // shape: SDWebImage's sd_setImage(with:placeholderImage:options:context:progress:completed:) shape
     public func setImage(
         with url: URL?,
         placeholder: DecodedImage? = nil,

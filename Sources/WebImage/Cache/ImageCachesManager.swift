@@ -36,6 +36,7 @@ public final class ImageCachesManager: ImageCaching {
         return chain.isAnswered ? nil : chain
     }
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private func query(
         _ remaining: ArraySlice<any ImageCaching>,
         key: String,

@@ -228,6 +228,7 @@ public final class DownloadOperation: ImageDownloadOperation {
         task.resume()
     }
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private func complete(
         data received: Data,
         response head: HTTPSession.Response?,

@@ -14,6 +14,7 @@ extension ImageManager {
     /// Transforms (the context's transformer and ``Configuration/transformDownloadedImage``) run on the
     /// context's transform queue (``ImageWorkQueue/transforming`` by default), not on the decode
     /// worker that produced the image; work whose load was cancelled meanwhile is skipped.
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func finishDownload(
         url: URL,
         key: String,
@@ -48,6 +49,7 @@ extension ImageManager {
         }
     }
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private func transformStoreAndDeliver(
         url: URL,
         key: String,

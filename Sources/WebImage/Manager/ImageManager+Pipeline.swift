@@ -166,6 +166,7 @@ extension ImageManager {
 
     /// Loads `url` from its loader; with `cached`, revalidates that copy (a conditional request
     /// when it has validators) and settles on it when the origin says it has not changed.
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func download(
         url: URL,
         key: String,

@@ -53,6 +53,7 @@ public struct ImageRequest: Sendable {
     public var context: ImageContext
 
     /// A request for `url`; every other setting has the default documented on its property.
+    // shape: public memberwise init: each parameter is a documented property with a default
     public init(
         url: URL,
         priority: ImagePriority = .normal,

@@ -118,6 +118,7 @@ extension ImageTarget {
     /// ``setImage(with:placeholder:options:context:operationKey:manager:progress:completed:)-(URL?,_,_,_,_,_,_,_)``
     /// for a URL that is there.
     @discardableResult
+    // shape: SDWebImage's sd_setImage(with:placeholderImage:options:context:progress:completed:) shape
     public func setImage(
         with url: URL,
         placeholder: DecodedImage? = nil,
@@ -145,6 +146,7 @@ extension MainActorImageTarget {
     /// ``setImage(with:placeholder:options:context:operationKey:manager:completed:)-(URL?,_,_,_,_,_,_)``
     /// for a URL that is there.
     @discardableResult
+    // shape: SDWebImage's sd_setImage(with:placeholderImage:options:context:progress:completed:) shape
     public func setImage(
         with url: URL,
         placeholder: DecodedImage? = nil,

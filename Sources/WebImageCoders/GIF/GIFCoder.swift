@@ -107,6 +107,7 @@ struct GIFReader {
         return .corruptData(.gif, message)
     }
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private func decode(
         _ gif: UnsafeMutablePointer<GifFileType>,
         source: UnsafeMutablePointer<GIFSource>
@@ -236,6 +237,7 @@ struct GIFReader {
     }
 
     /// Decodes one image's LZW lines and paints its opaque pixels onto the canvas (clipped).
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private static func drawImage(
         _ gif: UnsafeMutablePointer<GifFileType>,
         rect: PixelRect,

@@ -174,6 +174,7 @@ private struct Resampler {
 
     /// Two passes over premultiplied RGBA as `SIMD4<Float>` (one vector per pixel): rows into an
     /// intermediate of `outWidth × inHeight`, then columns, accumulating whole rows.
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func resample(_ source: Bitmap, to size: PixelSize, cancellation: CodingCancellation?) -> Bitmap? {
         let horizontal = kernel(from: source.width, to: size.width)
         let vertical = kernel(from: source.height, to: size.height)

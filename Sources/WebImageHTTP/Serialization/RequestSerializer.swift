@@ -89,6 +89,7 @@ public struct JSONRequestSerializer: RequestSerializer {
 /// The shared shape of body serializers: GET, HEAD and DELETE put the parameters in the query
 /// string; other methods get a body made by `encode` (from JSON-compatible objects) and, unless
 /// the caller set one, `contentType`.
+// shape: AFNetworking's request(withMethod:URLString:parameters:…) shape, one parameter per part of the request
 func bodyRequest(
     method: HTTPRequest.Method,
     url: URL,

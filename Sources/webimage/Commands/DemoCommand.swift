@@ -48,6 +48,7 @@ struct DemoCommand: AsyncParsableCommand {
 
     func validate() throws { try LoadingOptions.validateCacheDirectory(cacheDirectory) }
 
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func run() async throws {
         let images = try DemoImages.make()
         let origin = try await OriginServer.start()

@@ -73,6 +73,7 @@ enum DemoImages {
 
     /// The demo's set: a few megapixels of JPEG (baseline and progressive), PNG with alpha, an
     /// animated GIF, WebP, and a handful of small thumbnails.
+    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     static func make() throws -> [DemoImage] {
         let coders = ImageCodersManager.shared
         func encode(
