@@ -11,15 +11,63 @@ import WebImageCoders
 /// last subscriber cancels first, the task is abandoned: its cache query and its loader interest
 /// are cancelled and its remaining stages skip their work.
 ///
+/// The stages (``run()`` and what follows it in `ImageLoadTask+Stages.swift`) are the task's
+/// methods: they read the load's ``Inputs`` and the manager's services from the task instead of
+/// passing them along.
+///
 /// Thread-safe: subscribers are called outside the task's lock.
 final class ImageLoadTask: Sendable {
+    /// What one load is asked for, fixed when it starts.
+    struct Inputs: Sendable {
+        let url: URL
+        let cacheKey: ImageCacheKey
+        let options: ImageOptions
+        /// Filled with the manager's queues and budget.
+        let context: ImageContext
+        /// The manager's settings when the load started.
+        let configuration: ImageManager.Configuration
+        /// Whether the caller looked in memory already (the cache query then reads the disk only).
+        let checkedMemory: Bool
+        /// The cache key's string.
+        let key: String
+
+        init(
+            url: URL,
+            cacheKey: ImageCacheKey,
+            options: ImageOptions,
+            context: ImageContext,
+            configuration: ImageManager.Configuration,
+            checkedMemory: Bool
+        ) {
+            self.url = url
+            self.cacheKey = cacheKey
+            self.options = options
+            self.context = context
+            self.configuration = configuration
+            self.checkedMemory = checkedMemory
+            key = cacheKey.rawValue
+        }
+    }
+
     let key: ImageLoadKey
+    let inputs: Inputs
+    /// The caches, loaders and failed-URL list the stages use. The task holds its manager until
+    /// it closes (the manager drops the task then).
+    let manager: ImageManager
     private let state = Protected(State())
     private let onClose: @Sendable (ImageLoadTask) -> Void
 
-    /// `onClose` runs once, when the task closed (delivered or abandoned): the pool lets go of it.
-    init(key: ImageLoadKey, onClose: @escaping @Sendable (ImageLoadTask) -> Void) {
+    /// A task loading `inputs` with `manager`'s services. `onClose` runs once, when the task
+    /// closed (delivered or abandoned): the pool lets go of it.
+    init(
+        key: ImageLoadKey,
+        inputs: Inputs,
+        manager: ImageManager,
+        onClose: @escaping @Sendable (ImageLoadTask) -> Void
+    ) {
         self.key = key
+        self.inputs = inputs
+        self.manager = manager
         self.onClose = onClose
     }
 

@@ -13,32 +13,17 @@ extension ImageManager {
         context: ImageContext? = nil,
         progress: (@Sendable (_ received: Int64, _ expected: Int64) -> Void)? = nil
     ) async throws(WebImageError) -> ImageLoadResult {
-        // A plain memory hit needs no continuation.
-        if let url, options.isDisjoint(with: [.refreshCached, .fromLoaderOnly, .queryMemoryData]),
-            !failedURLs.contains(url) || options.contains(.retryFailed),
-            let image = imageCache.imageFromMemoryCache(forKey: cacheKey(for: url, context: context))
-        {
-            return ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url)
-        }
+        // A memory hit or a refusal needs no continuation.
+        let preflight = preflight(url: url, options: options, context: context ?? ImageContext())
+        if let immediate = preflight.immediate { return try immediate.get() }
         let outcome: Result<ImageLoadResult, WebImageError> = await withCancellableCallback { continuation in
-            let latest = Protected<ImageLoadResult?>(nil)
-            return start(url: url, options: options, context: context ?? ImageContext()) { event in
+            start(preflight, url: url) { event in
                 switch event {
                 case .progress(let received, let expected, _): progress?(received, expected)
-                case .partial, .info: break
-                case .image(let result, let final):
-                    if final {
-                        continuation.resume(returning: .success(result))
-                    } else {
-                        latest.withLock { $0 = result }
-                    }
-                case .failure(let error, _):
-                    if let cached = latest.withLock({ $0 }), error.code != .cancelled {
-                        continuation.resume(returning: .success(cached))
-                    } else {
-                        continuation.resume(returning: .failure(error))
-                    }
-                case .notModified(let cached): continuation.resume(returning: .success(cached))
+                case .partial, .info, .image(_, final: false): break
+                case .image(let result, final: true), .notModified(let result), .refreshFailed(let result, _):
+                    continuation.resume(returning: .success(result))
+                case .failure(let error, _): continuation.resume(returning: .failure(error))
                 }
             }
         } cancel: { operation in
@@ -64,7 +49,7 @@ extension ImageManager {
             case .image(let result, let final):
                 continuation.yield(.image(result))
                 if final { continuation.finish() }
-            case .failure(let error, _):
+            case .failure(let error, _), .refreshFailed(_, let error):
                 continuation.finish(throwing: error)
             case .notModified: continuation.finish()
             }

@@ -38,21 +38,15 @@ extension ImageManager {
         completion: @escaping @Sendable (Result<ImageLoadResult, WebImageError>) -> Void
     ) -> ImageLoadOperation {
         // With refreshCached the cached image comes first; the completion gets the final one.
-        let cached = Protected<ImageLoadResult?>(nil)
-        return start(url: url, options: options, context: context ?? ImageContext()) { event in
+        start(url: url, options: options, context: context ?? ImageContext()) { event in
             switch event {
             case .progress(let received, let expected, _):
                 progress?(ImageTask.Progress(completed: received, total: expected > 0 ? expected : nil))
             case .partial(let image, _): preview?(image)
-            case .info: break
-            case .image(let result, final: false): cached.withLock { $0 = result }
-            case .image(let result, final: true), .notModified(let result): completion(.success(result))
-            case .failure(let error, _):
-                if error.code != .cancelled, let result = cached.withLock({ $0 }) {
-                    completion(.success(result))
-                } else {
-                    completion(.failure(error))
-                }
+            case .info, .image(_, final: false): break
+            case .image(let result, final: true), .notModified(let result), .refreshFailed(let result, _):
+                completion(.success(result))
+            case .failure(let error, _): completion(.failure(error))
             }
         }
     }

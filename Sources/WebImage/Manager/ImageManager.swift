@@ -219,6 +219,7 @@ public final class ImageManager: Sendable {
             case .partial(let image, let url): completed(image, nil, nil, .none, false, url)
             case .image(let result, _): completed(result.image, result.data, nil, result.cacheType, true, result.url)
             case .failure(let error, let url): completed(nil, nil, error, .none, true, url)
+            case .refreshFailed(let cached, let error): completed(nil, nil, error, .none, true, cached.url)
             case .notModified, .info: break
             }
         }

@@ -68,7 +68,6 @@ public final class ImageTask: Sendable, Hashable {
         var operation: ImageLoadOperation?
         var priority: ImagePriority
         var progress = Progress(completed: 0, total: nil)
-        var cached: ImageLoadResult?
         var outcome: Result<ImageLoadResult, WebImageError>?
         var cancelled = false
         var listeners: [UInt64: @Sendable (Delivery) -> Void] = [:]
@@ -189,12 +188,8 @@ public final class ImageTask: Sendable, Hashable {
     func receive(_ event: ImageManager.Event) {
         let delivery: Delivery
         let listeners = store.withLock { store -> [@Sendable (Delivery) -> Void] in
-            switch event {
-            case .progress(let received, let expected, _):
+            if case .progress(let received, let expected, _) = event {
                 store.progress = Progress(completed: received, total: expected > 0 ? expected : nil)
-            case .image(let result, final: false):
-                store.cached = result
-            default: break
             }
             return Array(store.listeners.values)
         }
@@ -209,11 +204,10 @@ public final class ImageTask: Sendable, Hashable {
             delivery = .event(.cached(result))
         case .image(let result, final: true), .notModified(let result):
             return finish(.success(result))
-        case .failure(let error, _):
+        case .refreshFailed(let cached, _):
             // A revalidation that failed still has the cached image to give.
-            if error.code != .cancelled, let cached = store.withLock({ $0.cached }) {
-                return finish(.success(cached))
-            }
+            return finish(.success(cached))
+        case .failure(let error, _):
             return finish(.failure(error))
         }
         for listener in listeners { listener(delivery) }

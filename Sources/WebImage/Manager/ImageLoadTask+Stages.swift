@@ -1,0 +1,196 @@
+import Foundation
+import Logging
+import WebImageCoders
+
+/// The stages of one load, in order: query the caches → derive from a stored original → fetch
+/// (or revalidate) → transform → store → broadcast. Each reads the load's ``Inputs`` from the
+/// task; a stage whose task was abandoned meanwhile does no work.
+extension ImageLoadTask {
+    /// What a stage hands the next: the image (`nil` when not decoded), its bytes and headers,
+    /// and where they came from (`.none`: the network or a file; `.disk`: the original's entry,
+    /// for a derived image).
+    struct Loaded: Sendable {
+        var image: DecodedImage?
+        var data: Data?
+        var metadata: DiskCacheMetadata
+        var source: ImageCacheType
+        /// The bytes to store under the load's key, when not `data`: a transformed image's or a
+        /// thumbnail's own encoding (`nil` with `replacesData`: the cache encodes the image).
+        var storedData: Data?
+        /// Whether `storedData` replaces `data` under the load's key.
+        var replacesData = false
+    }
+
+    var url: URL { inputs.url }
+
+    // MARK: Query the caches
+
+    /// Runs the stages: the cache query first (unless `fromLoaderOnly`), whose hit is used,
+    /// revalidated or refreshed, and whose miss goes on to a stored original or the loader.
+    func run() {
+        if inputs.options.contains(.fromLoaderOnly) { return fetch(revalidating: nil) }
+        var options = inputs.options
+        if options.contains(.refreshCached) { options.insert(.queryMemoryData) }
+        let query = manager.imageCache.queryImage(
+            forKey: inputs.key,
+            options: options,
+            context: inputs.context,
+            cacheType: inputs.checkedMemory ? .disk : .all
+        ) { [self] cached in
+            guard !isCancelled else { return }
+            if cached.isHit { use(cached) } else { loadMissing() }
+        }
+        attach(cacheOperation: query)
+    }
+
+    /// Serves, refreshes or revalidates a cache hit by HTTP's rules (``ImageManager/use(of:options:now:)``).
+    private func use(_ cached: ImageCacheQueryResult) {
+        let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
+        let copy = { (delivered: Bool) in CachedCopy(result: result, metadata: cached.metadata, delivered: delivered) }
+        switch ImageManager.use(of: cached, options: inputs.options, now: Date()) {
+        case .serve:
+            broadcast(.image(result, final: true))
+        case .serveThenRefresh:
+            broadcast(.image(result, final: false))
+            fetch(revalidating: copy(true))
+        case .serveAndRevalidateInBackground:
+            broadcast(.image(result, final: true))
+            revalidateInBackground(copy(true))
+        case .revalidate:
+            fetch(revalidating: copy(false))
+        }
+    }
+
+    /// A miss: a derived image is made from the original on disk when it may be, else fetched.
+    private func loadMissing() {
+        guard ImageManager.mayUseStoredOriginal(url, options: inputs.options, context: inputs.context) else {
+            return fetch(revalidating: nil)
+        }
+        deriveFromStoredOriginal()
+    }
+
+    // MARK: Derive from a stored original
+
+    /// Makes the missing derived image from the original's bytes on disk: decoded with the
+    /// load's settings on the decode queue, then transformed, stored and delivered as a download
+    /// would be (reported as a disk hit). With no fresh original on disk, or one that does not
+    /// decode, the load goes on to the network.
+    private func deriveFromStoredOriginal() {
+        var options = inputs.options
+        options.insert(.avoidDecodeImage)
+        let query = manager.imageCache.queryImage(
+            forKey: manager.cacheKey(for: url, context: nil),
+            options: options,
+            context: nil,
+            cacheType: .disk
+        ) { [self] stored in
+            guard !isCancelled else { return }
+            // A stale original is fetched again (the new image replaces it) rather than derived from.
+            guard let data = stored.data, stored.metadata?.freshness?.use(at: Date()) != .stale else {
+                return fetch(revalidating: nil)
+            }
+            let metadata = stored.metadata ?? DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType)
+            let original = Loaded(image: nil, data: data, metadata: metadata, source: .disk)
+            guard !inputs.options.contains(.avoidDecodeImage) else { return transform(original) }
+            inputs.context.decode(data, options: inputs.options, isCancelled: { self.isCancelled }) { result in
+                switch result {
+                case .success(let image):
+                    var decoded = original
+                    decoded.image = image
+                    self.transform(decoded)
+                case .failure: self.fetch(revalidating: nil)  // the network may have a better copy
+                case nil: break  // cancelled: each operation has told its caller
+                }
+            }
+        }
+        attach(cacheOperation: query)
+    }
+
+    // MARK: Fetch
+
+    /// Loads the image from its loader; with `cached`, revalidates that copy (a conditional
+    /// request when it has validators) and settles on it when the origin says it has not changed.
+    func fetch(revalidating cached: CachedCopy?) {
+        guard !inputs.options.contains(.fromCacheOnly), inputs.configuration.shouldDownload(url, manager: manager)
+        else {
+            let notCached = WebImageError(
+                .cacheMiss,
+                url: url,
+                message: "\(url): not cached, and the network is not allowed"
+            )
+            return broadcast(cached?.settled ?? .failure(notCached, url))
+        }
+        guard let loader = manager.loader(for: url) else {
+            return broadcast(.failure(.invalidURL(url.absoluteString, reason: nil), url))
+        }
+        let (options, context) = loaderRequest(revalidating: cached)
+        let token = loader.requestImage(
+            with: url,
+            options: options,
+            context: context,
+            progress: { [self] received, expected, url in broadcast(.progress(received, expected, url)) }
+        ) { [self] image, data, error, finished, metadata in
+            guard finished else {
+                if let image { broadcast(.partial(image, url)) }
+                return
+            }
+            guard let error else {
+                return transform(
+                    Loaded(image: image, data: data, metadata: metadata ?? DiskCacheMetadata(), source: .none)
+                )
+            }
+            if error.code == .cacheNotModified, let cached {
+                refreshStoredCopy(cached, notModified: metadata)
+                return broadcast(cached.settled)
+            }
+            fail(error, revalidating: cached)
+        }
+        attach(loaderToken: token, requestedPriority: context.priority ?? .normal)
+    }
+
+    /// What the loader is asked with: the task's priority and, with a cached copy, its
+    /// validators (a conditional request); the early image facts go to the caller's handler and
+    /// to the load's events.
+    private func loaderRequest(revalidating cached: CachedCopy?) -> (ImageOptions, ImageContext) {
+        var options = inputs.options
+        var context = inputs.context
+        if let cached {
+            context.cachedResponse = ImageContext.CachedResponse(
+                etag: cached.metadata?.etag,
+                lastModified: cached.metadata?.lastModified,
+                data: cached.result.data
+            )
+            options.insert(.refreshCached)  // the loader sends the validators
+        }
+        let callerInfo = inputs.context.imageInfoHandler
+        context.imageInfoHandler = { [self] header, url in
+            callerInfo?(header, url)
+            broadcast(.info(header, url))
+        }
+        context.priority = priority
+        return (options, context)
+    }
+
+    /// A failed load: a stale copy stands in when HTTP allows it; a failure for good is
+    /// remembered (the failed-URL list); a refresh of a delivered copy ends with that copy.
+    private func fail(_ error: WebImageError, revalidating cached: CachedCopy?) {
+        let logger = inputs.configuration.logger
+        if let cached, !cached.delivered, servesStale(cached, after: error) {
+            logger.notice(
+                "stale image served: revalidation failed",
+                metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"]
+            )
+            return broadcast(cached.settled)
+        }
+        if let loader = manager.loader(for: url),
+            inputs.configuration.shouldBlock(url, error: error, loader: loader, manager: manager)
+        {
+            manager.failed.insert(url, error: error)
+            logger.notice("URL blacklisted", metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"])
+        }
+        if let cached, cached.delivered, error.code != .cancelled {
+            return broadcast(.refreshFailed(cached.result, error))
+        }
+        broadcast(.failure(error, url))
+    }
+}
