@@ -5,24 +5,23 @@ import WebImageCoders
 /// What a render may cost, decided before any work: the memory it reserves and the result
 /// limits it must keep.
 extension ImageProxy {
-    /// The bytes a render of `header`'s source will allocate at most, checked against the result
-    /// limits first (422 before any work): the decoded source, the result's frames, three
-    /// transient canvases of the result's size (resize, crop or padding, background) and the
-    /// encoder's buffers, counted as one more canvas.
+    /// The bytes a render of `plan` will allocate at most: the decoded source, the result's
+    /// frames, three transient canvases of the result's size (resize, crop or padding,
+    /// background) and the encoder's buffers, counted as one more canvas. A trimmed source counts
+    /// the largest result the trim can give.
     static func plannedMemory(
+        _ plan: RenderPlan,
         header: ImageHeader,
-        decoding: ImageDecodingOptions,
-        options: ProcessingOptions,
         configuration: ImageProxyConfiguration
     ) throws(ProxyError) -> Int {
+        let options = plan.options
+        let decoding = plan.decoding
         var largest = PixelSize(width: 0, height: 0)
-        for orientation in header.orientation.map({ [$0] }) ?? [ImageOrientation.up, .right] {
-            let geometry = ResizeGeometry(source: header.size, orientation: orientation, options: options)
-            let output = geometry.padded
-            try checkResultSize(output, configuration: configuration)
+        for planned in plan.geometries {
+            let output = planned.geometry.padded
             if output.pixelCount > largest.pixelCount { largest = output }
             if options.trim != nil {
-                let bound = trimmedResultBound(geometry, options: options, configuration: configuration)
+                let bound = trimmedResultBound(planned.geometry, options: options, configuration: configuration)
                 if bound.pixelCount > largest.pixelCount { largest = bound }
             }
         }

@@ -75,26 +75,19 @@ extension ImageProxy {
     }
 
     /// Decodes (or takes the decode kept for this source and size), processes and encodes, on
-    /// the library's work queue.
+    /// the library's work queue, as `plan` says.
     func render(
         _ data: Data,
-        header: ImageHeader,
-        source: (url: URL, fingerprint: String),
-        request: RenderRequest
+        plan: RenderPlan,
+        source: (url: URL, fingerprint: String)
     ) async throws(ProxyError) -> Rendered {
         let configuration = configuration
-        let options = request.options
-        let decoding = Self.decodingOptions(
-            header: header,
-            options: options,
-            choice: request.choice,
-            configuration: configuration
-        )
+        let decoding = plan.decoding
         let cache = decodedSources
         let key = DecodedSourceCache.Key(
             sourceURL: source.url.absoluteString,
             sourceFingerprint: source.fingerprint,
-            decodedSize: header.decodedFrameSize(with: decoding),
+            decodedSize: plan.decodedSize,
             firstFrameOnly: decoding.firstFrameOnly,
             maxFrameCount: decoding.maxFrameCount,
             colorPolicy: decoding.colorPolicy,
@@ -102,12 +95,7 @@ extension ImageProxy {
             embeddedThumbnail: decoding.prefersEmbeddedThumbnail
         )
         let metrics = metrics
-        let bytes = try Self.plannedMemory(
-            header: header,
-            decoding: decoding,
-            options: options,
-            configuration: configuration
-        )
+        let bytes = plan.memory
         guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {
             throw .cancelled
         }
@@ -133,66 +121,16 @@ extension ImageProxy {
                 }
             }
             let decoded = ContinuousClock.now
-            var rendered = try Self.render(image, request: request, configuration: configuration, limits: limits)
+            var rendered = try Self.render(
+                image,
+                plan: plan,
+                configuration: configuration,
+                limits: limits,
+                metrics: metrics
+            )
             rendered.timings.decode = decoded - decodeStarted
             return rendered
         }
-    }
-
-    /// Decoding for one request: first frame only unless the result can animate, the limits,
-    /// and shrink on load down to what the resize needs.
-    static func decodingOptions(
-        header: ImageHeader,
-        options: ProcessingOptions,
-        choice: OutputFormatChoice,
-        configuration: ImageProxyConfiguration
-    ) -> ImageDecodingOptions {
-        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
-        var decoding = ImageDecodingOptions(
-            firstFrameOnly: !animatable.contains(choice.format),
-            maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
-            maxFrameCount: max(configuration.maxAnimationFrames, header.frameCount)
-        )
-        decoding.maxDecodeDuration = configuration.processingTimeout
-        decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep
-        decoding.keepsMetadata = !options.stripMetadata || options.keepCopyright
-        decoding.prefersEmbeddedThumbnail = options.enforceThumbnail
-        // A trimmed source is decoded whole: what the trim keeps is not known before (imgproxy);
-        // an enforced thumbnail is decoded as it is.
-        decoding.shrinkOnLoadMinimumSize =
-            options.trim != nil || options.enforceThumbnail
-            ? nil
-            : shrinkOnLoadMinimum(
-                storedSize: header.size,
-                orientation: header.orientation,
-                options: options
-            )
-        return decoding
-    }
-
-    /// The smallest decoded size (as stored) the resize can start from without losing detail:
-    /// the source scaled by the request's resize factor for its EXIF `orientation`, or whichever
-    /// way EXIF turns it when the header did not say (`nil`). `nil` when the result is not
-    /// smaller than the source.
-    static func shrinkOnLoadMinimum(
-        storedSize: PixelSize,
-        orientation known: ImageOrientation?,
-        options: ProcessingOptions
-    ) -> PixelSize? {
-        var factor = 0.0
-        for orientation in known.map({ [$0] }) ?? [ImageOrientation.up, .right] {
-            let geometry = ResizeGeometry(source: storedSize, orientation: orientation, options: options)
-            factor = max(
-                factor,
-                Double(geometry.scaled.width) / Double(geometry.cropped.width),
-                Double(geometry.scaled.height) / Double(geometry.cropped.height)
-            )
-        }
-        guard factor < 1 else { return nil }
-        return PixelSize(
-            width: Int((Double(storedSize.width) * factor).rounded(.up)),
-            height: Int((Double(storedSize.height) * factor).rounded(.up))
-        )
     }
 
     /// Decodes within the limits; the decoder's own time limit is the processing timeout (504).
@@ -215,11 +153,13 @@ extension ImageProxy {
     /// limit before decoding. The decode's time is the caller's to fill in.
     private static func render(
         _ source: DecodedImage,
-        request: RenderRequest,
+        plan: RenderPlan,
         configuration: ImageProxyConfiguration,
-        limits: WorkLimits
+        limits: WorkLimits,
+        metrics: ProxyMetrics
     ) throws(ProxyError) -> Rendered {
-        let options = request.options
+        let options = plan.options
+        let request = plan.request
         let clock = ContinuousClock()
         var image = source
         if image.frames.count > configuration.maxAnimationFrames {
@@ -233,13 +173,23 @@ extension ImageProxy {
         image = trimmed
         var untrimmed = options
         untrimmed.trim = nil
-        let geometry = ResizeGeometry(
-            source: ImageProcessor.plannedSize(of: image),
-            orientation: image.orientation,
-            options: untrimmed
-        )
-        try checkResultSize(geometry.padded, configuration: configuration)
-        guard var processed = ImageProcessor.process(image, options: untrimmed, cancellation: limits.cancellation),
+        let plannedSize = ImageProcessor.plannedSize(of: image)
+        let geometry: ResizeGeometry
+        if let planned = plan.geometry(for: plannedSize, orientation: image.orientation) {
+            geometry = planned
+        } else {
+            // Only the decoded pixels tell this size (a trim, a decoder that chose another).
+            metrics.computedGeometry(count: 1)
+            geometry = ResizeGeometry(source: plannedSize, orientation: image.orientation, options: untrimmed)
+            try checkResultSize(geometry.padded, configuration: configuration)
+        }
+        guard
+            var processed = ImageProcessor.process(
+                image,
+                geometry: geometry,
+                options: untrimmed,
+                cancellation: limits.cancellation
+            ),
             !limits.cancellation.isCancelled
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
         if options.stripMetadata { processed.stripMetadata(keepingCopyright: options.keepCopyright) }

@@ -389,12 +389,11 @@ public final class ImageProxy: Sendable {
         if isUnchanged(conditions, etag: etag, lastModified: fetched.lastModified) {
             return ProxyResponse(status: 304, headers: headers, body: Data())
         }
-        let rendered = try await render(
-            data,
-            header: header,
-            source: (request.source, sourceFingerprint),
-            request: RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark)
+        let plan = try plan(
+            RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark),
+            header: header
         )
+        let rendered = try await render(data, plan: plan, source: (request.source, sourceFingerprint))
         metrics.record(.decode, rendered.timings.decode)
         metrics.record(.transform, rendered.timings.transform)
         metrics.record(.encode, rendered.timings.encode)

@@ -116,10 +116,10 @@ struct ImageProcessorTests {
                 let options = try ProcessingOptionsTests.options(text)
                 let full = ImageProcessor.process(try JPEGCoder().decode(data, options: .init()), options: options)
                 var decoding = ImageDecodingOptions()
+                let size = PixelSize(width: 1000, height: 666)
                 decoding.shrinkOnLoadMinimumSize = ImageProxy.shrinkOnLoadMinimum(
-                    storedSize: PixelSize(width: 1000, height: 666),
-                    orientation: orientation,
-                    options: options
+                    storedSize: size,
+                    geometries: RenderPlan.geometries(for: size, orientation: orientation, options: options)
                 )
                 let reducedSource = try JPEGCoder().decode(data, options: decoding)
                 #expect(reducedSource.width < 1000, "\(text): decoded at \(reducedSource.width)")

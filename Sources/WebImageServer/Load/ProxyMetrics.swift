@@ -1,5 +1,6 @@
 import CoreMetrics
 import Prometheus
+import Synchronization
 
 /// The proxy's measurements, recorded through swift-metrics into a Prometheus registry of its
 /// own (so several proxies in one process keep theirs apart) and served as Prometheus text on
@@ -14,6 +15,9 @@ import Prometheus
 /// - `webimage_decoded_source_lookups_total{result}`: renders that found their decode kept in
 ///   memory (`hit`) or decoded (`miss`); `webimage_decoded_source_cache_bytes`: what it holds.
 /// - `webimage_coalesced_requests_total`: requests answered by work another request started.
+/// - `webimage_geometry_computations_total`: result geometries computed: one per render
+///   planned on a source whose header gives its orientation, one more per other orientation
+///   the header leaves open, and one more when a trim changes the size.
 /// - `webimage_source_bytes_total`, `webimage_result_bytes_total`.
 /// - `webimage_connections_open`: client connections counted against `--max-connections`;
 ///   `webimage_connections_closed_total{reason}`: connections the server closed, by reason
@@ -44,6 +48,8 @@ public final class ProxyMetrics: Sendable {
     private let decodedSourceMisses: CoreMetrics.Counter
     private let decodedSourceBytes: CoreMetrics.Gauge
     private let openConnections: CoreMetrics.Gauge
+    private let geometryComputations: CoreMetrics.Counter
+    private let geometryCount = Atomic<Int>(0)
 
     /// Measurements into `registry` (a new one by default).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -60,6 +66,7 @@ public final class ProxyMetrics: Sendable {
         decodedSourceMisses = CoreMetrics.Counter(label: lookups, dimensions: [("result", "miss")], factory: factory)
         decodedSourceBytes = CoreMetrics.Gauge(label: "webimage_decoded_source_cache_bytes", factory: factory)
         openConnections = CoreMetrics.Gauge(label: "webimage_connections_open", factory: factory)
+        geometryComputations = CoreMetrics.Counter(label: "webimage_geometry_computations_total", factory: factory)
         // Present from the start, so a scrape before the first request sees every series.
         queueDepth.record(0)
         inFlight.record(0)
@@ -94,6 +101,14 @@ public final class ProxyMetrics: Sendable {
     }
 
     func joinedOtherWork() { coalesced.increment() }
+
+    /// Result geometries computed, since the proxy started.
+    var geometriesComputed: Int { geometryCount.load(ordering: .relaxed) }
+
+    func computedGeometry(count: Int) {
+        geometryCount.add(count, ordering: .relaxed)
+        geometryComputations.increment(by: count)
+    }
 
     func loadedSource(bytes: Int, from cacheType: ImageCacheTier) {
         sourceBytes.increment(by: bytes)

@@ -24,6 +24,17 @@ public enum ImageProcessor {
     ) -> DecodedImage? {
         guard let image = trimmed(image, options: options, cancellation: cancellation) else { return nil }
         let geometry = ResizeGeometry(source: plannedSize(of: image), orientation: image.orientation, options: options)
+        return process(image, geometry: geometry, options: options, cancellation: cancellation)
+    }
+
+    /// An untrimmed (or already trimmed) image processed to `geometry`, planned on its
+    /// ``plannedSize(of:)`` and orientation; `nil` when `cancellation` was raised.
+    static func process(
+        _ image: DecodedImage,
+        geometry: ResizeGeometry,
+        options: ProcessingOptions,
+        cancellation: CodingCancellation?
+    ) -> DecodedImage? {
         var result = image
         let orientation = options.autoRotate ? image.orientation : .up
         var frames: [DecodedImage.Frame] = []
