@@ -35,7 +35,7 @@ extension ImageProxy {
         guard !canvas.overflow, !results.overflow, !overflow, configuration.memoryBudget.admits(bytes) else {
             throw ProxyError(
                 status: 422,
-                code: "limitExceeded",
+                code: .limitExceeded,
                 message:
                     "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
             )
@@ -81,7 +81,7 @@ extension ImageProxy {
         guard max(size.width, size.height) <= configuration.maxResultDimension else {
             throw ProxyError(
                 status: 422,
-                code: "limitExceeded",
+                code: .limitExceeded,
                 message:
                     "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.maxResultDimension)"
             )
@@ -90,7 +90,7 @@ extension ImageProxy {
         guard megapixels <= configuration.maxResultResolution else {
             throw ProxyError(
                 status: 422,
-                code: "limitExceeded",
+                code: .limitExceeded,
                 message:
                     "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.maxResultResolution)"
             )

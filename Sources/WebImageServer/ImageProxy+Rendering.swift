@@ -20,15 +20,12 @@ extension ImageProxy {
         var watermark: WatermarkImage?
     }
 
-    /// The limits a body on the decode queue works within: its deadline (the processing timeout
-    /// from when it was queued) and the cancellation raised when that passes or the request is
-    /// cancelled. Decoders, the processor and encoders check both.
+    /// The limits a body on the decode queue works within: the cancellation raised when the
+    /// processing timeout (counted from when it was queued) passes or the request is cancelled.
+    /// Decoders, the processor and encoders check it; they get no time limit of their own, so a
+    /// stop at the deadline is always answered as the timeout it is.
     struct WorkLimits: Sendable {
-        let deadline: ContinuousClock.Instant
         let cancellation: CodingCancellation
-
-        /// Time left before the deadline (at least 1 ms: a spent budget still stops at once).
-        var remaining: Duration { max(.milliseconds(1), deadline - ContinuousClock.now) }
     }
 
     /// Runs `body` on the library's decode queue (bounded, off the caller's thread pool), giving
@@ -41,13 +38,19 @@ extension ImageProxy {
         _ body: @escaping @Sendable (WorkLimits) throws(ProxyError) -> Value
     ) async throws(ProxyError) -> Value {
         let timeout = configuration.processingTimeout
-        let limits = WorkLimits(deadline: .now + timeout, cancellation: CodingCancellation())
+        let limits = WorkLimits(cancellation: CodingCancellation())
         let outcome = Outcome<Value>(cancellation: limits.cancellation, reservation: reservation)
-        let timer = Task {
-            try await Task.sleep(for: timeout)
-            outcome.stop(.processingTimedOut(timeout))
-        }
-        defer { timer.cancel() }
+        // The deadline is a dispatch timer, not a task: it fires on time however busy the
+        // cooperative pool is, and its reason (504) answers whatever the stopped work throws.
+        let deadline = DispatchWorkItem { outcome.stop(.processingTimedOut(timeout)) }
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds =
+            seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(
+            deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)),
+            execute: deadline
+        )
+        defer { deadline.cancel() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 outcome.wait(continuation)
@@ -56,14 +59,7 @@ extension ImageProxy {
                         reservation?.release()
                         return
                     }
-                    var result = Result { () throws(ProxyError) in try body(limits) }
-                    // A decoder or encoder that ran out of the time left stopped at the deadline,
-                    // perhaps before the timer's task was scheduled: that is the timeout too.
-                    if case .failure(let error) = result, error.code == "limitExceeded",
-                        ContinuousClock.now >= limits.deadline
-                    {
-                        result = .failure(.processingTimedOut(timeout))
-                    }
+                    let result = Result { () throws(ProxyError) in try body(limits) }
                     reservation?.release()  // before the waiter hears: the memory is free by then
                     outcome.finish(result)
                 }
@@ -107,7 +103,6 @@ extension ImageProxy {
                 metrics.lookedUpDecodedSource(found: true)
             } else {
                 var decoding = decoding
-                decoding.maxDecodeDuration = limits.remaining
                 decoding.cancellation = limits.cancellation
                 image = try Self.decode(data, options: decoding)
                 if let cache {
@@ -133,9 +128,9 @@ extension ImageProxy {
         }
     }
 
-    /// Decodes within the limits; the decoder's own time limit is the processing timeout (504).
-    /// A decode stopped by the deadline or the cancellation throws here too; ``onDecodeQueue``
-    /// answers with the reason it stopped the work instead.
+    /// Decodes within the limits: a source over one is `limitExceeded`, any other failure
+    /// `notAnImage` (422). A decode stopped by the deadline or the cancellation throws here too;
+    /// ``onDecodeQueue`` answers with the reason it stopped the work instead.
     private static func decode(
         _ data: Data,
         options decoding: ImageDecodingOptions
@@ -143,7 +138,7 @@ extension ImageProxy {
         do {
             return try ImageCodersManager.shared.decode(data, options: decoding)
         } catch {
-            let code = error.code == "limitExceeded" ? "limitExceeded" : "notAnImage"
+            let code: ProxyError.Code = if case .limitExceeded = error { .limitExceeded } else { .notAnImage }
             throw ProxyError(status: 422, code: code, message: "the source cannot be decoded: \(error)")
         }
     }
@@ -223,7 +218,7 @@ extension ImageProxy {
             let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
             return Rendered(data: encoded, format: format, timings: timings)
         } catch {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the result cannot be encoded: \(error)")
+            throw ProxyError(status: 422, code: .notAnImage, message: "the result cannot be encoded: \(error)")
         }
     }
 
@@ -244,7 +239,7 @@ extension ImageProxy {
             var encoding = ImageEncodingOptions(
                 quality: Double(quality) / 100,
                 progressive: progressive,
-                maxEncodeDuration: limits.remaining
+                maxEncodeDuration: nil
             )
             encoding.cancellation = limits.cancellation
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: encoding)
@@ -266,7 +261,7 @@ extension ImageProxy {
         guard configuration.memoryBudget.admits(bytes) else {
             throw ProxyError(
                 status: 422,
-                code: "limitExceeded",
+                code: .limitExceeded,
                 message:
                     "the source would need \(Self.megabytes(bytes)) MB decoded, over the budget of \(Self.megabytes(configuration.memoryBudget.limit)) MB"
             )
@@ -298,7 +293,7 @@ extension ImageProxy {
                 options: ImageDecodingOptions(maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000))
             )
         } catch {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the source cannot be decoded: \(error)")
+            throw ProxyError(status: 422, code: .notAnImage, message: "the source cannot be decoded: \(error)")
         }
         let object: [String: Any] = [
             "width": header.size.width, "height": header.size.height, "format": header.format.rawValue,

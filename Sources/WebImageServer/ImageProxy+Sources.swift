@@ -71,7 +71,7 @@ extension ImageProxy {
             throw Self.proxyError(error)
         }
         guard let data = result.data, !data.isEmpty else {
-            throw ProxyError(status: 422, code: "notAnImage", message: "the source sent no bytes")
+            throw ProxyError(status: 422, code: .notAnImage, message: "the source sent no bytes")
         }
         let tier: ImageCacheTier =
             switch result.cacheType {
@@ -89,10 +89,10 @@ extension ImageProxy {
         let http = error.underlying?.code
         if error.code == .cancelled || http == .cancelled { return .cancelled }
         if error.code == .invalidDownloadStatusCode, let status = error.statusCode, status == 404 || status == 410 {
-            return ProxyError(status: 404, code: "sourceNotFound", message: "the source answered \(status)")
+            return ProxyError(status: 404, code: .sourceNotFound, message: "the source answered \(status)")
         }
         if http == .timedOut {
-            return ProxyError(status: 504, code: "timedOut", message: "the source did not answer in time")
+            return ProxyError(status: 504, code: .timedOut, message: "the source did not answer in time")
         }
         if http == .connectionNotAllowed, let message = error.underlying?.message {
             return .sourceNotAllowed(message)
@@ -102,17 +102,17 @@ extension ImageProxy {
         }
         switch error.code {
         case .downloadTooLarge:
-            return ProxyError(status: 422, code: "limitExceeded", message: "the source is over --max-src-file-size")
+            return ProxyError(status: 422, code: .limitExceeded, message: "the source is over --max-src-file-size")
         case .badImageData, .invalidDownloadContentType:
-            return ProxyError(status: 422, code: "notAnImage", message: "the source is not an image")
+            return ProxyError(status: 422, code: .notAnImage, message: "the source is not an image")
         case .invalidDownloadStatusCode:
             return ProxyError(
                 status: 502,
-                code: "sourceFailed",
+                code: .sourceFailed,
                 message: "the source answered \(error.statusCode.map(String.init) ?? "an error")"
             )
         default:
-            return ProxyError(status: 502, code: "sourceFailed", message: "the source failed: \(error.message)")
+            return ProxyError(status: 502, code: .sourceFailed, message: "the source failed: \(error.message)")
         }
     }
 
@@ -132,13 +132,13 @@ extension ImageProxy {
         do throws(ProxyError) {
             let (data, lastModified) = try await fetchWithDate(url)
             guard let header = ImageHeader(data) else {
-                throw ProxyError(status: 422, code: "notAnImage", message: "the source is not an image we can read")
+                throw ProxyError(status: 422, code: .notAnImage, message: "the source is not an image we can read")
             }
             return FetchedSource(data: data, header: header, lastModified: lastModified)
         } catch  where configuration.fallbackImage != nil && Self.fallbackCovers(error) {
             let data = try await fallbackImageData()
             guard let header = ImageHeader(data) else {
-                throw ProxyError(status: 500, code: "fallbackFailed", message: "the fallback image is not an image")
+                throw ProxyError(status: 500, code: .fallbackFailed, message: "the fallback image is not an image")
             }
             return FetchedSource(data: data, header: header, fellBack: true)
         }
@@ -147,7 +147,10 @@ extension ImageProxy {
     /// The source failures the fallback image stands in for: not found, failed, too slow, too
     /// large or not an image (not refusals by the source rules, nor cancellations).
     static func fallbackCovers(_ error: ProxyError) -> Bool {
-        ["sourceNotFound", "sourceFailed", "timedOut", "notAnImage", "limitExceeded"].contains(error.code)
+        switch error.code {
+        case .sourceNotFound, .sourceFailed, .timedOut, .notAnImage, .limitExceeded: true
+        default: false
+        }
     }
 
     /// An S3 object, kept in the originals cache with its ETag and revalidated with
@@ -163,7 +166,7 @@ extension ImageProxy {
         switch try await s3.fetch(url, limit: configuration.maxSourceFileSize, ifNoneMatch: kept?.metadata.etag) {
         case .notModified:
             guard let kept else {
-                throw ProxyError(status: 502, code: "sourceFailed", message: "S3 answered 304 to an unconditional GET")
+                throw ProxyError(status: 502, code: .sourceFailed, message: "S3 answered 304 to an unconditional GET")
             }
             metrics.loadedSource(bytes: kept.data.count, from: .disk)
             return (kept.data, kept.metadata.lastModified)

@@ -110,7 +110,7 @@ public struct ProxyResponse: Sendable {
     /// The source's host, once the URL named one (for the request log).
     public var sourceHost: String?
     /// The error's code, for failures.
-    public var errorCode: String?
+    public var errorCode: ProxyError.Code?
 
     public init(status: Int, headers: [(name: String, value: String)], body: Data) {
         self.status = status
@@ -124,7 +124,7 @@ public struct ProxyResponse: Sendable {
 
     /// An error as JSON, `{"error":{"code","message"}}`, never cached for long.
     static func failure(_ error: ProxyError) -> ProxyResponse {
-        let object: [String: Any] = ["error": ["code": error.code, "message": error.message]]
+        let object: [String: Any] = ["error": ["code": error.code.rawValue, "message": error.message]]
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         var response = ProxyResponse(
             status: error.status,
@@ -323,7 +323,7 @@ public final class ImageProxy: Sendable {
                     }
                 } catch .queueFull {
                     return .failure(
-                        ProxyError(status: 429, code: "busy", message: "every worker is busy and the queue is full")
+                        ProxyError(status: 429, code: .busy, message: "every worker is busy and the queue is full")
                     )
                 } catch .draining {
                     return .failure(.shuttingDown)
@@ -352,7 +352,7 @@ public final class ImageProxy: Sendable {
         guard pixels <= configuration.maxSourceResolution * 1_000_000 else {
             throw ProxyError(
                 status: 422,
-                code: "limitExceeded",
+                code: .limitExceeded,
                 message:
                     "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.maxSourceResolution)"
             )

@@ -5,13 +5,57 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The status the response carries: 400, 403, 404, 422, 502, 503 or 504 (499 when the
     /// client went away).
     public var status: Int
-    /// Stable, machine-readable: `badURL`, `badOption`, `badSignature`, `sourceNotAllowed`,
-    /// `sourceNotFound`, `notAnImage`, `limitExceeded`, `sourceFailed`, `timedOut`, `busy`,
-    /// `shuttingDown`, `cancelled`.
-    public var code: String
+    /// Stable and machine-readable; its raw value is the `code` in the JSON body.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// The path is not a proxy URL, or its source is not a URL.
+        case badURL
+        /// A processing option is unknown or its value is invalid.
+        case badOption
+        /// The signature is missing or does not match.
+        case badSignature
+        /// The source's scheme, host or address is not allowed.
+        case sourceNotAllowed
+        /// The source's origin refused the request (401, 403).
+        case sourceForbidden
+        /// The source does not exist.
+        case sourceNotFound
+        /// The source (or the result) is not an image we can decode (or encode).
+        case notAnImage
+        /// Over a size, resolution, memory or frame limit.
+        case limitExceeded
+        /// The source could not be fetched.
+        case sourceFailed
+        /// Fetching or processing took longer than allowed.
+        case timedOut
+        /// Every worker is busy and the queue is full.
+        case busy
+        /// The server is stopping.
+        case shuttingDown
+        /// The client went away first.
+        case cancelled
+        /// The fallback image could not be loaded.
+        case fallbackFailed
+        /// The watermark image could not be loaded.
+        case watermarkFailed
+        /// A server setting is invalid.
+        case badConfiguration
+        /// No such endpoint.
+        case notFound
+        /// The method is not GET or HEAD.
+        case methodNotAllowed
+        /// The URL's `expires` time has passed.
+        case expired
+        /// A codec failed the start-up self-test.
+        case codecSelfTestFailed
+    }
+
+    /// Why, for machines.
+    public var code: Code
+    /// Why, in words that name the part of the request at fault.
     public var message: String
 
-    public init(status: Int, code: String, message: String) {
+    /// An error answered with `status`.
+    public init(status: Int, code: Code, message: String) {
         self.status = status
         self.code = code
         self.message = message
@@ -19,28 +63,28 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(status) \(code): \(message)" }
 
-    static func badURL(_ message: String) -> ProxyError { .init(status: 400, code: "badURL", message: message) }
-    static func badOption(_ message: String) -> ProxyError { .init(status: 400, code: "badOption", message: message) }
+    static func badURL(_ message: String) -> ProxyError { .init(status: 400, code: .badURL, message: message) }
+    static func badOption(_ message: String) -> ProxyError { .init(status: 400, code: .badOption, message: message) }
     static func badSignature(_ message: String) -> ProxyError {
-        .init(status: 403, code: "badSignature", message: message)
+        .init(status: 403, code: .badSignature, message: message)
     }
     /// The client went away (or the work was stopped) before the answer was ready: nginx's
     /// 499, seen only in logs and metrics.
-    static let cancelled = ProxyError(status: 499, code: "cancelled", message: "the request was cancelled")
+    static let cancelled = ProxyError(status: 499, code: .cancelled, message: "the request was cancelled")
     /// The server is stopping: the request was not started (503, retry elsewhere).
     static let shuttingDown = ProxyError(
         status: 503,
-        code: "shuttingDown",
+        code: .shuttingDown,
         message: "the server is shutting down; retry the request"
     )
     static func processingTimedOut(_ limit: Duration) -> ProxyError {
         .init(
             status: 504,
-            code: "timedOut",
+            code: .timedOut,
             message: "processing took longer than --processing-timeout \(limit / .seconds(1)) s"
         )
     }
     static func sourceNotAllowed(_ message: String) -> ProxyError {
-        .init(status: 403, code: "sourceNotAllowed", message: message)
+        .init(status: 403, code: .sourceNotAllowed, message: message)
     }
 }

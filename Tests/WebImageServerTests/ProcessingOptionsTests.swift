@@ -63,7 +63,7 @@ struct ProcessingOptionsTests {
             try Self.options(path)
         } throws: { error in
             let error = error as? ProxyError
-            return error?.status == 400 && error?.code == "badOption" && error?.message.contains(fault) == true
+            return error?.status == 400 && error?.code == .badOption && error?.message.contains(fault) == true
         }
     }
 

@@ -69,7 +69,7 @@ struct SourcePolicyTests {
         do {
             try strict.check("http://127.1/a.png")
         } catch {
-            #expect(error.status == 403 && error.code == "sourceNotAllowed")
+            #expect(error.status == 403 && error.code == .sourceNotAllowed)
             #expect(
                 error.message.contains("127.1 (127.0.0.1) is a loopback address (--allow-loopback)"),
                 "\(error.message)"

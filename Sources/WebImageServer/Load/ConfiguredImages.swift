@@ -34,7 +34,7 @@ final class WatermarkImage: Sendable {
         } catch {
             throw ProxyError(
                 status: 500,
-                code: "watermarkFailed",
+                code: .watermarkFailed,
                 message: "the watermark image cannot be decoded: \(error)"
             )
         }
@@ -58,7 +58,7 @@ extension ImageProxy {
         } catch {
             throw ProxyError(
                 status: 502,
-                code: "watermarkFailed",
+                code: .watermarkFailed,
                 message: "the watermark image failed: \(error.message)"
             )
         }
@@ -85,12 +85,12 @@ extension ImageProxy {
             } catch {
                 throw ProxyError(
                     status: 500,
-                    code: "fallbackFailed",
+                    code: .fallbackFailed,
                     message: "the fallback image failed: \(error.message)"
                 )
             }
         case nil:
-            throw ProxyError(status: 500, code: "fallbackFailed", message: "the server has no fallback image")
+            throw ProxyError(status: 500, code: .fallbackFailed, message: "the server has no fallback image")
         }
     }
 }

@@ -100,7 +100,7 @@ extension ImageProxy {
             maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
             maxFrameCount: max(configuration.maxAnimationFrames, header.frameCount)
         )
-        decoding.maxDecodeDuration = configuration.processingTimeout
+        decoding.maxDecodeDuration = nil  // the render's deadline stops it (``ImageProxy/onDecodeQueue(holding:_:)``)
         decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep
         decoding.keepsMetadata = !options.stripMetadata || options.keepCopyright
         decoding.prefersEmbeddedThumbnail = options.enforceThumbnail

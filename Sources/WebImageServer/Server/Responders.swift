@@ -31,11 +31,11 @@ struct ProxyResponder: HTTPResponder {
         if path == "/health" || fullPath == "/health" {
             answer = await proxy.health()
         } else if path == nil {
-            answer = .failure(ProxyError(status: 404, code: "notFound", message: "not under the path prefix"))
+            answer = .failure(ProxyError(status: 404, code: .notFound, message: "not under the path prefix"))
         } else if request.method == .options, proxy.configuration.allowOrigin != nil {
             answer = ProxyResponse(status: 200, headers: [], body: Data())
         } else if request.method != .get && request.method != .head {
-            answer = .failure(ProxyError(status: 405, code: "methodNotAllowed", message: "only GET and HEAD"))
+            answer = .failure(ProxyError(status: 405, code: .methodNotAllowed, message: "only GET and HEAD"))
         } else {
             let accept = request.headers[.accept]
             let ifNoneMatch = request.headers[.ifNoneMatch]
@@ -66,7 +66,7 @@ struct ProxyResponder: HTTPResponder {
                     milliseconds: Double(elapsed.components.seconds) * 1000
                         + Double(elapsed.components.attoseconds) / 1e15,
                     sourceHost: answer.sourceHost,
-                    errorCode: answer.errorCode,
+                    errorCode: answer.errorCode?.rawValue,
                     path: String(fullPath.prefix(300))
                 )
             )
