@@ -128,23 +128,24 @@ extension ImageLoadTask {
             with: url,
             options: options,
             context: context,
-            progress: { [self] received, expected, url in broadcast(.progress(received, expected, url)) }
-        ) { [self] image, data, error, finished, metadata in
-            guard finished else {
-                if let image { broadcast(.partial(image, url)) }
-                return
+            progress: { [self] received, expected, url in broadcast(.progress(received, expected, url)) },
+            completed: { [self] image, data, error, finished, metadata in
+                guard finished else {
+                    if let image { broadcast(.partial(image, url)) }
+                    return
+                }
+                guard let error else {
+                    return transform(
+                        Loaded(image: image, data: data, metadata: metadata ?? DiskCacheMetadata(), source: .none)
+                    )
+                }
+                if error.code == .cacheNotModified, let cached {
+                    refreshStoredCopy(cached, notModified: metadata)
+                    return broadcast(cached.settled)
+                }
+                fail(error, revalidating: cached)
             }
-            guard let error else {
-                return transform(
-                    Loaded(image: image, data: data, metadata: metadata ?? DiskCacheMetadata(), source: .none)
-                )
-            }
-            if error.code == .cacheNotModified, let cached {
-                refreshStoredCopy(cached, notModified: metadata)
-                return broadcast(cached.settled)
-            }
-            fail(error, revalidating: cached)
-        }
+        )
         attach(loaderToken: token, requestedPriority: context.priority ?? .normal)
     }
 
