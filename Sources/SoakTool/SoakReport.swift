@@ -56,6 +56,25 @@ struct SoakReport: Sendable {
     var liveLoadOperations = 0
     var liveHTTPTasks = 0
 
+    /// The process's state at the end against `before`: descriptors added by kind
+    /// (`anon_inode:[eventpoll]`, a path…), sockets leaked, cache files left open, peak and final RSS.
+    mutating func record(descriptorsBefore before: [String], after: [String], cacheFolder: URL) {
+        descriptorsAtEnd = after.count
+        var remaining = before
+        for target in after {
+            if let index = remaining.firstIndex(of: target) {
+                remaining.remove(at: index)
+            } else {
+                descriptorsAdded[target.replacing(/\[\d+\]$/, with: ""), default: 0] += 1
+            }
+        }
+        let sockets = { (list: [String]) in list.filter { $0.hasPrefix("socket:") }.count }
+        leakedSockets = sockets(after) - sockets(before)
+        openCacheFiles = after.filter { $0.hasPrefix(cacheFolder.path) }.count
+        peakRSS = ProcessStats.statusBytes("VmHWM")
+        rssAtEnd = ProcessStats.statusBytes("VmRSS")
+    }
+
     /// Why the run failed; empty when it passed.
     var problems: [String] {
         var problems: [String] = []

@@ -98,13 +98,42 @@ struct SoakRun: Sendable {
         var usesAsync: Bool
     }
 
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
+    /// What a run loads through, and what it watches.
+    private struct Stack: Sendable {
+        var origin: OriginServer
+        var images: [SoakImage]
+        var folder: URL
+        var cache: ImageCache
+        var session: HTTPSession
+        var downloader: ImageDownloader
+        var manager: ImageManager
+        var tally = Protected(SoakTally())
+        var inFlight = InFlight([:])
+    }
+
     func run(log: @escaping @Sendable (String) -> Void) async throws -> SoakReport {
         var report = SoakReport(settings: settings)
         let descriptorsBefore = ProcessStats.openDescriptors()
         report.descriptorsAtStart = descriptorsBefore.count
-        let socketsBefore = descriptorsBefore.filter { $0.hasPrefix("socket:") }.count
+        let stack = try await makeStack()
+        defer { try? FileManager.default.removeItem(at: stack.folder) }
+        let sampler = Self.sample(stack)
+        report.seconds = await drive(stack, log: log).seconds
+        sampler.cancel()
+        _ = await sampler.value
+        try await settle(stack, into: &report)
+        report.record(
+            descriptorsBefore: descriptorsBefore,
+            after: ProcessStats.openDescriptors(),
+            cacheFolder: stack.folder
+        )
+        report.tally = stack.tally.withLock { $0 }
+        return report
+    }
 
+    /// The origin on loopback (the images, slow and chunked routes among them, and routes that
+    /// fail: corrupt and truncated) and the cache, session, downloader and manager over them.
+    private func makeStack() async throws -> Stack {
         let images = try SoakImage.makeAll()
         let origin = try await OriginServer.start()
         origin.recordsRequests = false
@@ -126,9 +155,7 @@ struct SoakRun: Sendable {
             )
             origin.setRoute("/fail/truncated-\(index)", OriginRoute(body: jpeg, behavior: .init(truncateAfter: 1000)))
         }
-
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webimage-soak-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.memoryLimits = .init(costLimit: settings.memoryLimit)
         cacheConfiguration.disk.maxSize = settings.diskLimit
@@ -138,31 +165,44 @@ struct SoakRun: Sendable {
         sessionConfiguration.maximumConnectionsPerHost = 6
         let session = HTTPSession(configuration: sessionConfiguration)
         let downloader = ImageDownloader(session: session)
-        let manager = ImageManager(cache: cache, loader: downloader)
+        return Stack(
+            origin: origin,
+            images: images,
+            folder: folder,
+            cache: cache,
+            session: session,
+            downloader: downloader,
+            manager: ImageManager(cache: cache, loader: downloader)
+        )
+    }
 
-        let tally = Protected(SoakTally())
-        let inFlight = InFlight([:])
-        let clock = ContinuousClock()
-        let start = clock.now
-
-        // Sampling and the watchdog: descriptors, RSS and disk size; loads stuck for a minute.
-        let sampler = Task {
+    /// Sampling and the watchdog, every 100 ms until cancelled: descriptors, RSS and disk size;
+    /// loads stuck for a minute are ended as hung.
+    private static func sample(_ stack: Stack) -> Task<Void, Never> {
+        Task {
+            let clock = ContinuousClock()
             var ticks = 0
             while !Task.isCancelled {
                 let descriptors = ProcessStats.openDescriptors().count
-                let disk = ticks % 10 == 0 ? await cache.totalDiskSize() : 0
-                tally.withLock { tally in
+                let disk = ticks % 10 == 0 ? await stack.cache.totalDiskSize() : 0
+                stack.tally.withLock { tally in
                     tally.peakDescriptors = max(tally.peakDescriptors, descriptors)
                     tally.peakDiskBytes = max(tally.peakDiskBytes, disk)
                 }
                 let now = clock.now
-                let stuck = inFlight.withLock { loads in loads.filter { now - $0.value.started > .seconds(60) } }
+                let stuck = stack.inFlight.withLock { loads in loads.filter { now - $0.value.started > .seconds(60) } }
                 for (index, load) in stuck { load.finish(.hung("load \(index) had no completion after 60 s")) }
                 ticks += 1
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
+    }
 
+    /// Runs every load, `concurrency` at a time, logging progress every 5,000; returns the time
+    /// they took.
+    private func drive(_ stack: Stack, log: @escaping @Sendable (String) -> Void) async -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
         let next = Protected(0)
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<min(settings.concurrency, settings.loads) {
@@ -173,9 +213,15 @@ struct SoakRun: Sendable {
                             return next
                         }
                         guard index < settings.loads else { return }
-                        let plan = plan(index, origin: origin, images: images)
-                        let outcome = await load(index, plan, manager: manager, inFlight: inFlight, tally: tally)
-                        tally.withLock { $0.record(outcome) }
+                        let plan = plan(index, origin: stack.origin, images: stack.images)
+                        let outcome = await load(
+                            index,
+                            plan,
+                            manager: stack.manager,
+                            inFlight: stack.inFlight,
+                            tally: stack.tally
+                        )
+                        stack.tally.withLock { $0.record(outcome) }
                         if (index + 1) % 5000 == 0 {
                             let seconds = (clock.now - start).seconds
                             let rss = Double(ProcessStats.statusBytes("VmRSS")) / 1_048_576
@@ -188,11 +234,13 @@ struct SoakRun: Sendable {
                 }
             }
         }
-        report.seconds = (clock.now - start).seconds
-        sampler.cancel()
-        _ = await sampler.value
+        return clock.now - start
+    }
 
-        // Everything settles: no running load, no operation, no HTTP task left.
+    /// Waits until everything settles (no running load, no operation, no HTTP task left), reads
+    /// what is left into `report`, and stops the session and the origin.
+    private func settle(_ stack: Stack, into report: inout SoakReport) async throws {
+        let (manager, downloader, cache) = (stack.manager, stack.downloader, stack.cache)
         await Self.waitUntil { !manager.isRunning && downloader.currentDownloadCount == 0 }
         await Self.waitUntil {
             DownloadOperation.liveCount.load(ordering: .relaxed) == 0
@@ -202,31 +250,13 @@ struct SoakRun: Sendable {
         report.liveDownloadOperations = DownloadOperation.liveCount.load(ordering: .relaxed)
         report.liveLoadOperations = ImageLoadOperation.liveCount.load(ordering: .relaxed)
         report.liveHTTPTasks = HTTPSessionTask.liveCount.load(ordering: .relaxed)
-        report.originRequests = origin.totalRequestCount
+        report.originRequests = stack.origin.totalRequestCount
         report.memoryCost = cache.memoryCache.totalCost
         _ = await cache.deleteOldFiles()
         report.diskBytesAfterTrim = await cache.totalDiskSize()
         report.socketsWhileIdle = ProcessStats.openDescriptors().filter { $0.hasPrefix("socket:") }.count
-
-        try await session.shutdown()
-        await origin.stop()
-        let descriptorsAfter = ProcessStats.openDescriptors()
-        report.descriptorsAtEnd = descriptorsAfter.count
-        // What stayed open that was not open before, by kind (`anon_inode:[eventpoll]`, a path…).
-        var remaining = descriptorsBefore
-        for target in descriptorsAfter {
-            if let index = remaining.firstIndex(of: target) {
-                remaining.remove(at: index)
-            } else {
-                report.descriptorsAdded[target.replacing(/\[\d+\]$/, with: ""), default: 0] += 1
-            }
-        }
-        report.leakedSockets = descriptorsAfter.filter { $0.hasPrefix("socket:") }.count - socketsBefore
-        report.openCacheFiles = descriptorsAfter.filter { $0.hasPrefix(folder.path) }.count
-        report.peakRSS = ProcessStats.statusBytes("VmHWM")
-        report.rssAtEnd = ProcessStats.statusBytes("VmRSS")
-        report.tally = tally.withLock { $0 }
-        return report
+        try await stack.session.shutdown()
+        await stack.origin.stop()
     }
 
     /// The URL, options and cancellation of load `index` (the same for the same seed).

@@ -8,37 +8,45 @@ import NIOSSL
 
 extension HTTPSession {
     /// Maps AsyncHTTPClient, NIO and TLS errors to ``HTTPSessionError``.
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     static func map(_ error: any Error, url: URL) -> HTTPSessionError {
         if let error = error as? HTTPSessionError { return error }
         if error is CancellationError { return .cancelled(url) }
+        if let error = error as? HTTPClientError { return map(error, url: url) }
+        return mapBodyError(error, url: url) ?? mapTransportError(error, url: url)
+    }
+
+    /// AsyncHTTPClient's own errors: timeouts, lost connections, bad URLs.
+    private static func map(_ error: HTTPClientError, url: URL) -> HTTPSessionError {
         let subject = url.absoluteString
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .cancelled: return .cancelled(url)
-            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .tlsHandshakeTimeout,
-                .getConnectionFromPoolTimeout, .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
-                return HTTPSessionError(
-                    .timedOut,
-                    url: url,
-                    message: "\(subject): timed out (\(error.shortDescription))"
-                )
-            case .remoteConnectionClosed, .bodyLengthMismatch, .uncleanShutdown:
-                return HTTPSessionError(
-                    .connectionLost,
-                    url: url,
-                    message: "\(subject): the connection was lost (\(error.shortDescription))"
-                )
-            case .invalidURL, .emptyHost, .emptyScheme:
-                return HTTPSessionError(
-                    .invalidURL,
-                    url: url,
-                    message: "\(subject): invalid URL (\(error.shortDescription))"
-                )
-            default:
-                return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error.shortDescription)")
-            }
+        switch error {
+        case .cancelled: return .cancelled(url)
+        case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .tlsHandshakeTimeout,
+            .getConnectionFromPoolTimeout, .httpProxyHandshakeTimeout, .socksHandshakeTimeout:
+            return HTTPSessionError(
+                .timedOut,
+                url: url,
+                message: "\(subject): timed out (\(error.shortDescription))"
+            )
+        case .remoteConnectionClosed, .bodyLengthMismatch, .uncleanShutdown:
+            return HTTPSessionError(
+                .connectionLost,
+                url: url,
+                message: "\(subject): the connection was lost (\(error.shortDescription))"
+            )
+        case .invalidURL, .emptyHost, .emptyScheme:
+            return HTTPSessionError(
+                .invalidURL,
+                url: url,
+                message: "\(subject): invalid URL (\(error.shortDescription))"
+            )
+        default:
+            return HTTPSessionError(.networkError, url: url, message: "\(subject): \(error.shortDescription)")
         }
+    }
+
+    /// Errors reading the response: decompression and HTTP parsing; `nil` for others.
+    private static func mapBodyError(_ error: any Error, url: URL) -> HTTPSessionError? {
+        let subject = url.absoluteString
         if let error = error as? NIOHTTPDecompression.DecompressionError {
             switch error {
             case .limit:
@@ -73,6 +81,12 @@ extension HTTPSession {
             }
             return HTTPSessionError(.networkError, url: url, message: "\(subject): invalid HTTP response (\(error))")
         }
+        return nil
+    }
+
+    /// Errors reaching the server: DNS, connecting, the address policy, pinning, TLS, sockets.
+    private static func mapTransportError(_ error: any Error, url: URL) -> HTTPSessionError {
+        let subject = url.absoluteString
         if let error = error as? NIOConnectionError {
             if error.connectionErrors.isEmpty && (error.dnsAError != nil || error.dnsAAAAError != nil) {
                 return HTTPSessionError(

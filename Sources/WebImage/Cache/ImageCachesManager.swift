@@ -27,41 +27,38 @@ public final class ImageCachesManager: ImageCaching {
         completion: @escaping @Sendable (ImageCacheQueryResult) -> Void
     ) -> (any ImageCacheOperation)? {
         let chain = ChainOperation()
-        query(caches[...], key: key, options: options, context: context, cacheType: cacheType, chain: chain) {
-            result in
+        let query = Query(key: key, options: options, context: context, cacheType: cacheType, chain: chain) { result in
             guard !chain.isCancelled else { return }
             chain.markAnswered()
             completion(result)
         }
+        ask(caches[...], query)
         return chain.isAnswered ? nil : chain
     }
 
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
-    private func query(
-        _ remaining: ArraySlice<any ImageCaching>,
-        key: String,
-        options: ImageOptions,
-        context: ImageContext?,
-        cacheType: ImageCacheType,
-        chain: ChainOperation,
-        completion: @escaping @Sendable (ImageCacheQueryResult) -> Void
-    ) {
-        guard let cache = remaining.first, !chain.isCancelled else { return completion(.miss) }
-        let rest = remaining.dropFirst()
-        let operation = cache.queryImage(forKey: key, options: options, context: context, cacheType: cacheType) {
-            [self] result in
-            if result.isHit { return completion(result) }
-            query(
-                rest,
-                key: key,
-                options: options,
-                context: context,
-                cacheType: cacheType,
-                chain: chain,
-                completion: completion
-            )
+    /// One query passed down the chain.
+    private struct Query: Sendable {
+        var key: String
+        var options: ImageOptions
+        var context: ImageContext?
+        var cacheType: ImageCacheType
+        var chain: ChainOperation
+        var completion: @Sendable (ImageCacheQueryResult) -> Void
+    }
+
+    /// Asks the first of `remaining`, and on a miss the rest, in order.
+    private func ask(_ remaining: ArraySlice<any ImageCaching>, _ query: Query) {
+        guard let cache = remaining.first, !query.chain.isCancelled else { return query.completion(.miss) }
+        let operation = cache.queryImage(
+            forKey: query.key,
+            options: query.options,
+            context: query.context,
+            cacheType: query.cacheType
+        ) { [self] result in
+            if result.isHit { return query.completion(result) }
+            ask(remaining.dropFirst(), query)
         }
-        chain.setCurrent(operation)
+        query.chain.setCurrent(operation)
     }
 
     public func store(

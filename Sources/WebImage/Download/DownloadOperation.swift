@@ -211,12 +211,9 @@ public final class DownloadOperation: ImageDownloadOperation {
             }
             if error == nil { events(.finished(url)) }
             complete(
-                data: data,
-                response: response,
-                error: error,
+                Transfer(data: data, response: response, error: error),
                 options: options,
-                configuration: configuration,
-                hooks: environment,
+                in: environment,
                 then: onFinish
             )
         }
@@ -226,134 +223,6 @@ public final class DownloadOperation: ImageDownloadOperation {
         configuration.logger.debug("download started", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
         events(.started(url))
         task.resume()
-    }
-
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
-    private func complete(
-        data received: Data,
-        response head: HTTPSession.Response?,
-        error: HTTPSessionError?,
-        options: ImageOptions,
-        configuration: ImageDownloader.Configuration,
-        hooks: ImageDownloadEnvironment,
-        then done: @escaping @Sendable () -> Void
-    ) {
-        // Every outcome but a decode is delivered before this returns; the decode calls `done`
-        // itself (the operation stays joinable until its result is delivered).
-        var decodesLater = false
-        defer { if !decodesLater { done() } }
-        func fail(
-            _ code: WebImageError.Code,
-            _ message: String,
-            status: Int? = nil,
-            underlying: HTTPSessionError? = nil
-        ) {
-            finish(
-                image: nil,
-                data: nil,
-                error: WebImageError(
-                    code,
-                    url: url,
-                    message: "\(url): \(message)",
-                    statusCode: status,
-                    underlying: underlying
-                )
-            )
-        }
-        if let error {
-            if error.code == .cancelled { return finish(image: nil, data: nil, error: .cancelled(url)) }
-            configuration.logger.notice("download failed", metadata: ["url": "\(url)", "error": "\(error.message)"])
-            return finish(
-                image: nil,
-                data: nil,
-                error: WebImageError(
-                    error.code == .responseTooLarge ? .downloadTooLarge : .networkError,
-                    url: url,
-                    message: error.message,
-                    statusCode: error.statusCode,
-                    underlying: error
-                )
-            )
-        }
-        guard var response = head else { return finish(image: nil, data: nil, error: .cancelled(url)) }
-        state.withLock { $0.response = response }
-        if let modifier = hooks.responseModifier {
-            guard let modified = modifier(response) else {
-                return fail(
-                    .invalidDownloadResponse,
-                    "the response modifier rejected the response",
-                    status: response.statusCode
-                )
-            }
-            response = modified
-        }
-        state.withLock { $0.response = response }
-        let status = response.statusCode
-        if status == 304 { return fail(.cacheNotModified, "not modified (304)", status: 304) }
-        // A redirect that reached us was not followed (refused target, no Location, or a delegate
-        // declined it): its body is never the image.
-        if (300..<400).contains(status) {
-            let target =
-                response.headers[values: .location].first.map { "to \($0.prefix(200)) " } ?? "without a Location "
-            return fail(.invalidDownloadStatusCode, "HTTP \(status) redirect \(target)not followed", status: status)
-        }
-        guard configuration.acceptableStatusCodes.contains(status) else {
-            return fail(.invalidDownloadStatusCode, "HTTP status \(status)", status: status)
-        }
-        if let acceptable = configuration.acceptableContentTypes, let mime = response.mimeType,
-            !acceptable.contains(mime)
-        {
-            return fail(.invalidDownloadContentType, "unacceptable content type \(mime)", status: status)
-        }
-        report(
-            received: Int64(received.count),
-            expected: response.expectedContentLength ?? Int64(received.count),
-            final: true
-        )
-        if options.contains(.ignoreCachedResponse), let cached = context.cachedResponse?.data, cached == received {
-            return fail(.cacheNotModified, "the data equals the cached data", status: status)
-        }
-        var data = received
-        if let decryptor = hooks.decryptor {
-            guard let decrypted = decryptor(received, response) else {
-                return fail(.badImageData, "the decryptor could not decrypt the data", status: status)
-            }
-            data = decrypted
-        }
-        guard configuration.decodesImages, !options.contains(.avoidDecodeImage) else {
-            return finish(image: nil, data: data, error: nil)
-        }
-        // Decoding leaves the HTTP task's thread (the Swift cooperative pool, two threads on a
-        // two-core machine) for the context's bounded decode queue: the callers' continuations
-        // keep running, and take each image off the decoders' hands, while others decode.
-        decodesLater = true
-        let unwanted: @Sendable () -> Bool = { [weak self] in self?.state.withLock { !$0.machine.isWanted } ?? true }
-        context.decode(data, options: options, isCancelled: unwanted) { [self, url, data] result in
-            switch result {
-            case .success(let image):
-                configuration.logger.debug(
-                    "download finished",
-                    metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
-                )
-                finish(image: image, data: data, error: nil)
-            case .failure(let error):
-                finish(
-                    image: nil,
-                    data: data,
-                    error: WebImageError(
-                        .badImageData,
-                        url: url,
-                        message: "\(url): \(error)",
-                        statusCode: status,
-                        coderError: error
-                    )
-                )
-            case nil:
-                // Every caller cancelled while the decode waited: nobody to deliver to.
-                finish(image: nil, data: nil, error: .cancelled(url))
-            }
-            done()
-        }
     }
 
     /// Gives a caller the image's early facts: at once (off this stack) when they are known,
@@ -392,7 +261,7 @@ public final class DownloadOperation: ImageDownloadOperation {
     /// Delivers the one completion to every caller, including callers that join while it is
     /// being delivered: the operation stays joinable until the last handler has run, so a
     /// caller's completion can cache the image before a newcomer could start a second load.
-    private func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
+    func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
         // The task's completion holds this operation: letting go of the work breaks the cycle.
         let work = state.withLock { $0.machine.beginDelivery() }
         work?.previews?.stop()

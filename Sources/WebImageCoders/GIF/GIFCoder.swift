@@ -80,13 +80,6 @@ struct GIFReader {
         self.deadline = CodingDeadline(options)
     }
 
-    /// Graphic control extension state for the next image.
-    private struct FrameControl {
-        var disposal = 0
-        var delayCentiseconds = 0
-        var transparentIndex: Int?
-    }
-
     mutating func decode() throws(CoderError) -> DecodedImage {
         var errorCode: Int32 = 0
         var source = GIFSource(data: data)
@@ -107,13 +100,10 @@ struct GIFReader {
         return .corruptData(.gif, message)
     }
 
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private func decode(
         _ gif: UnsafeMutablePointer<GifFileType>,
         source: UnsafeMutablePointer<GIFSource>
-    )
-        throws(CoderError) -> DecodedImage
-    {
+    ) throws(CoderError) -> DecodedImage {
         let canvasSize = PixelSize(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
         try options.checkPixelLimit(canvasSize, format: .gif)
         // The frames the file declares, counted from the block headers before a canvas is
@@ -121,149 +111,121 @@ struct GIFReader {
         if !options.firstFrameOnly, !stopAfterFirstFrame, let header = ImageHeader(data) {
             try options.checkAnimationLimits(frameCount: header.frameCount, canvas: canvasSize, format: .gif)
         }
-        let globalColors = Self.palette(gif.pointee.SColorMap)
-
-        var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
-        var frames: [DecodedImage.Frame] = []
-        var frameCount = 0
-        var loopCount = 1
-        var sawLoopExtension = false
-        var control = FrameControl()
-        var declaresTransparency = false
-        var mayHaveClearedPixels = false
-        var line = [UInt8]()
-
-        func fail() -> CoderError { Self.error(code: gif.pointee.Error, source: source.pointee) }
-
+        var composition = GIFComposition(canvasSize: canvasSize, globalColors: Self.palette(gif.pointee.SColorMap))
+        let fail = { Self.error(code: gif.pointee.Error, source: source.pointee) }
         recordLoop: while true {
             var record = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(gif, &record) == GIF_OK else {
                 // A file cut off after a complete frame (no trailer) still shows what it has.
-                if source.pointee.hitEnd && !frames.isEmpty { break recordLoop }
+                if source.pointee.hitEnd && !composition.frames.isEmpty { break recordLoop }
                 throw fail()
             }
             switch record {
             case EXTENSION_RECORD_TYPE:
-                var code: Int32 = 0
-                var block: UnsafeMutablePointer<GifByteType>?
-                guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw fail() }
-                if code == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
-                    let packed = Int(block[1])
-                    control.disposal = (packed >> 2) & 7
-                    control.delayCentiseconds = Int(block[2]) | Int(block[3]) << 8
-                    control.transparentIndex = packed & 1 != 0 ? Int(block[4]) : nil
-                }
-                var isNetscape = false
-                if code == APPLICATION_EXT_FUNC_CODE, let block, block[0] == 11 {
-                    let name = String(decoding: UnsafeBufferPointer(start: block + 1, count: 11), as: UTF8.self)
-                    isNetscape = name == "NETSCAPE2.0" || name == "ANIMEXTS1.0"
-                }
-                while block != nil {
-                    guard DGifGetExtensionNext(gif, &block) == GIF_OK else { throw fail() }
-                    if isNetscape, !sawLoopExtension, let sub = block, sub[0] >= 3, sub[1] == 1 {
-                        let repeats = Int(sub[2]) | Int(sub[3]) << 8
-                        loopCount = repeats == 0 ? 0 : repeats + 1  // plays = repeats after the first
-                        sawLoopExtension = true
-                    }
-                }
+                try Self.readExtension(gif, into: &composition, fail: fail)
             case IMAGE_DESC_RECORD_TYPE:
-                guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
-                let desc = gif.pointee.Image
-                let rect = PixelRect(
-                    x: Int(desc.Left),
-                    y: Int(desc.Top),
-                    width: Int(desc.Width),
-                    height: Int(desc.Height)
-                )
-                frameCount += 1
-                try deadline.check(.gif)
-                if options.firstFrameOnly && !frames.isEmpty {
-                    // Count the remaining frames without decoding them.
-                    try Self.skipImageData(gif, fail: fail)
-                    control = FrameControl()
-                    continue recordLoop
-                }
-                guard rect.width > 0, rect.height > 0 else {
-                    throw .corruptData(.gif, "frame \(frameCount) has an empty size \(rect.width)×\(rect.height)")
-                }
-                try options.checkPixelLimit(PixelSize(width: rect.width, height: rect.height), format: .gif)
-                if !options.firstFrameOnly {
-                    try options.checkAnimationLimits(frameCount: frameCount, canvas: canvasSize, format: .gif)
-                }
-                let colors = Self.palette(desc.ColorMap) ?? globalColors ?? Self.grayscalePalette
-                declaresTransparency = declaresTransparency || control.transparentIndex != nil
-                let previous = control.disposal == 3 ? canvas : nil
-                if line.count < rect.width { line = [UInt8](repeating: 0, count: rect.width) }
-                try Self.drawImage(
-                    gif,
-                    rect: rect,
-                    interlaced: desc.Interlace,
-                    colors: colors,
-                    transparentIndex: control.transparentIndex,
-                    line: &line,
-                    on: &canvas,
-                    fail: fail
-                )
-                let delay = control.delayCentiseconds * 10
-                frames.append(.init(bitmap: canvas, duration: delay < 20 ? 0.1 : Double(delay) / 1000))
-                switch control.disposal {
-                case 2:
-                    canvas.clear(rect)
-                    mayHaveClearedPixels = true
-                case 3: canvas = previous ?? canvas
-                default: break
-                }
-                control = FrameControl()
-                if stopAfterFirstFrame { break recordLoop }
+                if try readImage(gif, into: &composition, fail: fail), stopAfterFirstFrame { break recordLoop }
             case TERMINATE_RECORD_TYPE:
                 break recordLoop
             default:
                 throw .corruptData(.gif, "unknown record type")
             }
         }
-        guard !frames.isEmpty else { throw .corruptData(.gif, "the GIF has no image") }
-        // Transparency can only come from a transparent index, an uncovered canvas, or a clear.
-        let hasAlpha =
-            declaresTransparency || mayHaveClearedPixels || frames[0].bitmap.containsTransparency
-        for index in frames.indices { frames[index].bitmap.hasAlpha = hasAlpha }
-        if frames.count == 1 && frameCount == 1 { frames[0].duration = 0 }
-        return DecodedImage(
-            frames: frames,
-            loopCount: frameCount > 1 ? loopCount : 1,
-            format: .gif,
-            sourceSize: canvasSize,
-            sourceFrameCount: frameCount
+        return try composition.image()
+    }
+
+    /// An extension block: the graphic control for the next image, and the loop count of the
+    /// first NETSCAPE2.0 (or ANIMEXTS1.0) block; others are skipped.
+    private static func readExtension(
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        into composition: inout GIFComposition,
+        fail: () -> CoderError
+    ) throws(CoderError) {
+        var code: Int32 = 0
+        var block: UnsafeMutablePointer<GifByteType>?
+        guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw fail() }
+        if code == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
+            let packed = Int(block[1])
+            composition.control.disposal = (packed >> 2) & 7
+            composition.control.delayCentiseconds = Int(block[2]) | Int(block[3]) << 8
+            composition.control.transparentIndex = packed & 1 != 0 ? Int(block[4]) : nil
+        }
+        var isNetscape = false
+        if code == APPLICATION_EXT_FUNC_CODE, let block, block[0] == 11 {
+            let name = String(decoding: UnsafeBufferPointer(start: block + 1, count: 11), as: UTF8.self)
+            isNetscape = name == "NETSCAPE2.0" || name == "ANIMEXTS1.0"
+        }
+        while block != nil {
+            guard DGifGetExtensionNext(gif, &block) == GIF_OK else { throw fail() }
+            if isNetscape, composition.declaredLoopCount == nil, let sub = block, sub[0] >= 3, sub[1] == 1 {
+                let repeats = Int(sub[2]) | Int(sub[3]) << 8
+                composition.declaredLoopCount = repeats == 0 ? 0 : repeats + 1  // plays = repeats after the first
+            }
+        }
+    }
+
+    /// An image block: drawn onto the canvas as a new frame (`true`), or, past the first frame
+    /// with `firstFrameOnly`, counted and skipped (`false`). Checks the deadline and the limits.
+    private func readImage(
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        into composition: inout GIFComposition,
+        fail: () -> CoderError
+    ) throws(CoderError) -> Bool {
+        guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
+        let desc = gif.pointee.Image
+        let rect = PixelRect(x: Int(desc.Left), y: Int(desc.Top), width: Int(desc.Width), height: Int(desc.Height))
+        composition.frameCount += 1
+        try deadline.check(.gif)
+        if options.firstFrameOnly && !composition.frames.isEmpty {
+            // Count the remaining frames without decoding them.
+            try Self.skipImageData(gif, fail: fail)
+            composition.control = GIFFrameControl()
+            return false
+        }
+        guard rect.width > 0, rect.height > 0 else {
+            throw .corruptData(.gif, "frame \(composition.frameCount) has an empty size \(rect.width)×\(rect.height)")
+        }
+        try options.checkPixelLimit(PixelSize(width: rect.width, height: rect.height), format: .gif)
+        if !options.firstFrameOnly {
+            try options.checkAnimationLimits(
+                frameCount: composition.frameCount,
+                canvas: composition.canvasSize,
+                format: .gif
+            )
+        }
+        let image = GIFFrameImage(
+            rect: rect,
+            interlaced: desc.Interlace,
+            colors: Self.palette(desc.ColorMap) ?? composition.globalColors ?? Self.grayscalePalette,
+            transparentIndex: composition.control.transparentIndex
         )
+        try composition.addFrame(covering: rect) { (canvas, line) throws(CoderError) in
+            try Self.drawImage(gif, image, line: &line, on: &canvas, fail: fail)
+        }
+        return true
     }
 
     /// Decodes one image's LZW lines and paints its opaque pixels onto the canvas (clipped).
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     private static func drawImage(
         _ gif: UnsafeMutablePointer<GifFileType>,
-        rect: PixelRect,
-        interlaced: Bool,
-        colors: [RGBA],
-        transparentIndex: Int?,
+        _ image: GIFFrameImage,
         line: inout [UInt8],
         on canvas: inout Bitmap,
         fail: () -> CoderError
     ) throws(CoderError) {
-        // All 256 indices map to a packed RGBA pixel; transparent (and only it) has alpha 0.
-        var table = [UInt32](repeating: 0xFF00_0000, count: 256)
-        for (index, color) in colors.prefix(256).enumerated() {
-            table[index] = UInt32(color.r) | UInt32(color.g) << 8 | UInt32(color.b) << 16 | 0xFF00_0000
-        }
-        if let transparentIndex, transparentIndex < 256 { table[transparentIndex] = 0 }
+        let rect = image.rect
+        let table = image.pixelTable()
         // Interlaced rows arrive in four passes: every 8th from 0, every 8th from 4, every 4th
         // from 2, every 2nd from 1.
         var rowOrder: [Int] = []
-        if interlaced {
+        if image.interlaced {
             for (start, step) in [(0, 8), (4, 8), (2, 4), (1, 2)] {
                 rowOrder += Swift.stride(from: start, to: rect.height, by: step)
             }
         }
         let visible = rect.clipped(to: PixelSize(width: canvas.width, height: canvas.height))
         let canvasWidth = canvas.width
+        if line.count < rect.width { line = [UInt8](repeating: 0, count: rect.width) }
         var failed = false
         table.withUnsafeBufferPointer { table in
             line.withUnsafeMutableBufferPointer { line in
@@ -274,7 +236,7 @@ struct GIFReader {
                             failed = true
                             return
                         }
-                        let y = rect.y + (interlaced ? rowOrder[index] : index)
+                        let y = rect.y + (image.interlaced ? rowOrder[index] : index)
                         guard y >= visible.y, y < visible.y + visible.height else { continue }
                         let rowStart = y * canvasWidth
                         for x in visible.x..<visible.x + visible.width {

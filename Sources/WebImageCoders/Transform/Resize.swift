@@ -173,13 +173,26 @@ private struct Resampler {
     }
 
     /// Two passes over premultiplied RGBA as `SIMD4<Float>` (one vector per pixel): rows into an
-    /// intermediate of `outWidth × inHeight`, then columns, accumulating whole rows.
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
+    /// intermediate of `outWidth × inHeight`, then columns, accumulating whole rows. `nil` when
+    /// `cancellation` stopped it.
     func resample(_ source: Bitmap, to size: PixelSize, cancellation: CodingCancellation?) -> Bitmap? {
         let horizontal = kernel(from: source.width, to: size.width)
+        guard let intermediate = rowPass(source, kernel: horizontal, cancellation: cancellation) else { return nil }
         let vertical = kernel(from: source.height, to: size.height)
+        let columns = ColumnPass(size: size, kernel: vertical, opaque: !source.hasAlpha)
+        guard let output = columns.run(on: intermediate, cancellation: cancellation) else { return nil }
+        return Bitmap(width: size.width, height: size.height, hasAlpha: source.hasAlpha, pixels: output)
+    }
+
+    /// The row pass: each source row (premultiplied when there is alpha) filtered to the
+    /// output's width, giving `outWidth × inHeight` vectors.
+    private func rowPass(
+        _ source: Bitmap,
+        kernel horizontal: Kernel,
+        cancellation: CodingCancellation?
+    ) -> [SIMD4<Float>]? {
         let inHeight = source.height
-        let outWidth = size.width
+        let outWidth = horizontal.starts.count
         let opaque = !source.hasAlpha
         var sourceRow = [SIMD4<Float>](repeating: .zero, count: source.width)
         // The row pass's weights, each already in all four lanes (no broadcast per tap).
@@ -247,7 +260,22 @@ private struct Resampler {
                 }
             }
         }
-        if stopped { return nil }
+        return stopped ? nil : intermediate
+    }
+}
+
+/// The column pass of `Resampler.resample`: each output row accumulated from
+/// the intermediate's rows, un-premultiplied when there is alpha, clamped and rounded to bytes.
+private struct ColumnPass {
+    var size: PixelSize
+    var kernel: Resampler.Kernel
+    var opaque: Bool
+
+    /// The output's bytes; `nil` when `cancellation` stopped it.
+    func run(on intermediate: [SIMD4<Float>], cancellation: CodingCancellation?) -> [UInt8]? {
+        let vertical = kernel
+        let outWidth = size.width
+        var stopped = false
         var output = [UInt8](repeating: 0, count: outWidth * size.height * 4)
         var accumulator = [SIMD4<Float>](repeating: .zero, count: outWidth)
         intermediate.withUnsafeBufferPointer { mid in
@@ -299,7 +327,6 @@ private struct Resampler {
                 }
             }
         }
-        if stopped { return nil }
-        return Bitmap(width: size.width, height: size.height, hasAlpha: source.hasAlpha, pixels: output)
+        return stopped ? nil : output
     }
 }

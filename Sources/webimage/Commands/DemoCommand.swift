@@ -48,9 +48,34 @@ struct DemoCommand: AsyncParsableCommand {
 
     func validate() throws { try LoadingOptions.validateCacheDirectory(cacheDirectory) }
 
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     func run() async throws {
         let images = try DemoImages.make()
+        let origin = try await Self.serve(images)
+        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "webimage-demo-\(UUID().uuidString)"
+        )
+        let folder = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? temporary
+        defer { if cacheDirectory == nil { try? FileManager.default.removeItem(at: temporary) } }
+        let (manager, cache) = await Self.makeManager(caching: folder)
+        let urls = images.map { origin.url("/demo/\($0.name)") }
+        let totalBytes = images.reduce(0) { $0 + $1.data.count }
+        if !json {
+            StandardStream.line(
+                "Serving \(images.count) generated images (\(totalBytes / 1024) KB) from \(origin.url("/demo/"))"
+            )
+        }
+        let passes = await runPasses(urls, manager: manager, cache: cache, origin: origin)
+        await origin.stop()
+        report(passes)
+        let failures = passes.flatMap(\.failures)
+        if !failures.isEmpty {
+            for failure in failures { Diagnostics.write("demo: \(failure)") }
+            throw ItemsFailed()
+        }
+    }
+
+    /// An origin on loopback serving `images` under `/demo/` (the dripping ones in 16 KiB chunks).
+    private static func serve(_ images: [DemoImage]) async throws -> OriginServer {
         let origin = try await OriginServer.start()
         for image in images {
             let behavior =
@@ -61,11 +86,11 @@ struct DemoCommand: AsyncParsableCommand {
                 .data(image.data, contentType: image.contentType, cacheControl: "max-age=86400", behavior: behavior)
             )
         }
-        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "webimage-demo-\(UUID().uuidString)"
-        )
-        let folder = cacheDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? temporary
-        defer { if cacheDirectory == nil { try? FileManager.default.removeItem(at: temporary) } }
+        return origin
+    }
+
+    /// A manager over an emptied cache in `folder`, logging as `--verbose` says.
+    private static func makeManager(caching folder: URL) async -> (ImageManager, ImageCache) {
         var configuration = ImageCache.Configuration()
         configuration.cleanupInterval = nil
         configuration.logger = Verbosity.logger("cache")
@@ -80,24 +105,21 @@ struct DemoCommand: AsyncParsableCommand {
             loader: ImageDownloader(configuration: downloaderConfiguration),
             configuration: managerConfiguration
         )
-        let urls = images.map { origin.url("/demo/\($0.name)") }
-        let totalBytes = images.reduce(0) { $0 + $1.data.count }
-        if !json {
-            StandardStream.line(
-                "Serving \(images.count) generated images (\(totalBytes / 1024) KB) from \(origin.url("/demo/"))"
-            )
-        }
+        return (manager, cache)
+    }
 
+    /// The three passes: cold (every image twice at once: the second caller shares the first's
+    /// download), warm (memory), and disk once memory is cleared.
+    private func runPasses(
+        _ urls: [URL],
+        manager: ImageManager,
+        cache: ImageCache,
+        origin: OriginServer
+    ) async -> [Pass] {
         var passes: [Pass] = []
-        // Cold: every image twice at once (the second caller shares the first's download).
+        let progress = !noProgress && !json
         passes.append(
-            await load(
-                "cold (network)",
-                urls: urls + urls,
-                manager: manager,
-                origin: origin,
-                progress: !noProgress && !json
-            )
+            await load("cold (network)", urls: urls + urls, manager: manager, origin: origin, progress: progress)
         )
         passes.append(await load("warm (memory)", urls: urls, manager: manager, origin: origin, progress: false))
         // Every load of the passes before has ended (its stores made) and the disk writes have
@@ -109,9 +131,12 @@ struct DemoCommand: AsyncParsableCommand {
         passes.append(
             await load("memory cleared (disk)", urls: urls, manager: manager, origin: origin, progress: false)
         )
-        await origin.stop()
+        return passes
+    }
 
-        if json {
+    /// The passes as JSON lines or a table with the request counts.
+    private func report(_ passes: [Pass]) {
+        guard !json else {
             for pass in passes {
                 JSONLineWriter.write(
                     .object([
@@ -126,21 +151,16 @@ struct DemoCommand: AsyncParsableCommand {
                     ])
                 )
             }
-        } else {
-            printTable(passes)
-            StandardStream.line("")
-            StandardStream.line(
-                "Each image was asked for twice in the cold pass: \(passes[0].images) loads made \(passes[0].originRequests) origin requests."
-            )
-            StandardStream.line(
-                "The warm and disk passes reached the origin \(passes[1].originRequests + passes[2].originRequests) times."
-            )
+            return
         }
-        let failures = passes.flatMap(\.failures)
-        if !failures.isEmpty {
-            for failure in failures { Diagnostics.write("demo: \(failure)") }
-            throw ItemsFailed()
-        }
+        printTable(passes)
+        StandardStream.line("")
+        StandardStream.line(
+            "Each image was asked for twice in the cold pass: \(passes[0].images) loads made \(passes[0].originRequests) origin requests."
+        )
+        StandardStream.line(
+            "The warm and disk passes reached the origin \(passes[1].originRequests + passes[2].originRequests) times."
+        )
     }
 
     private func load(

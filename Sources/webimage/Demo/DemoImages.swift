@@ -71,94 +71,86 @@ enum DemoImages {
         return DecodedImage(frames: list, loopCount: 0, format: .gif)
     }
 
+    /// One image of the set before it is encoded.
+    private struct Spec {
+        var name: String
+        var kind: String
+        var image: DecodedImage
+        var format: ImageFormat
+        var options = ImageEncodingOptions()
+        /// Served in 16 KiB chunks (progressive previews show).
+        var drip = false
+    }
+
     /// The demo's set: a few megapixels of JPEG (baseline and progressive), PNG with alpha, an
     /// animated GIF, WebP, and a handful of small thumbnails.
-    // shape: issue 33 splits this (named in its notes: the load task owning its stages, or a long function doing several jobs)
     static func make() throws -> [DemoImage] {
-        let coders = ImageCodersManager.shared
-        func encode(
-            _ image: DecodedImage,
-            _ format: ImageFormat,
-            _ options: ImageEncodingOptions = .init()
-        ) throws -> Data {
-            try coders.encode(image, as: format, options: options)
-        }
-        var images: [DemoImage] = []
-        images.append(
+        try specs().map { spec in
             DemoImage(
+                name: spec.name,
+                kind: spec.kind,
+                data: try ImageCodersManager.shared.encode(spec.image, as: spec.format, options: spec.options),
+                contentType: spec.format.mimeType,
+                drip: spec.drip
+            )
+        }
+    }
+
+    private static func specs() -> [Spec] {
+        func still(
+            _ width: Int,
+            _ height: Int,
+            seed: UInt32,
+            alpha: Bool = false,
+            _ format: ImageFormat
+        ) -> DecodedImage {
+            DecodedImage(bitmap: scene(width: width, height: height, seed: seed, alpha: alpha), format: format)
+        }
+        let large: [Spec] = [
+            Spec(
                 name: "landscape-baseline.jpg",
                 kind: "JPEG baseline 2048×1536",
-                data: try encode(
-                    DecodedImage(bitmap: scene(width: 2048, height: 1536, seed: 1), format: .jpeg),
-                    .jpeg,
-                    .init(quality: 0.85)
-                ),
-                contentType: "image/jpeg",
-                drip: false
-            )
-        )
-        images.append(
-            DemoImage(
+                image: still(2048, 1536, seed: 1, .jpeg),
+                format: .jpeg,
+                options: .init(quality: 0.85)
+            ),
+            Spec(
                 name: "landscape-progressive.jpg",
                 kind: "JPEG progressive 1600×1200",
-                data: try encode(
-                    DecodedImage(bitmap: scene(width: 1600, height: 1200, seed: 2), format: .jpeg),
-                    .jpeg,
-                    .init(quality: 0.85, progressive: true)
-                ),
-                contentType: "image/jpeg",
+                image: still(1600, 1200, seed: 2, .jpeg),
+                format: .jpeg,
+                options: .init(quality: 0.85, progressive: true),
                 drip: true
-            )
-        )
-        images.append(
-            DemoImage(
+            ),
+            Spec(
                 name: "badge-alpha.png",
                 kind: "PNG with alpha 512×512",
-                data: try encode(
-                    DecodedImage(bitmap: scene(width: 512, height: 512, seed: 3, alpha: true), format: .png),
-                    .png
-                ),
-                contentType: "image/png",
-                drip: false
-            )
-        )
-        images.append(
-            DemoImage(
+                image: still(512, 512, seed: 3, alpha: true, .png),
+                format: .png
+            ),
+            Spec(
                 name: "bounce.gif",
                 kind: "GIF animated 240×180, 12 frames",
-                data: try encode(animation(width: 240, height: 180, frames: 12), .gif),
-                contentType: "image/gif",
-                drip: false
-            )
-        )
-        images.append(
-            DemoImage(
+                image: animation(width: 240, height: 180, frames: 12),
+                format: .gif
+            ),
+            Spec(
                 name: "coast.webp",
                 kind: "WebP lossy 1024×768",
-                data: try encode(
-                    DecodedImage(bitmap: scene(width: 1024, height: 768, seed: 5), format: .webp),
-                    .webp,
-                    .init(quality: 0.8)
-                ),
-                contentType: "image/webp",
-                drip: false
-            )
-        )
-        for index in 0..<7 {
-            images.append(
-                DemoImage(
-                    name: "thumb-\(index).jpg",
-                    kind: "JPEG 320×240",
-                    data: try encode(
-                        DecodedImage(bitmap: scene(width: 320, height: 240, seed: UInt32(10 + index)), format: .jpeg),
-                        .jpeg,
-                        .init(quality: 0.8)
-                    ),
-                    contentType: "image/jpeg",
-                    drip: false
-                )
+                image: still(1024, 768, seed: 5, .webp),
+                format: .webp,
+                options: .init(quality: 0.8)
+            ),
+        ]
+        let thumbnails = (0..<7).map { index in
+            Spec(
+                name: "thumb-\(index).jpg",
+                kind: "JPEG 320×240",
+                image: still(320, 240, seed: UInt32(10 + index), .jpeg),
+                format: .jpeg,
+                options: .init(quality: 0.8)
             )
         }
-        return images
+        return large + thumbnails
     }
 }

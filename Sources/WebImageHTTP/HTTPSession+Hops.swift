@@ -1,0 +1,238 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+extension HTTPSession {
+    /// One request of a task (the first, or one after a redirect or a challenge) with its
+    /// deadline: its own timeout or the task's, whichever ends first. AsyncHTTPClient enforces it
+    /// until the head; each body chunk checks it after (and the read timeout ends a body that
+    /// stalls outright). No timers, so no event-loop wake-ups.
+    struct Hop: Sendable {
+        var request: Request
+        var timeout: Duration
+        var requestEnd: ContinuousClock.Instant
+        var deadline: ContinuousClock.Instant
+        var resourceTimeout: Duration
+        var bodyLimit: Int64?
+
+        /// The error for a hop past its deadline, naming the timeout that ended it.
+        func expired() -> HTTPSessionError {
+            let url = request.url
+            return HTTPSessionError(
+                .timedOut,
+                url: url,
+                message: deadline == requestEnd
+                    ? "\(url): no complete response within \(timeout)"
+                    : "\(url): the task took longer than \(resourceTimeout)"
+            )
+        }
+
+        /// HEAD answers, 1xx, 204 and 304 have no body whatever their Content-Length says.
+        func hasBody(_ head: Response) -> Bool {
+            request.method != .head && !(100..<200).contains(head.statusCode) && head.statusCode != 204
+                && head.statusCode != 304
+        }
+    }
+
+    /// One task's requests: follows redirects and answers basic-auth challenges, then streams
+    /// the final body. Returns the metrics.
+    func exchange(
+        _ task: HTTPSessionTask,
+        delegate: (any HTTPSessionTaskDelegate)?,
+        body sink: any ResponseBodySink
+    ) async throws -> HTTPTaskMetrics {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let taskDeadline = start + configuration.resourceTimeout.clampedForDeadline
+        var metrics = HTTPTaskMetrics(
+            startDate: Date(),
+            duration: .zero,
+            redirectCount: 0,
+            bytesReceived: 0,
+            bytesSent: 0
+        )
+        var request = task.originalRequest
+        var visited: Set<String> = [request.url.absoluteString]
+        var authenticationAttempts = 0
+        while true {
+            try Task.checkCancellation()
+            await task.waitWhilePaused()
+            let hop = try hop(for: request, taskDeadline: taskDeadline)
+            let (response, head) = try await send(hop, task: task)
+            metrics.responseStartInterval = clock.now - start
+            if let next = try await redirect(
+                after: head,
+                request: request,
+                visited: visited,
+                redirects: metrics.redirectCount,
+                task: task,
+                delegate: delegate
+            ) {
+                try await discard(response.body, limit: hop.bodyLimit, head: head)
+                metrics.redirectCount += 1
+                visited.insert(next.url.absoluteString)
+                task.emit(.redirect(from: head, to: next))
+                task.update(request: next)
+                request = next
+                continue
+            }
+            if let credential = try await credential(answering: head, attempts: authenticationAttempts, task, delegate)
+            {
+                try await discard(response.body, limit: hop.bodyLimit, head: head)
+                authenticationAttempts += 1
+                request.setBasicAuthorization(username: credential.user, password: credential.password)
+                continue
+            }
+            if try await begin(head, of: hop, task: task, delegate: delegate, sink: sink) {
+                metrics.bytesReceived = try await receive(response.body, head: head, of: hop, task, delegate, sink)
+            }
+            metrics.bytesSent = task.countOfBytesSent
+            return metrics
+        }
+    }
+
+    /// The hop for `request`: its URL checked (every hop, the first included: a bad port must
+    /// never reach a socket address) and its deadline set.
+    private func hop(for request: Request, taskDeadline: ContinuousClock.Instant) throws -> Hop {
+        if let failure = request.url.httpValidationFailure {
+            throw HTTPSessionError(.invalidURL, url: request.url, message: "\(request.url): \(failure)")
+        }
+        let timeout = request.timeout ?? configuration.requestTimeout
+        let requestEnd = ContinuousClock.now + timeout.clampedForDeadline
+        return Hop(
+            request: request,
+            timeout: timeout,
+            requestEnd: requestEnd,
+            deadline: Swift.min(requestEnd, taskDeadline),
+            resourceTimeout: configuration.resourceTimeout,
+            bodyLimit: request.maximumBodySize ?? configuration.maximumResponseBodySize
+        )
+    }
+
+    /// Sends the hop's request and waits for the head (storing its cookies).
+    private func send(_ hop: Hop, task: HTTPSessionTask) async throws -> (HTTPClientResponse, Response) {
+        let request = hop.request
+        guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
+        let response: HTTPClientResponse
+        do {
+            response = try await client(for: request.url).execute(
+                makeClientRequest(request, task: task),
+                deadline: .now() + (hop.deadline - ContinuousClock.now).timeAmount,
+                logger: logger
+            )
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            throw hop.expired()
+        }
+        let head = Response(
+            url: request.url,
+            statusCode: Int(response.status.code),
+            headers: HTTPFields(response.headers),
+            httpVersion: response.version.major == 2
+                ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
+        )
+        if request.handlesCookies, let store = configuration.cookieStore {
+            store.store(setCookieHeaders: head.headers[values: .setCookie], from: request.url)
+        }
+        return (response, head)
+    }
+
+    /// The basic-auth credential answering a 401's challenge (the delegate's, else the
+    /// configuration's), at most three times; `nil` when the 401 is the answer.
+    private func credential(
+        answering head: Response,
+        attempts: Int,
+        _ task: HTTPSessionTask,
+        _ delegate: (any HTTPSessionTaskDelegate)?
+    ) async throws -> HTTPCredential? {
+        guard head.statusCode == 401, attempts < 3, let challenge = Self.challenge(in: head, failures: attempts) else {
+            return nil
+        }
+        return await delegate?.task(task, didReceiveChallenge: challenge) ?? configuration.credential
+    }
+
+    /// Starts the final response: its declared length checked against the limit, the sink
+    /// opened, the response published and the delegate asked. `false` when the delegate wants
+    /// no body (`.finish`).
+    private func begin(
+        _ head: Response,
+        of hop: Hop,
+        task: HTTPSessionTask,
+        delegate: (any HTTPSessionTaskDelegate)?,
+        sink: any ResponseBodySink
+    ) async throws -> Bool {
+        if let limit = hop.bodyLimit, let expected = head.expectedContentLength, expected > limit,
+            head.headers[.contentEncoding] == nil, hop.hasBody(head)
+        {
+            throw Self.bodyTooLarge(head, limit: limit, detail: "its Content-Length of \(expected) bytes")
+        }
+        let offset: Int64
+        do {
+            offset = try sink.begin(head)
+        } catch {
+            throw Self.storeFailed(hop.request.url, error)
+        }
+        task.update(response: head, resumedAt: offset)
+        task.emit(.response(head))
+        switch await delegate?.task(task, didReceive: head) ?? .allow {
+        case .allow: return true
+        case .cancel: throw HTTPSessionError.cancelled(hop.request.url)
+        case .finish: return false
+        }
+    }
+
+    /// Streams the body into `sink` (and to the delegate and event streams), within the hop's
+    /// deadline and size limit; a body shorter than its Content-Length is a lost connection.
+    /// Returns the bytes received.
+    private func receive(
+        _ body: HTTPClientResponse.Body,
+        head: Response,
+        of hop: Hop,
+        _ task: HTTPSessionTask,
+        _ delegate: (any HTTPSessionTaskDelegate)?,
+        _ sink: any ResponseBodySink
+    ) async throws -> Int64 {
+        let url = hop.request.url
+        var received: Int64 = 0
+        for try await buffer in body {
+            try Task.checkCancellation()
+            guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
+            // A Data per chunk only for those who look at chunks (delegate, event streams).
+            let makeChunk = { Data(buffer: buffer, byteTransferStrategy: .noCopy) }
+            received += Int64(buffer.readableBytes)
+            if let limit = hop.bodyLimit, received > limit {
+                throw Self.bodyTooLarge(head, limit: limit, detail: "its body")
+            }
+            let state = task.didReceive(byteCount: buffer.readableBytes, chunk: makeChunk)
+            if state.isCanceling { throw HTTPSessionError.cancelled(url) }
+            do {
+                try buffer.withUnsafeReadableBytes { try sink.append($0) }
+            } catch {
+                throw Self.storeFailed(url, error)
+            }
+            if let delegate { delegate.task(task, didReceive: makeChunk()) }
+            if state.isPaused {
+                await task.waitWhilePaused()
+                if task.isCanceling { throw HTTPSessionError.cancelled(url) }
+            }
+        }
+        try Task.checkCancellation()
+        if let expected = head.expectedContentLength, received < expected, hop.hasBody(head),
+            head.headers[.contentEncoding] == nil
+        {
+            throw HTTPSessionError(
+                .connectionLost,
+                url: url,
+                message: "\(url): the connection closed after \(received) of \(expected) body bytes",
+                response: head
+            )
+        }
+        return received
+    }
+
+    /// The error for a body the sink could not store.
+    private static func storeFailed(_ url: URL, _ error: any Error) -> HTTPSessionError {
+        HTTPSessionError(.fileError, url: url, message: "\(url): cannot store the body: \(error.localizedDescription)")
+    }
+}
