@@ -15,26 +15,14 @@ public struct ImageProxyConfiguration: Sendable {
     public var sourcePolicy = SourcePolicy()
     /// `Cache-Control: public, max-age` of results, seconds. Default one year.
     public var ttl = 31_536_000
-    /// The largest source in bytes (by `Content-Length`, then while streaming). Default 32 MiB.
-    public var maxSourceFileSize: Int64 = 33_554_432
-    /// The most source pixels, in megapixels, animation frames summed. Default 50.
-    public var maxSourceResolution: Double = 50
-    /// The longest side a result may have. Default 8192.
-    public var maxResultDimension = 8192
-    /// The most pixels a result may have, in megapixels (each frame of an animation). A request
-    /// planning more is refused with 422 before its source is decoded. Default 50.
-    public var maxResultResolution: Double = 50
+    /// What one request may cost: source and result sizes, frames, time and redirects
+    /// (``ProxyLimits``; imgproxy's defaults).
+    public var limits = ProxyLimits()
     /// Memory for what a render allocates (the decoded source, the result's frames, the
     /// transient canvases and the encoder's buffers), reserved before it starts; a render that
     /// alone needs more than the whole budget is refused with 422. Default: the process's
     /// `DecodingMemoryBudget.shared`, shared with the library's decodes.
     public var memoryBudget: DecodingMemoryBudget = .shared
-    /// The most frames an animated result keeps. Default 256.
-    public var maxAnimationFrames = 256
-    /// Time allowed for fetching a source. Default 5 s.
-    public var downloadTimeout: Duration = .seconds(5)
-    /// Time allowed for decoding, processing and encoding. Default 10 s.
-    public var processingTimeout: Duration = .seconds(10)
     /// Pick AVIF or WebP from `Accept` when the URL names no format (and send `Vary: Accept`).
     public var formatNegotiation = false
     /// The quality when the URL sets none, 1–100. Default 80.
@@ -69,9 +57,6 @@ public struct ImageProxyConfiguration: Sendable {
     public var fallbackImageStatus = 200
     /// `Cache-Control: max-age` of an answer made from ``fallbackImage``; `nil`: ``ttl``.
     public var fallbackImageTTL: Int?
-    /// At most this many redirects per source fetch, each checked against the source rules
-    /// (`IMGPROXY_MAX_REDIRECTS`). Default 5.
-    public var maxRedirects = 5
     /// Header fields sent with every source request (a `User-Agent` among them replaces ours).
     public var sourceHeaders: [(name: String, value: String)] = []
     /// `Access-Control-Allow-Origin` on every answer, and `OPTIONS` answered for preflights

@@ -177,6 +177,7 @@ extension ServeCommand {
 
     /// Sizes, frames, time and cache lifetime.
     func applyLimits(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        let defaults = ProxyLimits.defaults
         configuration.ttl = Int(
             try settings.value(
                 "ttl",
@@ -189,14 +190,14 @@ extension ServeCommand {
         configuration.maxSourceFileSize = try settings.value(
             "max-src-file-size",
             flag: try ServeSettings.parsed(maxSourceFileSize, "max-src-file-size", Self.sourceFileSize),
-            default: 33_554_432,
+            default: defaults.maxSourceFileSize,
             imgproxy: ["IMGPROXY_MAX_SRC_FILE_SIZE"],
             parse: Self.sourceFileSize
         )
         configuration.maxSourceResolution = try settings.value(
             "max-src-resolution",
             flag: maxSourceResolution,
-            default: 50,
+            default: defaults.maxSourceResolution,
             imgproxy: ["IMGPROXY_MAX_SRC_RESOLUTION"],
             parse: ServeSettings.number
         )
@@ -206,7 +207,7 @@ extension ServeCommand {
         configuration.maxResultDimension = try settings.value(
             "max-result-dimension",
             flag: maxResultDimension,
-            default: 8192,
+            default: defaults.maxResultDimension,
             imgproxy: ["IMGPROXY_MAX_RESULT_DIMENSION"]
         ) { try ServeSettings.integer(ServeSettings.unlimitedWhenZero($0, unlimited: "65535")) }
         if configuration.maxResultDimension == 0 { configuration.maxResultDimension = 65_535 }
@@ -216,7 +217,7 @@ extension ServeCommand {
         configuration.maxResultResolution = try settings.value(
             "max-result-resolution",
             flag: maxResultResolution,
-            default: 50,
+            default: defaults.maxResultResolution,
             parse: ServeSettings.number
         )
         guard configuration.maxResultResolution > 0 else {
@@ -225,7 +226,7 @@ extension ServeCommand {
         configuration.maxAnimationFrames = try settings.value(
             "max-animation-frames",
             flag: maxAnimationFrames,
-            default: 256,
+            default: defaults.maxAnimationFrames,
             imgproxy: ["IMGPROXY_MAX_ANIMATION_FRAMES"],
             parse: ServeSettings.integer
         )
@@ -236,7 +237,7 @@ extension ServeCommand {
             try settings.value(
                 "download-timeout",
                 flag: try ServeSettings.parsed(downloadTimeout, "download-timeout", Units.positiveSeconds),
-                default: 5,
+                default: defaults.downloadTimeout.seconds,
                 imgproxy: ["IMGPROXY_DOWNLOAD_TIMEOUT"],
                 parse: Units.positiveSeconds
             )
@@ -245,7 +246,7 @@ extension ServeCommand {
             try settings.value(
                 "processing-timeout",
                 flag: try ServeSettings.parsed(processingTimeout, "processing-timeout", Units.positiveSeconds),
-                default: 10,
+                default: defaults.processingTimeout.seconds,
                 parse: Units.positiveSeconds
             )
         )
@@ -274,7 +275,7 @@ extension ServeCommand {
         configuration.maxRedirects = try settings.value(
             "max-redirects",
             flag: maxRedirects,
-            default: 5,
+            default: ProxyLimits.defaults.maxRedirects,
             imgproxy: ["IMGPROXY_MAX_REDIRECTS"],
             parse: ServeSettings.integer
         )
@@ -436,7 +437,7 @@ extension ServeCommand {
             try settings.value(
                 "read-request-timeout",
                 flag: try ServeSettings.parsed(readRequestTimeout, "read-request-timeout", Units.positiveSeconds),
-                default: 10,
+                default: limits.readRequestTimeout.seconds,
                 imgproxy: ["IMGPROXY_READ_REQUEST_TIMEOUT"],
                 parse: Units.positiveSeconds
             )
@@ -445,7 +446,7 @@ extension ServeCommand {
             try settings.value(
                 "keep-alive-timeout",
                 flag: try ServeSettings.parsed(keepAliveTimeout, "keep-alive-timeout", Units.positiveSeconds),
-                default: 10,
+                default: limits.keepAliveTimeout.seconds,
                 imgproxy: ["IMGPROXY_KEEP_ALIVE_TIMEOUT"],
                 parse: Units.positiveSeconds
             )

@@ -47,3 +47,8 @@ enum Units {
         return (number, trimmed.dropFirst(number.count).trimmingCharacters(in: .whitespaces).lowercased())
     }
 }
+
+extension Duration {
+    /// The duration in seconds, as the command line writes it.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,75 @@
+/// What one request may cost the proxy, with imgproxy's defaults: the one place these limits and
+/// their defaults live. ``ImageProxyConfiguration/limits`` holds the server's; `webimage serve`
+/// starts its flags, environment variables and config keys from ``defaults``.
+public struct ProxyLimits: Sendable, Equatable {
+    /// The largest source in bytes (by `Content-Length`, then while streaming). Default 32 MiB
+    /// (`IMGPROXY_MAX_SRC_FILE_SIZE`).
+    public var maxSourceFileSize: Int64 = 33_554_432
+    /// The most source pixels, in megapixels, animation frames summed. Default 50
+    /// (`IMGPROXY_MAX_SRC_RESOLUTION`).
+    public var maxSourceResolution: Double = 50
+    /// The longest side a result may have. Default 8192 (`IMGPROXY_MAX_RESULT_DIMENSION`).
+    public var maxResultDimension = 8192
+    /// The most pixels a result may have, in megapixels (each frame of an animation). A request
+    /// planning more is refused with 422 before its source is decoded. Default 50.
+    public var maxResultResolution: Double = 50
+    /// The most frames an animated result keeps. Default 256 (`IMGPROXY_MAX_ANIMATION_FRAMES`).
+    public var maxAnimationFrames = 256
+    /// Time allowed for fetching a source. Default 5 s (`IMGPROXY_DOWNLOAD_TIMEOUT`).
+    public var downloadTimeout: Duration = .seconds(5)
+    /// Time allowed for decoding, processing and encoding. Default 10 s.
+    public var processingTimeout: Duration = .seconds(10)
+    /// Redirects followed per source, each checked against the source rules. Default 5
+    /// (`IMGPROXY_MAX_REDIRECTS`).
+    public var maxRedirects = 5
+
+    /// imgproxy's defaults.
+    public init() {}
+
+    /// imgproxy's defaults, for a command line's help and for settings left unset.
+    public static let defaults = ProxyLimits()
+}
+
+/// The limits under their old names (``ProxyLimits`` holds them).
+extension ImageProxyConfiguration {
+    /// ``ProxyLimits/maxSourceFileSize``.
+    public var maxSourceFileSize: Int64 {
+        get { limits.maxSourceFileSize }
+        set { limits.maxSourceFileSize = newValue }
+    }
+    /// ``ProxyLimits/maxSourceResolution``.
+    public var maxSourceResolution: Double {
+        get { limits.maxSourceResolution }
+        set { limits.maxSourceResolution = newValue }
+    }
+    /// ``ProxyLimits/maxResultDimension``.
+    public var maxResultDimension: Int {
+        get { limits.maxResultDimension }
+        set { limits.maxResultDimension = newValue }
+    }
+    /// ``ProxyLimits/maxResultResolution``.
+    public var maxResultResolution: Double {
+        get { limits.maxResultResolution }
+        set { limits.maxResultResolution = newValue }
+    }
+    /// ``ProxyLimits/maxAnimationFrames``.
+    public var maxAnimationFrames: Int {
+        get { limits.maxAnimationFrames }
+        set { limits.maxAnimationFrames = newValue }
+    }
+    /// ``ProxyLimits/downloadTimeout``.
+    public var downloadTimeout: Duration {
+        get { limits.downloadTimeout }
+        set { limits.downloadTimeout = newValue }
+    }
+    /// ``ProxyLimits/processingTimeout``.
+    public var processingTimeout: Duration {
+        get { limits.processingTimeout }
+        set { limits.processingTimeout = newValue }
+    }
+    /// ``ProxyLimits/maxRedirects``.
+    public var maxRedirects: Int {
+        get { limits.maxRedirects }
+        set { limits.maxRedirects = newValue }
+    }
+}
