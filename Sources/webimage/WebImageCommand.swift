@@ -21,11 +21,13 @@ struct WebImageCommand: AsyncParsableCommand {
     static func main() async {
         StandardStream.ignoreBrokenPipes()
         Verbosity.bootstrap()
-        // One run, then exit: small and medium bitmaps reuse freed heap memory, while large ones
-        // (over 1 MiB) are mapped and unmapped, so resident memory follows the images alive
-        // (12 distinct 3000×2000 JPEGs: 105–111 MB peak, against 155 MB with the library's
-        // server-minded defaults), at ~8 ms of page faults per 24 MB bitmap.
-        SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 32 << 20, mmapThreshold: 1 << 20)
+        // One run, then exit: bitmaps up to 4 MiB (a 1000×1000 web image) reuse freed heap
+        // memory, while larger ones are mapped and unmapped, so resident memory follows the
+        // images alive (12 distinct 3000×2000 JPEGs: 105–111 MB peak, against 155 MB with the
+        // library's server-minded defaults), at ~8 ms of page faults per 24 MB bitmap. At 1 MiB
+        // every 690×460 web image paid its own page faults too: 1,000 of them decoded in 0.96 s
+        // instead of 0.62 s (Benchmarks/fetch-cost.sh).
+        SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 32 << 20, mmapThreshold: 4 << 20)
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

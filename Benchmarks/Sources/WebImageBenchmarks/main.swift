@@ -1,5 +1,6 @@
 import CDirectCodecs
 import Foundation
+import Synchronization
 import WebImageCoders
 import WebImageTestEncoders
 
@@ -135,6 +136,40 @@ if let index = CommandLine.arguments.firstIndex(of: "--eighth-decode") {
             var height: UInt32 = 0
             direct(data) { direct_jpeg_decode($0, $1, 8, &width, &height) }
         }
+    }
+    print(format(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
+    exit(0)
+}
+
+/// Reference mode: `--decode-floor THREADS FILE...` reads and decodes every JPEG whole (to RGBA)
+/// straight through libjpeg-turbo on THREADS threads, and prints the wall time in milliseconds:
+/// the floor for `webimage fetch` decoding the same files (Benchmarks/fetch-cost.sh).
+if let index = CommandLine.arguments.firstIndex(of: "--decode-floor"), CommandLine.arguments.count > index + 1,
+    let threads = Int(CommandLine.arguments[index + 1]), threads > 0
+{
+    let paths = Array(CommandLine.arguments[(index + 2)...])
+    let failures = Atomic<Int>(0)
+    let clock = ContinuousClock()
+    let elapsed = clock.measure {
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for path in stride(from: thread, to: paths.count, by: threads).map({ paths[$0] }) {
+                var width: UInt32 = 0
+                var height: UInt32 = 0
+                let decoded = FileManager.default.contents(atPath: path)?.withUnsafeBytes { bytes in
+                    direct_jpeg_decode(bytes.bindMemory(to: UInt8.self).baseAddress!, bytes.count, 1, &width, &height)
+                }
+                guard decoded == 0 else {
+                    failures.add(1, ordering: .relaxed)
+                    continue
+                }
+            }
+        }
+    }
+    guard failures.load(ordering: .relaxed) == 0 else {
+        FileHandle.standardError.write(
+            Data("--decode-floor: \(failures.load(ordering: .relaxed)) files did not decode\n".utf8)
+        )
+        exit(1)
     }
     print(format(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15))
     exit(0)

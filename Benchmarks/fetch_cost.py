@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The per-image cost of `webimage fetch`, whole process, beside its references in one run.
+
+Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them from nginx on
+127.0.0.1 (one worker, keep-alive, no access log), and times, each round in the same order:
+
+  curl       curl --parallel --parallel-max 6, every body to /dev/null (the raw floor)
+  raw        webimage fetch --concurrency 6 --options avoid-decode-image (bytes only)
+  decoded    webimage fetch --concurrency 6 (each image decoded to RGBA)
+  C decode   libjpeg-turbo decoding the same files from disk on both cores
+             (`webimage-benchmarks --decode-floor 2`; the decoded floor)
+
+webimage runs with --no-disk-cache and --memory-cache 0: every image comes from the network.
+Wall time is the median over the rounds; peak RSS is the largest child RSS seen (wait4). Prints
+one Markdown table and, with --json, a JSON object. With --perf DIR, records `perf record -g`
+of one raw and one decoded fetch into DIR (perf report -i DIR/raw.data).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(argv, stdout=subprocess.DEVNULL):
+    """Runs argv to its end; returns (seconds, peak RSS in MB). Fails loudly on a non-zero exit."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    stderr = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"fetch_cost: {argv[0]} exited {code}: {stderr[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def start_nginx(root, port, scratch):
+    conf = os.path.join(scratch, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(
+            f"""
+worker_processes 1;
+daemon off;
+error_log {scratch}/error.log warn;
+pid {scratch}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    sendfile on;
+    keepalive_requests 100000;
+    client_body_temp_path {scratch}/body;
+    proxy_temp_path {scratch}/proxy;
+    fastcgi_temp_path {scratch}/fastcgi;
+    uwsgi_temp_path {scratch}/uwsgi;
+    scgi_temp_path {scratch}/scgi;
+    types {{ image/jpeg jpg; }}
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+    }}
+}}
+"""
+        )
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    process = subprocess.Popen([nginx, "-c", conf, "-p", scratch], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process
+        except OSError:
+            if process.poll() is not None:
+                sys.exit(f"fetch_cost: nginx exited: {process.stderr.read().decode(errors='replace')}")
+            time.sleep(0.1)
+    process.kill()
+    sys.exit("fetch_cost: nginx did not start")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--webimage", required=True)
+    parser.add_argument("--benchmarks", required=True, help="the webimage-benchmarks binary")
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--size", default="690x460", help="WxH of the photos (about 56 KB at q85)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=6)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--perf", help="record perf profiles of one raw and one decoded fetch here")
+    args = parser.parse_args()
+
+    scratch = tempfile.mkdtemp(prefix="webimage-fetch-cost-")
+    os.chmod(scratch, 0o755)  # nginx's workers (nobody, when started as root) read the photos
+    nginx = None
+    try:
+        photos = os.path.join(scratch, "photos")
+        subprocess.run([args.benchmarks, "--write-photos", photos, str(args.count), args.size], check=True)
+        files = sorted(os.path.join(photos, name) for name in os.listdir(photos))
+        mean_kb = statistics.mean(os.path.getsize(path) for path in files) / 1000
+        port = free_port()
+        nginx = start_nginx(photos, port, scratch)
+        urls = [f"http://127.0.0.1:{port}/{os.path.basename(path)}" for path in files]
+        url_list = os.path.join(scratch, "urls.txt")
+        with open(url_list, "w") as f:
+            f.write("\n".join(urls) + "\n")
+        curl_config = os.path.join(scratch, "curl.conf")
+        with open(curl_config, "w") as f:
+            for url in urls:
+                f.write(f'url = "{url}"\noutput = "/dev/null"\n')
+
+        c = str(args.concurrency)
+        fetch = [args.webimage, "fetch", "-q", "--no-disk-cache", "--memory-cache", "0",
+                 "--concurrency", c, "--max-downloads", c, "--input", url_list]
+        commands = {
+            "curl": ["curl", "--silent", "--fail", "--parallel", "--parallel-max", c, "--config", curl_config],
+            "raw": fetch + ["--options", "avoid-decode-image"],
+            "decoded": fetch,
+            "C decode": [args.benchmarks, "--decode-floor", "2"] + files,
+        }
+        times = {name: [] for name in commands}
+        rss = {name: 0.0 for name in commands}
+        run(commands["curl"])  # warm the page cache and nginx
+        for _ in range(args.rounds):
+            for name, argv in commands.items():
+                seconds, peak = run(argv)
+                times[name].append(seconds)
+                rss[name] = max(rss[name], peak)
+        if args.perf:
+            os.makedirs(args.perf, exist_ok=True)
+            for name in ("raw", "decoded"):
+                out = os.path.join(args.perf, f"{name}.data")
+                run(["perf", "record", "-g", "-o", out, "--"] + commands[name])
+
+        median = {name: statistics.median(values) for name, values in times.items()}
+        result = {
+            "images": args.count,
+            "mean_kb": round(mean_kb, 1),
+            "rounds": args.rounds,
+            "seconds": {name: round(value, 3) for name, value in median.items()},
+            "peak_rss_mb": {name: round(value, 1) for name, value in rss.items()},
+            "raw_over_curl": round(median["raw"] / median["curl"], 2),
+            "decoded_over_c_decode": round(median["decoded"] / median["C decode"], 2),
+        }
+        print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
+              f"median of {args.rounds} rounds (whole process)\n")
+        print("| run | wall (s) | per image (ms) | peak RSS (MB) |")
+        print("| --- | ---: | ---: | ---: |")
+        for name in commands:
+            print(f"| {name} | {median[name]:.3f} | {median[name] * 1000 / args.count:.2f} | {rss[name]:.0f} |")
+        print(f"\nraw / curl = {result['raw_over_curl']} (target ≤ 2); "
+              f"decoded / C decode = {result['decoded_over_c_decode']} (target ≤ 1.5)")
+        if args.json:
+            print(json.dumps(result))
+    finally:
+        if nginx is not None:
+            nginx.terminate()
+            nginx.wait(timeout=30)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
