@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The filter ``Bitmap/resized(to:filter:)`` samples with.
 public enum ResizeFilter: Sendable, Hashable {
@@ -117,19 +118,43 @@ extension Bitmap {
     }
 }
 
+/// What a kernel is computed for.
+private struct KernelKey: Hashable, Sendable {
+    var filter: ResizeFilter
+    var inSize: Int
+    var outSize: Int
+}
+
+/// Kernels computed lately (at most 64; all dropped when full): Lanczos weights take a few
+/// thousand `sin` calls per resize.
+private let recentKernels = Mutex<[KernelKey: Resampler.Kernel]>([:])
+
 /// Separable two-pass resampling with precomputed weights.
 private struct Resampler {
     let filter: ResizeFilter
 
     /// For each output coordinate: the first source index and the normalised weights.
-    struct Kernel {
+    struct Kernel: Sendable {
         var starts: [Int]
         var counts: [Int]
         var weights: [Float]
         var stride: Int
     }
 
+    /// The kernel for `inSize` → `outSize`, computed once for the last few sizes asked (a
+    /// server resizing one camera's photos to a few sizes asks for the same ones again).
     func kernel(from inSize: Int, to outSize: Int) -> Kernel {
+        let key = KernelKey(filter: filter, inSize: inSize, outSize: outSize)
+        if let kept = recentKernels.withLock({ $0[key] }) { return kept }
+        let kernel = computeKernel(from: inSize, to: outSize)
+        recentKernels.withLock { kernels in
+            if kernels.count >= 64 { kernels.removeAll(keepingCapacity: true) }
+            kernels[key] = kernel
+        }
+        return kernel
+    }
+
+    private func computeKernel(from inSize: Int, to outSize: Int) -> Kernel {
         let scale = Double(inSize) / Double(outSize)
         let filterScale = max(scale, 1)
         let support = filter.support * filterScale
@@ -288,10 +313,24 @@ private struct ColumnPass {
                         }
                         for x in 0..<outWidth { acc[x] = .zero }
                         let start = vertical.starts[y]
-                        // Two source rows per sweep: half the loads and stores of the sums.
+                        // Four source rows per sweep, then two: fewer loads and stores of the sums.
                         let count = vertical.counts[y]
                         let weightBase = y * vertical.stride
                         var k = 0
+                        while k &+ 4 <= count {
+                            let w0 = vertical.weights[weightBase + k]
+                            let w1 = vertical.weights[weightBase + k + 1]
+                            let w2 = vertical.weights[weightBase + k + 2]
+                            let w3 = vertical.weights[weightBase + k + 3]
+                            let row0 = mid.baseAddress! + (start + k) * outWidth
+                            let row1 = row0 + outWidth
+                            let row2 = row1 + outWidth
+                            let row3 = row2 + outWidth
+                            for x in 0..<outWidth {
+                                acc[x] += (w0 * row0[x] + w1 * row1[x]) + (w2 * row2[x] + w3 * row3[x])
+                            }
+                            k &+= 4
+                        }
                         while k &+ 2 <= count {
                             let w0 = vertical.weights[weightBase + k]
                             let w1 = vertical.weights[weightBase + k + 1]
