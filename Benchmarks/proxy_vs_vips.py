@@ -29,25 +29,15 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve import Server, check_result, load  # noqa: E402
+from serve import check_result, load, start_serve  # noqa: E402
 
 
-def start_serve(binary, photos, cache_dir, workers):
-    process = subprocess.Popen(
-        [binary, "serve", "--bind", "127.0.0.1:0", "--insecure", "--json", "--local-root", photos,
-         "--decoded-cache-size", "0", "--cache-dir", cache_dir, "--workers", str(workers)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = process.stdout.readline()
-    try:
-        listening = json.loads(line)["listening"]
-    except (ValueError, KeyError):
-        process.kill()
-        raise SystemExit(f"webimage serve did not start: {line!r}")
-
+def start_local(binary, photos, cache_dir, workers):
     def path_for(photo, fmt):
         return f"/_/rs:fit:512:512/q:80/plain/local:///{photo}@jpg"
 
-    return Server("webimage serve", process, int(listening.rsplit(":", 1)[1]), path_for)
+    arguments = ["--local-root", photos, "--decoded-cache-size", "0", "--cache-dir", cache_dir, "--workers", str(workers)]
+    return start_serve(binary, arguments, path_for)
 
 
 def main():
@@ -70,7 +60,7 @@ def main():
         photos = os.path.join(workdir, "photos")
         subprocess.run([args.benchmarks, "--write-photos", photos, str(args.count), "2000x1333"], check=True)
         names = sorted(os.listdir(photos))
-        server = start_serve(args.webimage, photos, os.path.join(workdir, "cache"), args.threads)
+        server = start_local(args.webimage, photos, os.path.join(workdir, "cache"), args.threads)
         for name in names:  # warm-up, and every answer checked
             check_result(server, name, "jpeg")
         proxy = load(server, names, "jpeg", args.clients, args.duration)

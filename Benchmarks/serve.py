@@ -88,10 +88,10 @@ class Server:
             self.process.wait()
 
 
-def start_webimage(binary, origin_port, cache_dir, workers):
+def start_serve(binary, arguments, path_for):
+    """`webimage serve` on a free loopback port with `arguments`; its port from the JSON line."""
     process = subprocess.Popen(
-        [binary, "serve", "--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json",
-         "--cache-dir", cache_dir, "--workers", str(workers)],
+        [binary, "serve", "--bind", "127.0.0.1:0", "--insecure", "--json"] + arguments,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = process.stdout.readline()
     try:
@@ -99,13 +99,15 @@ def start_webimage(binary, origin_port, cache_dir, workers):
     except (ValueError, KeyError):
         process.kill()
         raise SystemExit(f"webimage serve did not start: {line!r}")
-    port = int(listening.rsplit(":", 1)[1])
+    return Server("webimage serve", process, int(listening.rsplit(":", 1)[1]), path_for)
 
+
+def start_webimage(binary, origin_port, cache_dir, workers):
     def path_for(photo, fmt):
         extension = FORMATS[fmt][0]
         return f"/_/rs:fit:512:512/q:80/plain/http://127.0.0.1:{origin_port}/{photo}@{extension}"
 
-    return Server("webimage serve", process, port, path_for)
+    return start_serve(binary, ["--allow-loopback", "--cache-dir", cache_dir, "--workers", str(workers)], path_for)
 
 
 def start_thumbor(binary, photos, workdir, workers):

@@ -168,6 +168,7 @@ extension ImageProxy {
         image = trimmed
         var untrimmed = options
         untrimmed.trim = nil
+        let format = plan.outputFormat(sourceHasAlpha: image.hasAlpha)
         let plannedSize = ImageProcessor.plannedSize(of: image)
         let geometry: ResizeGeometry
         if let planned = plan.geometry(for: plannedSize, orientation: image.orientation) {
@@ -188,13 +189,6 @@ extension ImageProxy {
             !limits.cancellation.isCancelled
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
         if options.stripMetadata { processed.stripMetadata(keepingCopyright: options.keepCopyright) }
-        // A source we cannot write: PNG when the result has alpha, else JPEG.
-        let format = request.choice.format == .unknown ? (processed.hasAlpha ? .png : .jpeg) : request.choice.format
-        if let background = options.background {
-            processed.frames = processed.frames.map {
-                DecodedImage.Frame(bitmap: $0.bitmap.flattened(onto: background), duration: $0.duration)
-            }
-        }
         if let watermark = options.watermark, let image = request.watermark {
             processed = WatermarkComposer.apply(
                 try image.bitmap(),

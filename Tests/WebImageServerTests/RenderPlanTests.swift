@@ -77,4 +77,25 @@ struct RenderPlanTests {
         #expect(both.geometry(for: PixelSize(width: 10, height: 10), orientation: .up) == nil)
         await fixture.stop()
     }
+
+    @Test("A source we cannot write becomes PNG when the result may be transparent, as imgproxy decides")
+    func outputFormatForUnwritableSources() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        let header = try #require(ImageHeader(try Self.jpeg(width: 400, height: 300)))
+        func format(_ text: String, alpha: Bool) throws -> ImageFormat {
+            let request = ImageProxy.RenderRequest(
+                options: try ProcessingOptionsTests.options(text),
+                choice: OutputFormatChoice(format: .unknown, variesWithAccept: false),
+                quality: 80,
+                watermark: nil
+            )
+            return try fixture.proxy.plan(request, header: header).outputFormat(sourceHasAlpha: alpha)
+        }
+        #expect(try format("w:100", alpha: false) == .jpeg)
+        #expect(try format("w:100", alpha: true) == .png)
+        #expect(try format("rs:fit:500:500:0:1", alpha: false) == .png, "extend leaves transparent bands")
+        #expect(try format("pd:10", alpha: false) == .png, "padding is transparent without a background")
+        #expect(try format("pd:10/bg:ffffff", alpha: true) == .jpeg, "a background flattens everything")
+        await fixture.stop()
+    }
 }

@@ -44,8 +44,9 @@ public func timeLoads(
     return seconds(ContinuousClock.now - start)
 }
 
-/// A photo-like JPEG: smooth gradients with grain, quality 85 (640×480 is about 100 KB).
-public func photoJPEG(width: Int = 640, height: Int = 480) throws -> Data {
+/// A photo-like JPEG: smooth gradients with grain, quality 85 (640×480 is about 100 KB),
+/// baseline or progressive.
+public func photoJPEG(width: Int = 640, height: Int = 480, progressive: Bool = false) throws -> Data {
     var pixels = [UInt8](repeating: 255, count: width * height * 4)
     var seed: UInt32 = 7
     for y in 0..<height {
@@ -59,5 +60,9 @@ public func photoJPEG(width: Int = 640, height: Int = 480) throws -> Data {
         }
     }
     let bitmap = Bitmap(width: width, height: height, hasAlpha: false, pixels: pixels)
-    return try JPEGCoder().encode(DecodedImage(bitmap: bitmap, format: .jpeg), as: .jpeg, options: .init(quality: 0.85))
+    return try JPEGCoder().encode(
+        DecodedImage(bitmap: bitmap, format: .jpeg),
+        as: .jpeg,
+        options: .init(quality: 0.85, progressive: progressive)
+    )
 }

@@ -22,28 +22,6 @@ if tunedAllocator { SystemMemory.tuneAllocatorForImageDecoding() }
 let rounds = argument("--rounds", default: 5)
 let concurrency = 6
 
-/// A photo-like JPEG: 640×480 is about 100 KB.
-func photoJPEG(width: Int = 640, height: Int = 480, progressive: Bool = false) throws -> Data {
-    var pixels = [UInt8](repeating: 255, count: width * height * 4)
-    var seed: UInt32 = 7
-    for y in 0..<height {
-        for x in 0..<width {
-            seed = seed &* 1_664_525 &+ 1_013_904_223
-            let grain = Double(seed >> 27) - 16
-            let offset = (y * width + x) * 4
-            pixels[offset] = UInt8(max(0, min(255, 128 + 90 * sin(Double(x) / 37 + Double(y) / 51) + grain)))
-            pixels[offset + 1] = UInt8(max(0, min(255, 128 + 80 * sin(Double(x) / 23 - Double(y) / 41) + grain)))
-            pixels[offset + 2] = UInt8(max(0, min(255, 128 + 70 * cos(Double(x + y) / 29) + grain)))
-        }
-    }
-    let bitmap = Bitmap(width: width, height: height, hasAlpha: false, pixels: pixels)
-    return try JPEGCoder().encode(
-        DecodedImage(bitmap: bitmap, format: .jpeg),
-        as: .jpeg,
-        options: .init(quality: 0.85, progressive: progressive)
-    )
-}
-
 /// Loads per second for `imageCount` loads, `concurrency` at a time.
 func throughput(_ load: @escaping @Sendable (Int) async throws -> Void) async throws -> Double {
     Double(imageCount) / (try await timeLoads(count: imageCount, width: concurrency, load))

@@ -4,7 +4,8 @@ import WebImageCoders
 
 /// Applies a request's ``ProcessingOptions`` to a decoded image, every frame alike, in
 /// imgproxy's order: `trim`, orientation and `rotate`, the source crop, the resize, the crop to the
-/// result, `extend`, then blur and sharpen. Sizes come from ``ResizeGeometry``. Synchronous
+/// result, `extend`, blur and sharpen, then `background` under what stays transparent. Sizes
+/// come from ``ResizeGeometry``. Synchronous
 /// and CPU-bound: run it on a bounded work queue, never on an event loop.
 public enum ImageProcessor {
     /// The processed image; its orientation is `.up` when `auto_rotate` applied it. Sizes are
@@ -49,7 +50,9 @@ public enum ImageProcessor {
                     cancellation: cancellation
                 )
             else { return nil }
-            frames.append(DecodedImage.Frame(bitmap: bitmap, duration: frame.duration))
+            // `background` fills what stays transparent (imgproxy flattens last).
+            let flattened = options.background.map { bitmap.flattened(onto: $0) } ?? bitmap
+            frames.append(DecodedImage.Frame(bitmap: flattened, duration: frame.duration))
         }
         result.frames = frames
         if options.autoRotate || options.stripMetadata { result.orientation = .up }

@@ -47,6 +47,19 @@ struct RenderPlan: Sendable {
         }
     }
 
+    /// The format to write: the one chosen from the URL, the source and `Accept`; for a source
+    /// we cannot write, PNG when the result may be transparent (imgproxy's rule: no `background`,
+    /// and a source with alpha, padding or `extend`), else JPEG.
+    func outputFormat(sourceHasAlpha: Bool) -> ImageFormat {
+        guard request.choice.format == .unknown else { return request.choice.format }
+        let options = request.options
+        let expectsTransparency =
+            options.background == nil
+            && (sourceHasAlpha || !options.padding.isEmpty || options.extend
+                || options.extendAspectRatio)
+        return expectsTransparency ? .png : .jpeg
+    }
+
     /// The planned geometry for a decoded (and perhaps trimmed) image planned on `size` (as
     /// stored) with `orientation`; `nil` when the plan has none for them.
     func geometry(for size: PixelSize, orientation: ImageOrientation) -> ResizeGeometry? {
