@@ -42,14 +42,15 @@ extension ImageProxy {
         let outcome = Outcome<Value>(cancellation: limits.cancellation, reservation: reservation)
         // The deadline is a dispatch timer, not a task: it fires on time however busy the
         // cooperative pool is, and its reason (504) answers whatever the stopped work throws.
-        let deadline = DispatchWorkItem { outcome.stop(.processingTimedOut(timeout)) }
+        // A timer source, unlike `asyncAfter`, lets go of its handler (and the outcome) as soon
+        // as it is cancelled, instead of holding both until the timeout would have passed.
+        let deadline = DispatchSource.makeTimerSource(queue: .global())
         let (seconds, attoseconds) = timeout.components
         let nanoseconds =
             seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000
-        DispatchQueue.global().asyncAfter(
-            deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)),
-            execute: deadline
-        )
+        deadline.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        deadline.setEventHandler { outcome.stop(.processingTimedOut(timeout)) }
+        deadline.activate()
         defer { deadline.cancel() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
