@@ -1,6 +1,5 @@
 import CoreMetrics
 import Prometheus
-import Synchronization
 
 /// The proxy's measurements, recorded through swift-metrics into a Prometheus registry of its
 /// own (so several proxies in one process keep theirs apart) and served as Prometheus text on
@@ -49,7 +48,6 @@ public final class ProxyMetrics: Sendable {
     private let decodedSourceBytes: CoreMetrics.Gauge
     private let openConnections: CoreMetrics.Gauge
     private let geometryComputations: CoreMetrics.Counter
-    private let geometryCount = Atomic<Int>(0)
 
     /// Measurements into `registry` (a new one by default).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -102,11 +100,7 @@ public final class ProxyMetrics: Sendable {
 
     func joinedOtherWork() { coalesced.increment() }
 
-    /// Result geometries computed, since the proxy started.
-    var geometriesComputed: Int { geometryCount.load(ordering: .relaxed) }
-
     func computedGeometry(count: Int) {
-        geometryCount.add(count, ordering: .relaxed)
         geometryComputations.increment(by: count)
     }
 
