@@ -25,13 +25,14 @@ struct MemoryFootprintTests {
             try JPEGCoder().encode(image, as: .jpeg, options: .init(quality: 0.8)).write(to: file)
             urls.append(file.absoluteString)
         }
-        // Three loads at a time: at most three decoded bitmaps in flight and one in the memory
-        // cache (about 100 MB with the process) whatever the scheduling. With the default eight,
-        // a CI machine running the whole suite beside it let up to six wait for their tasks to
-        // resume (151 and 158 MB seen), while a leak or an allocator keeping freed bitmaps still
-        // passes 150 MB here either way (twelve bitmaps are 288 MB).
+        // Three loads at a time and no memory cache: what can be resident is the bitmaps of the
+        // three loads (two decoding, each with the decoder's transient buffers) and the process,
+        // about 100 MB (97–104 MB with six busy loops beside it). With the default 32 MB memory
+        // cache one more bitmap stays, and the whole suite running beside it saw 152 MB; with the
+        // default eight loads, 151 and 158 MB. A leak, or an allocator keeping freed bitmaps,
+        // still fails: twelve bitmaps are 288 MB.
         let run = try await CLIRunner.peakResidentMemory(
-            ["fetch", "--json", "--no-disk-cache", "--concurrency", "3"] + urls
+            ["fetch", "--json", "--no-disk-cache", "--memory-cache", "0", "--concurrency", "3"] + urls
         )
         #expect(run.status == 0)
         #expect(run.peakKiB < 150 * 1024, "peak resident memory \(run.peakKiB / 1024) MB")
