@@ -88,7 +88,8 @@ let package = Package(
             providers: [.apt(["libtiff-dev"]), .brew(["libtiff"])]
         ),
         // Every setjmp/longjmp for libjpeg and libpng lives here, the lcms2 calls whose pixel
-        // formats are C macros, and libtiff's memory I/O callbacks.
+        // formats are C macros, libtiff's memory I/O callbacks, and pixel loops Swift cannot
+        // vectorise.
         .target(
             name: "CWebImageShims",
             dependencies: ["CJPEG", "CPNG", "CLCMS2", "CTIFF"]

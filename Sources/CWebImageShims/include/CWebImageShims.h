@@ -203,6 +203,32 @@ wi_status wi_color_profile_create_srgb(uint8_t **out, size_t *out_size);
 /// A gray profile (D50 white) with a pure power `gamma`. `*out` is malloc'ed.
 wi_status wi_color_profile_create_gray(double gamma, uint8_t **out, size_t *out_size);
 
+// MARK: Pixel loops
+
+/// `out[i] = floor(clamp(in[i], 0, 255) + 0.5)` for `count` floats: the resampler's last step,
+/// here because Swift checks every float-to-integer conversion and so cannot vectorise it.
+void wi_floats_to_bytes(const float *in, uint8_t *out, size_t count);
+
+/// The fixed-point weights' scale: a weight of 1 is `1 << WI_RESAMPLE_BITS`.
+#define WI_RESAMPLE_BITS 14
+/// The bits below each level the row pass keeps (its values are levels × 2^this).
+#define WI_RESAMPLE_FRACTION 6
+/// One row of opaque RGBA filtered to `out_width` pixels: channel `c` of pixel `x` is the sum of
+/// `weights[x * stride + k] * in[(starts[x] + k) * 4 + c]` over `k < counts[x]`, rounded to
+/// WI_RESAMPLE_FRACTION bits (SSE2 when the target has it; the same integers either way).
+void wi_resample_row(const uint8_t *in, int16_t *out, size_t out_width, const intptr_t *starts,
+                     const intptr_t *counts, const int16_t *weights, size_t stride);
+/// `out[i]` is the sum of `weights[k] * rows[k][i]` over `k < count`, rounded and clamped to a
+/// byte. Each call's weights (row or column) must sum to less than 2 × 2^WI_RESAMPLE_BITS in
+/// absolute value, which keeps every sum within 32 bits.
+void wi_resample_column(const int16_t *const *rows, const int16_t *weights, size_t count, uint8_t *out,
+                        size_t values);
+/// The plain loops `wi_resample_row` and `wi_resample_column` must agree with, for tests.
+void wi_resample_row_reference(const uint8_t *in, int16_t *out, size_t out_width, const intptr_t *starts,
+                               const intptr_t *counts, const int16_t *weights, size_t stride);
+void wi_resample_column_reference(const int16_t *const *rows, const int16_t *weights, size_t count, uint8_t *out,
+                                  size_t values);
+
 #ifdef __cplusplus
 }
 #endif
