@@ -5,6 +5,9 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
 127.0.0.1 (one worker, keep-alive, no access log), and times, each round in the same order:
 
   curl       curl --parallel --parallel-max 6, every body to /dev/null (the raw floor)
+  AsyncHTTPClient  the same GETs through AsyncHTTPClient alone, 6 at a time, each body collected
+             (`webimage-http-benchmarks --fetch-list`; with --http-benchmarks): the HTTP stack
+             webimage fetch is built on, without the pipeline
   raw        webimage fetch --concurrency 6 --options avoid-decode-image (bytes only)
   decoded    webimage fetch --concurrency 6 (each image decoded to RGBA)
   C decode   libjpeg-turbo decoding the same files from disk on both cores
@@ -94,6 +97,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--webimage", required=True)
     parser.add_argument("--benchmarks", required=True, help="the webimage-benchmarks binary")
+    parser.add_argument("--http-benchmarks", help="the webimage-http-benchmarks binary (adds the AsyncHTTPClient row)")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--size", default="690x460", help="WxH of the photos (about 56 KB at q85)")
     parser.add_argument("--rounds", type=int, default=5)
@@ -130,6 +134,10 @@ def main():
             "decoded": fetch,
             "C decode": [args.benchmarks, "--decode-floor", "2"] + files,
         }
+        if args.http_benchmarks:
+            commands = {"AsyncHTTPClient": [args.http_benchmarks, "--fetch-list", url_list, "--concurrency", c],
+                        **commands}
+            commands = {name: commands[name] for name in ("curl", "AsyncHTTPClient", "raw", "decoded", "C decode")}
         times = {name: [] for name in commands}
         rss = {name: 0.0 for name in commands}
         run(commands["curl"])  # warm the page cache and nginx
@@ -154,6 +162,8 @@ def main():
             "raw_over_curl": round(median["raw"] / median["curl"], 2),
             "decoded_over_c_decode": round(median["decoded"] / median["C decode"], 2),
         }
+        if "AsyncHTTPClient" in median:
+            result["async_http_client_over_curl"] = round(median["AsyncHTTPClient"] / median["curl"], 2)
         print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
               f"median of {args.rounds} rounds (whole process)\n")
         print("| run | wall (s) | per image (ms) | peak RSS (MB) |")
@@ -162,6 +172,8 @@ def main():
             print(f"| {name} | {median[name]:.3f} | {median[name] * 1000 / args.count:.2f} | {rss[name]:.0f} |")
         print(f"\nraw / curl = {result['raw_over_curl']} (target ≤ 2); "
               f"decoded / C decode = {result['decoded_over_c_decode']} (target ≤ 1.5)")
+        if "AsyncHTTPClient" in median:
+            print(f"AsyncHTTPClient alone / curl = {result['async_http_client_over_curl']}")
         if args.json:
             print(json.dumps(result))
     finally:

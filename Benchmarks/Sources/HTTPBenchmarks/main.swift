@@ -8,11 +8,39 @@ import WebImageOrigin
 // in the same run. Reports requests per second (median of rounds) and the ratio.
 //
 //   swift run -c release --package-path Benchmarks webimage-http-benchmarks [--requests N] [--rounds R]
+//
+// Reference mode: `--fetch-list FILE [--concurrency C]` GETs every URL in FILE (one per line)
+// once, C (6) at a time, through AsyncHTTPClient alone with its defaults, collecting each body,
+// and exits: the HTTP stack's own cost inside `webimage fetch` (Benchmarks/fetch-cost.sh times
+// the whole process).
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
         CommandLine.arguments.indices.contains($0 + 1) ? Int(CommandLine.arguments[$0 + 1]) : nil
     } ?? value
+}
+
+if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine.arguments.count > index + 1 {
+    let width = argument("--concurrency", default: 6)
+    let urls = try String(contentsOfFile: CommandLine.arguments[index + 1], encoding: .utf8)
+        .split(whereSeparator: \.isNewline).map(String.init)
+    var configuration = HTTPClient.Configuration()
+    configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: width)
+    let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    @Sendable func fetch(_ url: String) async throws -> Int {
+        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+        guard response.status == .ok else { throw HTTPClientError.remoteConnectionClosed }
+        return try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes
+    }
+    try await withThrowingTaskGroup(of: Int.self) { group in
+        var pending = urls[...]
+        for _ in 0..<width { if let url = pending.popFirst() { group.addTask { try await fetch(url) } } }
+        while try await group.next() != nil {
+            if let url = pending.popFirst() { group.addTask { try await fetch(url) } }
+        }
+    }
+    try await client.shutdown()
+    exit(0)
 }
 
 let requestCount = argument("--requests", default: 1000)
