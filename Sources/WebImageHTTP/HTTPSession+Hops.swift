@@ -120,7 +120,7 @@ extension HTTPSession {
             response = try await client(for: request.url).execute(
                 makeClientRequest(request, task: task),
                 deadline: .now() + (hop.deadline - ContinuousClock.now).timeAmount,
-                logger: logger
+                logger: clientLogger
             )
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             throw hop.expired()
