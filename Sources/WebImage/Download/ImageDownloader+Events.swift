@@ -52,12 +52,14 @@ extension ImageDownloader {
     /// Each network load's events from now on, in order per load.
     public var downloadEvents: AsyncStream<ImageDownloaderEvent> { eventHub.subscribe() }
 
-    /// Posts `event` as a notification and to the event streams.
+    /// Posts `event` as a notification (unless the configuration turned them off) and to the
+    /// event streams.
     func publish(_ event: ImageDownloaderEvent) {
+        defer { eventHub.send(event) }
+        guard configuration.postsNotifications else { return }
         var userInfo: [AnyHashable: Any] = ["url": event.url]
         if case .receivedResponse(_, let response) = event { userInfo["statusCode"] = response.statusCode }
         if case .receivedImageInfo(_, let header) = event { userInfo["info"] = header }
         NotificationCenter.default.post(name: event.notificationName, object: self, userInfo: userInfo)
-        eventHub.send(event)
     }
 }

@@ -266,6 +266,7 @@ struct LoadingOptions: ParsableArguments {
         sessionConfiguration.proxyRules = try proxyRules()
         var configuration = ImageDownloader.Configuration()
         configuration.logger = Verbosity.logger("downloader")
+        configuration.postsNotifications = false  // the tool observes none
         configuration.maxConcurrentDownloads = maxDownloads
         configuration.downloadTimeout = .seconds(timeout)
         configuration.retryStrategy = retryStrategy

@@ -41,4 +41,34 @@ struct EventsTests {
         #expect(notified.value == ["/e.png"])
         await origin.stop()
     }
+
+    @Test("With postsNotifications off, nothing is posted and the event stream still sees every event")
+    func notificationsOff() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/quiet.png", DownloaderFixtures.route())
+        var configuration = ImageDownloader.Configuration()
+        configuration.postsNotifications = false
+        let downloader = ImageDownloader(configuration: configuration)
+        let stream = downloader.downloadEvents
+        let notified = Locked<[Notification.Name]>([])
+        let names: [Notification.Name] = [
+            .imageDownloadStart, .imageDownloadReceiveResponse, .imageDownloadReceiveInfo, .imageDownloadStop,
+            .imageDownloadFinish,
+        ]
+        let observers = names.map { name in
+            NotificationCenter.default.addObserver(forName: name, object: downloader, queue: nil) { note in
+                notified.withLock { $0.append(note.name) }
+            }
+        }
+        defer { for observer in observers { NotificationCenter.default.removeObserver(observer) } }
+        _ = try await downloader.image(with: origin.url("/quiet.png"))
+        var seen = 0
+        for await event in stream {
+            seen += 1
+            if case .finished = event { break }
+        }
+        #expect(seen == 5)
+        #expect(notified.value.isEmpty)
+        await origin.stop()
+    }
 }
