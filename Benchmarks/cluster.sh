@@ -11,11 +11,11 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh nginx wrk
 thumbor=$(Benchmarks/thumbor-venv.sh)
 
-swift build -c release --product webimage >&2
+webimage="$(scripts/build-webimage.sh)"
 swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
 
 photos=$(mktemp -d "${TMPDIR:-/tmp}/webimage-cluster-photos-XXXXXX")
 trap 'rm -rf "$photos"' EXIT
 Benchmarks/.build/release/webimage-benchmarks --write-photos "$photos" 200 2000x1333 >&2
-python3 Benchmarks/cluster.py --webimage "$(pwd)/.build/release/webimage" --thumbor "$thumbor" \
+python3 Benchmarks/cluster.py --webimage "$webimage" --thumbor "$thumbor" \
     --photos "$photos" "$@"

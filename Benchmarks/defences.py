@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The figures of issue 30 (the proxy under attack) for one `webimage serve` binary, on loopback.
 
-    python3 Benchmarks/defences.py --webimage .build/release/webimage [--parts slow,descriptors,...]
+    python3 Benchmarks/defences.py --webimage "$(scripts/build-webimage.sh)" [--parts slow,descriptors,...]
 
 Parts (each starts its own server with --insecure --allow-loopback and stops it):
   slow         200 clients send a request head one byte a second: connections still open after 30 s

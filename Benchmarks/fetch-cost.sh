@@ -11,10 +11,10 @@ cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh nginx curl
 
-swift build -c release --product webimage >&2
+webimage="$(scripts/build-webimage.sh)"
 swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
 swift build -c release --package-path Benchmarks --product webimage-http-benchmarks >&2
 
-python3 Benchmarks/fetch_cost.py --webimage .build/release/webimage \
+python3 Benchmarks/fetch_cost.py --webimage "$webimage" \
     --benchmarks Benchmarks/.build/release/webimage-benchmarks \
     --http-benchmarks Benchmarks/.build/release/webimage-http-benchmarks "$@"

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 scripts/bootstrap.sh libvips-dev
 
-swift build -c release --product webimage >&2
+webimage="$(scripts/build-webimage.sh)"
 swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
 
 reference=$(mktemp -d "${TMPDIR:-/tmp}/webimage-vips-fit-XXXXXX")
@@ -18,5 +18,5 @@ trap 'rm -rf "$reference"' EXIT
 # shellcheck disable=SC2046
 cc -O2 -o "$reference/vips_fit" Benchmarks/reference/vips_fit.c $(pkg-config --cflags --libs vips) -lpthread
 
-python3 Benchmarks/proxy_vs_vips.py --webimage .build/release/webimage \
+python3 Benchmarks/proxy_vs_vips.py --webimage "$webimage" \
     --benchmarks Benchmarks/.build/release/webimage-benchmarks --vips-fit "$reference/vips_fit" "$@"

@@ -11,11 +11,11 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 thumbor=$(Benchmarks/thumbor-venv.sh)
 
-swift build -c release --product webimage >&2
+webimage="$(scripts/build-webimage.sh)"
 swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
 
 photos=$(mktemp -d "${TMPDIR:-/tmp}/webimage-serve-photos-XXXXXX")
 trap 'rm -rf "$photos"' EXIT
 Benchmarks/.build/release/webimage-benchmarks --write-photos "$photos" 100 2000x1333
-"$(dirname "$thumbor")/python" Benchmarks/serve.py --webimage .build/release/webimage --thumbor "$thumbor" \
+"$(dirname "$thumbor")/python" Benchmarks/serve.py --webimage "$webimage" --thumbor "$thumbor" \
     --photos "$photos" "$@"

@@ -13,11 +13,11 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh libvips-tools imagemagick
 python3 -c 'import PIL' 2>/dev/null || python3 -m pip install --quiet pillow >&2
 
-swift build -c release --product webimage >&2
+webimage="$(scripts/build-webimage.sh)"
 swift build -c release --package-path Benchmarks --product webimage-benchmarks >&2
 
 photos=$(mktemp -d "${TMPDIR:-/tmp}/webimage-photos-XXXXXX")
 trap 'rm -rf "$photos"' EXIT
 Benchmarks/.build/release/webimage-benchmarks --write-photos "$photos" 12
-python3 Benchmarks/thumbnails.py --webimage .build/release/webimage \
+python3 Benchmarks/thumbnails.py --webimage "$webimage" \
     --benchmarks Benchmarks/.build/release/webimage-benchmarks --photos "$photos" "$@"

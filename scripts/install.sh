@@ -22,8 +22,7 @@ done
 
 scripts/bootstrap.sh
 if [ -z "$binary" ]; then
-    swift build -c release --product webimage >&2
-    binary="$(swift build -c release --show-bin-path)/webimage"
+    binary="$(scripts/build-webimage.sh)"
 fi
 [ -x "$binary" ] || { echo "install.sh: $binary is not an executable" >&2; exit 1; }
 
