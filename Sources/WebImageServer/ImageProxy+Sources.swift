@@ -43,6 +43,7 @@ extension ImageProxy {
         downloader.maximumDownloadDuration = configuration.downloadTimeout
         downloader.maximumDownloadSize = configuration.maxSourceFileSize
         downloader.decodesImages = false
+        downloader.postsNotifications = false  // nothing in the proxy observes them
         let loader = ImageDownloader(configuration: downloader, session: HTTPSession(configuration: session))
         return ImageManager(cache: cache, loader: loader)
     }
