@@ -229,7 +229,10 @@ let package = Package(
         ),
         .testTarget(
             name: "WebImageHTTPTests",
-            dependencies: ["WebImageHTTP", "WebImageOrigin", "WebImageTestSupport"],
+            dependencies: [
+                "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
