@@ -245,8 +245,9 @@ extension Resampler.Kernel {
 
 /// Filtered rows for `Resampler.resample`'s column pass: computed in order by `filter`, kept in a
 /// ring of `capacity` rows of `width` elements, so the column pass reads them while they are still
-/// in cache.
-private final class RowRing<Element> {
+/// in cache. Elements are bitwise-copyable (bytes, float vectors), so a slot needs no
+/// deinitialisation before it is overwritten or the storage freed.
+private final class RowRing<Element: BitwiseCopyable> {
     /// How many rows have been filtered, from the top.
     private(set) var computed = 0
     private let capacity: Int
@@ -254,10 +255,8 @@ private final class RowRing<Element> {
     private let storage: UnsafeMutableBufferPointer<Element>
     private let filter: (_ row: Int, _ into: UnsafeMutablePointer<Element>) -> Void
 
-    /// `Element` must be trivial (bytes, float vectors): slots are written before they are read
-    /// and never deinitialised.
+    /// Slots are written by `filter` before they are read.
     init(width: Int, capacity: Int, filter: @escaping (_ row: Int, _ into: UnsafeMutablePointer<Element>) -> Void) {
-        precondition(_isPOD(Element.self), "RowRing holds trivial elements only")
         self.capacity = capacity
         self.width = width
         self.filter = filter
