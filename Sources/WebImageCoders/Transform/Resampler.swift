@@ -271,8 +271,15 @@ private final class RowRing<Element: BitwiseCopyable> {
         return UnsafePointer(storage.baseAddress! + (index % capacity) &* width)
     }
 
+    /// Filters every row output row `y` of `kernel` reads; `false` when `cancellation` stopped
+    /// it (looked at every 32 output rows, and every 32 rows filtered).
+    func ready(forOutput y: Int, of kernel: Resampler.Kernel, cancellation: CodingCancellation?) -> Bool {
+        if y & 31 == 0, cancellation?.isCancelled == true { return false }
+        return fill(through: kernel.starts[y] + kernel.counts[y], cancellation: cancellation)
+    }
+
     /// Filters rows until the first `end` are done; `false` when `cancellation` stopped it.
-    func fill(through end: Int, cancellation: CodingCancellation?) -> Bool {
+    private func fill(through end: Int, cancellation: CodingCancellation?) -> Bool {
         while computed < end {
             if computed & 31 == 0, cancellation?.isCancelled == true { return false }
             filter(computed, storage.baseAddress! + (computed % capacity) &* width)
@@ -298,14 +305,12 @@ private struct FixedColumnPass {
         output.withUnsafeMutableBufferPointer { dst in
             weights.withUnsafeBufferPointer { weights in
                 for y in 0..<size.height {
-                    let start = kernel.starts[y]
-                    let count = kernel.counts[y]
-                    guard rows.fill(through: start + count, cancellation: cancellation),
-                        y & 31 != 0 || cancellation?.isCancelled != true
-                    else {
+                    guard rows.ready(forOutput: y, of: kernel, cancellation: cancellation) else {
                         stopped = true
                         return
                     }
+                    let start = kernel.starts[y]
+                    let count = kernel.counts[y]
                     for k in 0..<count { taps[k] = rows.row(start + k) }
                     wi_resample_column(
                         taps,
@@ -338,14 +343,12 @@ private struct ColumnPass {
         output.withUnsafeMutableBufferPointer { dst in
             accumulator.withUnsafeMutableBufferPointer { acc in
                 for y in 0..<size.height {
-                    let start = vertical.starts[y]
-                    let count = vertical.counts[y]
-                    guard rows.fill(through: start + count, cancellation: cancellation),
-                        y & 31 != 0 || cancellation?.isCancelled != true
-                    else {
+                    guard rows.ready(forOutput: y, of: vertical, cancellation: cancellation) else {
                         stopped = true
                         return
                     }
+                    let start = vertical.starts[y]
+                    let count = vertical.counts[y]
                     for x in 0..<outWidth { acc[x] = .zero }
                     // Four source rows per sweep, then two: fewer loads and stores of the sums.
                     let weightBase = y * vertical.stride
