@@ -137,7 +137,9 @@ struct HTTPSessionTaskTests {
         try await Task.sleep(for: .milliseconds(300))
         let heldAt = task.countOfBytesReceived
         try await Task.sleep(for: .milliseconds(200))
-        #expect(task.countOfBytesReceived == heldAt, "no body is read while suspended")
+        // At most the one chunk already in flight at suspension is counted late (a busy machine
+        // may count it after the first sleep); unsuspended, 200 ms would bring ten more.
+        #expect(task.countOfBytesReceived - heldAt <= 4_000, "no body is read while suspended")
         #expect(heldAt < 40_000)
         task.resume()
         for await _ in events {}
