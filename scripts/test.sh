@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs every check: bootstrap -> format lint -> build (warnings are
+# Sets up a fresh machine and runs every check: bootstrap -> C shims under ASan/UBSan -> format lint -> build (warnings are
 # errors) -> tests -> docs -> short fuzzing -> stress tests under ThreadSanitizer. Set
 # WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks (and fuzz seeds).
 set -euo pipefail
@@ -10,6 +10,10 @@ scripts/bootstrap.sh nginx python3-venv
 # moto[server]: the S3 source tests sign requests against it on loopback.
 WEBIMAGE_MOTO_VENV="$(scripts/moto.sh)"
 export WEBIMAGE_MOTO_VENV
+
+# The C shims alone, at -O2 under ASan + UBSan: every stop, deadline and error path (about a minute).
+echo "==> C shims under AddressSanitizer and UndefinedBehaviorSanitizer" >&2
+scripts/c-shims-check.sh
 
 echo "==> swift format lint --strict" >&2
 swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources \

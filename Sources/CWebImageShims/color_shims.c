@@ -1,3 +1,10 @@
+// Colour management through Little CMS 2. lcms returns errors (NULL, FALSE); it never jumps.
+// Who owns what: profiles opened here are closed here on every path (`cmsCloseProfile` right
+// after the transform is built, which keeps what it needs); a `wi_color_transform` is the
+// caller's, freed with `wi_color_transform_destroy` (which deletes the lcms transform); profile
+// bytes saved by `wi_save_profile` are malloc'ed and the caller's. Pixels are transformed in the
+// caller's buffer.
+
 #include "CWebImageShims.h"
 
 #include <stdio.h>

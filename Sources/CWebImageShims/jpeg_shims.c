@@ -9,6 +9,22 @@
 #include <jpeglib.h>
 #include <jerror.h>
 
+// JPEG through libjpeg-turbo. Its errors arrive by longjmp (error_exit, and our progress
+// monitors for limits and stops); every public function here that calls into libjpeg sets its
+// own jump point first and returns a status instead.
+//
+// Who owns what while decoding:
+// - `wi_jpeg_decoder` is calloc'ed by `wi_jpeg_decoder_create` and freed only by
+//   `wi_jpeg_decoder_destroy`; the jump points' branches only return, so a failed call leaves it
+//   whole for the caller to destroy. State the branches read lives in it, never in locals.
+// - The compressed bytes are the caller's (read in place by `jpeg_mem_src`, never copied or
+//   freed): they must outlive the decoder.
+// - Saved markers (the EXIF `wi_jpeg_exif` points into) live in libjpeg's pools until
+//   `jpeg_finish_decompress`/`jpeg_abort_decompress` or destroy: copy them before `wi_jpeg_finish`.
+// - The ICC profile `wi_jpeg_icc_profile` returns is malloc'ed by libjpeg's
+//   `jpeg_read_icc_profile` and is the caller's to free.
+// - Rows are written into the caller's buffer; libjpeg's own row buffers are in its pools.
+
 struct wi_jpeg_error {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
@@ -27,6 +43,7 @@ struct wi_jpeg_decoder {
     int max_scans;
     int64_t deadline_ns;
     double budget_seconds;
+    const wi_stop *stop;
 };
 
 // libjpeg calls this every few rows of every pass, so it bounds both a scan bomb (a progressive
@@ -35,7 +52,9 @@ static void wi_jpeg_progress_monitor(j_common_ptr cinfo) {
     // `info` is the decoder's first member, so the decompressor's address is the decoder's.
     wi_jpeg_decoder *decoder = (wi_jpeg_decoder *)cinfo;
     struct wi_jpeg_error *error = &decoder->error;
-    if (decoder->max_scans > 0 && decoder->info.input_scan_number > decoder->max_scans) {
+    if (wi_stop_requested(decoder->stop)) {
+        snprintf(error->message, sizeof error->message, "decoding was stopped");
+    } else if (decoder->max_scans > 0 && decoder->info.input_scan_number > decoder->max_scans) {
         snprintf(error->message, sizeof error->message, "more than %d scans (a progressive JPEG has about 10)",
                  decoder->max_scans);
     } else if (decoder->deadline_ns != 0 && wi_monotonic_ns() > decoder->deadline_ns) {
@@ -77,19 +96,25 @@ static void wi_jpeg_install_errors(struct wi_jpeg_error *error, struct jpeg_erro
     error->limit_hit = 0;
 }
 
+// Its own function, so the jump point's frame holds no local that changes after setjmp.
+static wi_status wi_jpeg_decoder_start(wi_jpeg_decoder *decoder) {
+    if (setjmp(decoder->error.jump)) return WI_ERROR;
+    jpeg_create_decompress(&decoder->info);
+    decoder->created = 1;
+    jpeg_mem_src(&decoder->info, decoder->data, (unsigned long)decoder->size);
+    return WI_OK;
+}
+
 wi_jpeg_decoder *wi_jpeg_decoder_create(const uint8_t *data, size_t size) {
     wi_jpeg_decoder *decoder = calloc(1, sizeof(wi_jpeg_decoder));
     if (decoder == NULL) return NULL;
     decoder->data = data;
     decoder->size = size;
     wi_jpeg_install_errors(&decoder->error, &decoder->info.err);
-    if (setjmp(decoder->error.jump)) {
-        free(decoder);
+    if (wi_jpeg_decoder_start(decoder) != WI_OK) {
+        wi_jpeg_decoder_destroy(decoder);
         return NULL;
     }
-    jpeg_create_decompress(&decoder->info);
-    decoder->created = 1;
-    jpeg_mem_src(&decoder->info, data, (unsigned long)size);
     return decoder;
 }
 
@@ -105,8 +130,9 @@ int wi_jpeg_decoder_hit_end_of_data(const wi_jpeg_decoder *decoder) { return dec
 
 int wi_jpeg_decoder_limit_hit(const wi_jpeg_decoder *decoder) { return decoder->error.limit_hit; }
 
-void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns) {
+void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns, const wi_stop *stop) {
     decoder->max_scans = max_scans;
+    decoder->stop = stop;
     decoder->deadline_ns = wi_deadline_after(budget_ns);
     decoder->budget_seconds = (double)budget_ns / 1e9;
     decoder->progress.progress_monitor = wi_jpeg_progress_monitor;
@@ -193,91 +219,191 @@ uint8_t *wi_jpeg_icc_profile(wi_jpeg_decoder *decoder, size_t *length) {
 
 int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder) { return decoder->info.saw_Adobe_marker ? 1 : 0; }
 
+// MARK: Encoding
+//
+// Who owns what during an encode:
+// - `wi_jpeg_encoder` (below) is ours: calloc'ed before the jump point, freed on every return.
+//   Everything the error branch reads lives in it, on the heap, so a longjmp finds the values
+//   the callbacks last stored (a local changed after setjmp would be indeterminate there).
+// - `encoder->output` is ours alone: libjpeg writes into it through our destination manager
+//   (`next_output_byte`, `free_in_buffer`) and asks us to grow it (`wi_jpeg_grow_output`); it
+//   never allocates, moves or frees it. `jpeg_mem_dest` is not used: it reallocates behind the
+//   caller's back and frees the block the caller's pointer still names, so an error after the
+//   first 4 KB freed it twice. On success the block goes to the caller (`*out`); otherwise we free it.
+// - `encoder->cmyk_rows` is ours; libjpeg only reads it during `jpeg_write_scanlines`.
+// - libjpeg's own state lives in its pools, all freed by `jpeg_destroy_compress`, which is safe
+//   after an error at any point once `jpeg_create_compress` has run (`created`).
+
+/// Rows handed to libjpeg per call; the stop flag and the deadline are checked once per call
+/// and once per row group of every pass in `jpeg_finish_compress` (the progress monitor).
+#define WI_JPEG_ROW_BATCH 16
+
+typedef struct {
+    struct jpeg_compress_struct info;  // first member: the progress monitor casts back from it
+    struct wi_jpeg_error error;
+    struct jpeg_destination_mgr destination;
+    struct jpeg_progress_mgr progress;
+    const wi_stop *stop;
+    int64_t deadline_ns;
+    int created;
+    uint8_t *output;
+    size_t capacity;
+    size_t size;
+    uint8_t *cmyk_rows;
+} wi_jpeg_encoder;
+
+static void wi_jpeg_encoder_fail(wi_jpeg_encoder *encoder, int limit, const char *text) {
+    snprintf(encoder->error.message, sizeof encoder->error.message, "%s", text);
+    encoder->error.limit_hit = limit;
+    longjmp(encoder->error.jump, 1);
+}
+
+static void wi_jpeg_start_output(j_compress_ptr cinfo) {
+    wi_jpeg_encoder *encoder = (wi_jpeg_encoder *)cinfo;
+    encoder->destination.next_output_byte = encoder->output;
+    encoder->destination.free_in_buffer = encoder->capacity;
+}
+
+// Called by libjpeg when the whole buffer is full (free_in_buffer == 0): doubles it, keeping
+// what is written. On failure the old block stays valid and ours, freed by the error branch.
+static boolean wi_jpeg_grow_output(j_compress_ptr cinfo) {
+    wi_jpeg_encoder *encoder = (wi_jpeg_encoder *)cinfo;
+    size_t used = encoder->capacity;
+    if (used > SIZE_MAX / 2) wi_jpeg_encoder_fail(encoder, 0, "the encoded JPEG is too large");
+    uint8_t *grown = realloc(encoder->output, used * 2);
+    if (grown == NULL) wi_jpeg_encoder_fail(encoder, 0, "out of memory for the encoded JPEG");
+    encoder->output = grown;
+    encoder->capacity = used * 2;
+    encoder->destination.next_output_byte = grown + used;
+    encoder->destination.free_in_buffer = encoder->capacity - used;
+    return TRUE;
+}
+
+static void wi_jpeg_end_output(j_compress_ptr cinfo) {
+    wi_jpeg_encoder *encoder = (wi_jpeg_encoder *)cinfo;
+    encoder->size = encoder->capacity - encoder->destination.free_in_buffer;
+}
+
+// libjpeg calls this at each `jpeg_write_scanlines` and for each row group of every pass of
+// `jpeg_finish_compress` (where a progressive or optimised encode spends most of its time).
+static void wi_jpeg_encode_progress(j_common_ptr cinfo) {
+    wi_jpeg_encoder *encoder = (wi_jpeg_encoder *)cinfo;
+    if (wi_stop_requested(encoder->stop)) wi_jpeg_encoder_fail(encoder, 1, "encoding was stopped");
+    if (encoder->deadline_ns != 0 && wi_monotonic_ns() > encoder->deadline_ns) {
+        wi_jpeg_encoder_fail(encoder, 1, "encoding took longer than its time limit");
+    }
+}
+
+/// A first guess at the encoded size (a photo at q80 takes about 2 bits a pixel), so most
+/// encodes never grow the buffer and a huge one does not start huge.
+static size_t wi_jpeg_initial_capacity(uint32_t width, uint32_t height) {
+    uint64_t guess = (uint64_t)width * height / 4 + 4096;
+    if (guess < 16384) guess = 16384;
+    if (guess > (8u << 20)) guess = 8u << 20;
+    return (size_t)guess;
+}
+
+/// RGB to CMYK with full black generation, stored inverted (the Adobe convention).
+static void wi_jpeg_rgb_to_inverted_cmyk(const uint8_t *source, uint8_t *target, uint32_t width) {
+    for (uint32_t x = 0; x < width; x++, source += 4, target += 4) {
+        int r = source[0], g = source[1], b = source[2];
+        int max = r > g ? (r > b ? r : b) : (g > b ? g : b);
+        if (max == 0) {
+            target[0] = target[1] = target[2] = 255;
+        } else {
+            target[0] = (uint8_t)(255 - (max - r) * 255 / max);
+            target[1] = (uint8_t)(255 - (max - g) * 255 / max);
+            target[2] = (uint8_t)(255 - (max - b) * 255 / max);
+        }
+        target[3] = (uint8_t)max;  // 255 - K, with K = 255 - max
+    }
+}
+
+static void wi_jpeg_encoder_free(wi_jpeg_encoder *encoder) {
+    if (encoder->created) jpeg_destroy_compress(&encoder->info);
+    free(encoder->cmyk_rows);
+    free(encoder->output);
+    free(encoder);
+}
+
 wi_status wi_jpeg_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int quality,
                          int progressive, wi_jpeg_color_model color_model, const uint8_t *exif, size_t exif_length,
                          const uint8_t *icc, size_t icc_length, const wi_stop *stop, int64_t budget_ns,
                          uint8_t **out, size_t *out_size, char *message) {
-    const int64_t deadline_ns = wi_deadline_after(budget_ns);
-    struct jpeg_compress_struct info;
-    struct wi_jpeg_error error;
-    unsigned char *buffer = NULL;
-    unsigned long size = 0;
-    uint8_t *volatile cmyk_row = NULL;
     *out = NULL;
     *out_size = 0;
-    memset(&info, 0, sizeof info);
-    wi_jpeg_install_errors(&error, &info.err);
-    if (setjmp(error.jump)) {
-        snprintf(message, WI_MESSAGE_CAPACITY, "%s", error.message);
-        jpeg_destroy_compress(&info);
-        free(buffer);
-        free(cmyk_row);
-        return error.limit_hit ? WI_LIMIT_EXCEEDED : WI_ERROR;
+    message[0] = 0;
+    // Set once, before setjmp, and never changed: the error branch may read it.
+    wi_jpeg_encoder *const encoder = calloc(1, sizeof(wi_jpeg_encoder));
+    if (encoder == NULL) {
+        snprintf(message, WI_MESSAGE_CAPACITY, "out of memory for the JPEG encoder");
+        return WI_OUT_OF_MEMORY;
     }
-    jpeg_create_compress(&info);
-    jpeg_mem_dest(&info, &buffer, &size);
-    info.image_width = width;
-    info.image_height = height;
-    info.input_components = 4;
-    info.in_color_space = color_model == WI_JPEG_CMYK ? JCS_CMYK : JCS_EXT_RGBA;
-    jpeg_set_defaults(&info);
-    if (color_model == WI_JPEG_GRAYSCALE) jpeg_set_colorspace(&info, JCS_GRAYSCALE);
-    jpeg_set_quality(&info, quality, TRUE);
-    if (progressive) jpeg_simple_progression(&info);
-    if (color_model == WI_JPEG_CMYK) {
-        cmyk_row = malloc((size_t)width * 4);
-        if (cmyk_row == NULL) {
-            snprintf(error.message, sizeof error.message, "out of memory");
-            longjmp(error.jump, 1);
-        }
+    encoder->stop = stop;
+    encoder->deadline_ns = wi_deadline_after(budget_ns);
+    wi_jpeg_install_errors(&encoder->error, &encoder->info.err);
+    if (setjmp(encoder->error.jump)) {
+        snprintf(message, WI_MESSAGE_CAPACITY, "%s", encoder->error.message);
+        wi_status status = encoder->error.limit_hit ? WI_LIMIT_EXCEEDED : WI_ERROR;
+        wi_jpeg_encoder_free(encoder);
+        return status;
     }
-    jpeg_start_compress(&info, TRUE);
+    jpeg_create_compress(&encoder->info);
+    encoder->created = 1;
+    struct jpeg_compress_struct *info = &encoder->info;
+
+    encoder->capacity = wi_jpeg_initial_capacity(width, height);
+    encoder->output = malloc(encoder->capacity);
+    if (color_model == WI_JPEG_CMYK) encoder->cmyk_rows = malloc((size_t)width * 4 * WI_JPEG_ROW_BATCH);
+    if (encoder->output == NULL || (color_model == WI_JPEG_CMYK && encoder->cmyk_rows == NULL)) {
+        wi_jpeg_encoder_fail(encoder, 0, "out of memory for the JPEG encoder");
+    }
+    encoder->destination.init_destination = wi_jpeg_start_output;
+    encoder->destination.empty_output_buffer = wi_jpeg_grow_output;
+    encoder->destination.term_destination = wi_jpeg_end_output;
+    info->dest = &encoder->destination;
+    encoder->progress.progress_monitor = wi_jpeg_encode_progress;
+    info->progress = &encoder->progress;
+
+    info->image_width = width;
+    info->image_height = height;
+    info->input_components = 4;
+    info->in_color_space = color_model == WI_JPEG_CMYK ? JCS_CMYK : JCS_EXT_RGBA;
+    jpeg_set_defaults(info);
+    if (color_model == WI_JPEG_GRAYSCALE) jpeg_set_colorspace(info, JCS_GRAYSCALE);
+    jpeg_set_quality(info, quality, TRUE);
+    if (progressive) jpeg_simple_progression(info);
+    jpeg_start_compress(info, TRUE);
+    // Markers byte by byte: nothing allocated that a longjmp out of libjpeg could leak.
     if (exif != NULL && exif_length > 0 && exif_length <= 65533 - 6) {
-        uint8_t *payload = malloc(exif_length + 6);
-        if (payload != NULL) {
-            memcpy(payload, "Exif\0\0", 6);
-            memcpy(payload + 6, exif, exif_length);
-            jpeg_write_marker(&info, JPEG_APP0 + 1, payload, (unsigned int)(exif_length + 6));
-            free(payload);
-        }
+        jpeg_write_m_header(info, JPEG_APP0 + 1, (unsigned int)(exif_length + 6));
+        static const uint8_t prefix[6] = {'E', 'x', 'i', 'f', 0, 0};
+        for (size_t i = 0; i < 6; i++) jpeg_write_m_byte(info, prefix[i]);
+        for (size_t i = 0; i < exif_length; i++) jpeg_write_m_byte(info, exif[i]);
     }
     if (icc != NULL && icc_length > 0 && icc_length <= UINT32_MAX) {
-        jpeg_write_icc_profile(&info, icc, (unsigned int)icc_length);
+        jpeg_write_icc_profile(info, icc, (unsigned int)icc_length);
     }
-    while (info.next_scanline < info.image_height) {
-        if (info.next_scanline % 16 == 0 &&
-            (wi_stop_requested(stop) || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns))) {
-            snprintf(error.message, sizeof error.message, "%s",
-                     wi_stop_requested(stop) ? "encoding was stopped" : "encoding took longer than its time limit");
-            error.limit_hit = 1;
-            longjmp(error.jump, 1);
-        }
-        const uint8_t *source = rgba + (size_t)info.next_scanline * stride;
-        JSAMPROW row = (JSAMPROW)source;
-        if (color_model == WI_JPEG_CMYK) {
-            // Naive RGB -> CMYK with full black generation, stored inverted (Adobe convention).
-            for (uint32_t x = 0; x < width; x++) {
-                int r = source[x * 4], g = source[x * 4 + 1], b = source[x * 4 + 2];
-                int max = r > g ? (r > b ? r : b) : (g > b ? g : b);
-                int k = 255 - max;
-                uint8_t *target = cmyk_row + (size_t)x * 4;
-                if (max == 0) {
-                    target[0] = target[1] = target[2] = 255;
-                } else {
-                    target[0] = (uint8_t)(255 - (max - r) * 255 / max);
-                    target[1] = (uint8_t)(255 - (max - g) * 255 / max);
-                    target[2] = (uint8_t)(255 - (max - b) * 255 / max);
-                }
-                target[3] = (uint8_t)(255 - k);
+    JSAMPROW rows[WI_JPEG_ROW_BATCH];
+    while (info->next_scanline < info->image_height) {
+        uint32_t first = info->next_scanline;
+        uint32_t count = height - first < WI_JPEG_ROW_BATCH ? height - first : WI_JPEG_ROW_BATCH;
+        for (uint32_t i = 0; i < count; i++) {
+            const uint8_t *source = rgba + (size_t)(first + i) * stride;
+            if (color_model == WI_JPEG_CMYK) {
+                uint8_t *target = encoder->cmyk_rows + (size_t)i * width * 4;
+                wi_jpeg_rgb_to_inverted_cmyk(source, target, width);
+                rows[i] = target;
+            } else {
+                rows[i] = (JSAMPROW)source;
             }
-            row = cmyk_row;
         }
-        jpeg_write_scanlines(&info, &row, 1);
+        jpeg_write_scanlines(info, rows, count);
     }
-    jpeg_finish_compress(&info);
-    jpeg_destroy_compress(&info);
-    free(cmyk_row);
-    *out = buffer;
-    *out_size = size;
+    jpeg_finish_compress(info);
+    *out = encoder->output;
+    *out_size = encoder->size;
+    encoder->output = NULL;  // the caller's now
+    wi_jpeg_encoder_free(encoder);
     return WI_OK;
 }

@@ -1,3 +1,16 @@
+// PNG through libpng. Its errors arrive by longjmp (png_error, raised by libpng and by our
+// callbacks for limits and stops); `wi_png_decoder_feed` and `wi_png_encode` set the jump point.
+//
+// Who owns what while decoding:
+// - `wi_png_decoder` is calloc'ed by `wi_png_decoder_create`, freed by `wi_png_decoder_destroy`
+//   with libpng's structs (`png_destroy_read_struct`). A failed feed leaves it whole.
+// - The pixel buffer is the caller's when given with `wi_png_decoder_use_buffer` (never freed
+//   here); otherwise calloc'ed in the info callback, stored in `state.pixels` before any later
+//   error can occur, and freed by destroy.
+// - The iCCP copy (`icc`) is malloc'ed in the info callback and freed by destroy; libpng's own
+//   copy lives in its info struct.
+// - Fed bytes are read during `png_process_data` only (libpng copies what it keeps).
+
 #include "CWebImageShims.h"
 #include "shims_clock.h"
 
@@ -19,6 +32,7 @@ struct wi_png_decoder {
     size_t external_capacity;
     int64_t deadline_ns;
     double budget_seconds;
+    const wi_stop *stop;
     /* Row bytes combined since the clock was last read: reading it per row cost as much as
        decoding a 1-pixel-wide row. */
     size_t bytes_since_clock_check;
@@ -117,6 +131,10 @@ static void wi_png_row_callback(png_structp png, png_bytep new_row, png_uint_32 
         decoder->state.rows_done = 0;
     }
     decoder->state.rows_done = row + 1;
+    if (row % 16 == 0 && wi_stop_requested(decoder->stop)) {
+        decoder->limit_exceeded = 1;
+        png_error(png, "decoding was stopped");
+    }
     if (decoder->deadline_ns == 0) return;
     decoder->bytes_since_clock_check += decoder->state.stride;
     if (decoder->bytes_since_clock_check < (256 << 10)) return;
@@ -163,7 +181,8 @@ void wi_png_decoder_use_buffer(wi_png_decoder *decoder, uint8_t *pixels, size_t 
     decoder->external_capacity = capacity;
 }
 
-void wi_png_decoder_set_time_budget(wi_png_decoder *decoder, int64_t budget_ns) {
+void wi_png_decoder_set_limits(wi_png_decoder *decoder, int64_t budget_ns, const wi_stop *stop) {
+    decoder->stop = stop;
     decoder->deadline_ns = wi_deadline_after(budget_ns);
     decoder->budget_seconds = (double)budget_ns / 1e9;
 }
@@ -198,29 +217,42 @@ const char *wi_png_decoder_message(const wi_png_decoder *decoder) { return decod
 wi_png_state wi_png_decoder_state(const wi_png_decoder *decoder) { return decoder->state; }
 
 // MARK: Encoding
+//
+// Who owns what during an encode: `wi_png_output` and its `bytes` are ours (calloc'ed before the
+// jump point, grown by realloc in the write callback, freed on every failure, handed to the
+// caller on success). libpng only passes our `write` callback the bytes to append; it never sees
+// the block. Everything the error branch reads is on the heap, so a longjmp from libpng (its
+// errors, our stop check) finds the values last stored. libpng's own state is freed by
+// `png_destroy_write_struct` on both paths.
 
-struct wi_png_buffer {
+struct wi_png_output {
     uint8_t *bytes;
     size_t size;
     size_t capacity;
-    int failed;
+    int out_of_memory;
+    int stopped;
+    int64_t deadline_ns;
 };
 
 static void wi_png_write(png_structp png, png_bytep data, png_size_t length) {
-    struct wi_png_buffer *buffer = png_get_io_ptr(png);
-    if (buffer->size + length > buffer->capacity) {
-        size_t capacity = buffer->capacity ? buffer->capacity * 2 : 64 * 1024;
-        while (capacity < buffer->size + length) capacity *= 2;
-        uint8_t *grown = realloc(buffer->bytes, capacity);
+    struct wi_png_output *output = png_get_io_ptr(png);
+    if (length > SIZE_MAX - output->size) png_error(png, "the encoded PNG is too large");
+    if (output->size + length > output->capacity) {
+        size_t capacity = output->capacity ? output->capacity : 64 * 1024;
+        while (capacity < output->size + length) {
+            if (capacity > SIZE_MAX / 2) png_error(png, "the encoded PNG is too large");
+            capacity *= 2;
+        }
+        uint8_t *grown = realloc(output->bytes, capacity);
         if (grown == NULL) {
-            buffer->failed = 1;
+            output->out_of_memory = 1;
             png_error(png, "out of memory for the encoded PNG");
         }
-        buffer->bytes = grown;
-        buffer->capacity = capacity;
+        output->bytes = grown;
+        output->capacity = capacity;
     }
-    memcpy(buffer->bytes + buffer->size, data, length);
-    buffer->size += length;
+    memcpy(output->bytes + output->size, data, length);
+    output->size += length;
 }
 
 static void wi_png_flush(png_structp png) { (void)png; }
@@ -229,25 +261,28 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
                         int interlaced, int compression_level, const uint8_t *icc, size_t icc_length, const uint8_t *exif,
                         size_t exif_length, const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size,
                         char *message) {
-    const int64_t deadline_ns = wi_deadline_after(budget_ns);
-    volatile int stopped = 0;
     *out = NULL;
     *out_size = 0;
     message[0] = 0;
-    struct wi_png_buffer buffer = {0};
+    // `output`, `png` and `info` are set before setjmp and never changed after it.
+    struct wi_png_output *const output = calloc(1, sizeof *output);
+    if (output == NULL) return WI_OUT_OF_MEMORY;
+    output->deadline_ns = wi_deadline_after(budget_ns);
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, message, wi_png_error, wi_png_warning);
-    if (png == NULL) return WI_OUT_OF_MEMORY;
-    png_infop info = png_create_info_struct(png);
+    png_infop info = png == NULL ? NULL : png_create_info_struct(png);
     if (info == NULL) {
-        png_destroy_write_struct(&png, NULL);
+        if (png != NULL) png_destroy_write_struct(&png, NULL);
+        free(output);
         return WI_OUT_OF_MEMORY;
     }
     if (setjmp(png_jmpbuf(png))) {
+        wi_status status = output->stopped ? WI_LIMIT_EXCEEDED : output->out_of_memory ? WI_OUT_OF_MEMORY : WI_ERROR;
         png_destroy_write_struct(&png, &info);
-        free(buffer.bytes);
-        return stopped ? WI_LIMIT_EXCEEDED : buffer.failed ? WI_OUT_OF_MEMORY : WI_ERROR;
+        free(output->bytes);
+        free(output);
+        return status;
     }
-    png_set_write_fn(png, &buffer, wi_png_write, wi_png_flush);
+    png_set_write_fn(png, output, wi_png_write, wi_png_flush);
     /* libpng's default refuses over 1,000,000 rows or columns; PNG allows 2^31 - 1, as our reader does. */
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
     png_set_compression_level(png, compression_level);
@@ -266,8 +301,8 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     const int passes = interlaced ? png_set_interlace_handling(png) : 1;
     for (int pass = 0; pass < passes; pass++) {
         for (uint32_t y = 0; y < height; y++) {
-            if (y % 16 == 0 && (wi_stop_requested(stop) || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns))) {
-                stopped = 1;
+            if (y % 16 == 0 && (wi_stop_requested(stop) || (output->deadline_ns != 0 && wi_monotonic_ns() > output->deadline_ns))) {
+                output->stopped = 1;
                 png_error(png,
                           wi_stop_requested(stop) ? "encoding was stopped" : "encoding took longer than its time limit");
             }
@@ -276,7 +311,8 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     }
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
-    *out = buffer.bytes;
-    *out_size = buffer.size;
+    *out = output->bytes;
+    *out_size = output->size;
+    free(output);
     return WI_OK;
 }

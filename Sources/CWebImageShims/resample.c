@@ -11,6 +11,9 @@
 // a Lanczos lobe's overshoot past 0 or 255 survives to the column pass (libvips rounds to bytes
 // between its passes and clips it). The SSE2 loops compute exactly what the plain loops compute
 // (integer arithmetic), so the result does not depend on the machine.
+//
+// No allocation, no jumps, no errors: every buffer is the caller's (Resampler.swift sizes them from
+// the kernel), read and written within the bounds the header states.
 
 enum {
     wi_row_shift = WI_RESAMPLE_BITS - WI_RESAMPLE_FRACTION,

@@ -1,5 +1,12 @@
 // TIFF through libtiff, from and to memory. libtiff reports errors through handlers, not longjmp;
 // each open gets handlers that copy the message for the caller (TIFFOpenOptions, libtiff 4.5).
+//
+// Who owns what: decoding reads the caller's bytes in place (`wi_tiff_memory.bytes`, never
+// written or freed: `writable` is 0) into a raster malloc'ed here, freed on every failure and
+// handed to the caller (`*rgba`) on success. Encoding writes into `wi_tiff_memory.bytes`, ours,
+// grown by realloc in `wi_tiff_write` (a failed realloc leaves the old block ours); libtiff only
+// calls our callbacks and never frees it. `TIFFClose` may still write (it flushes the directory),
+// so the block is read or freed only after it. No jump points: libtiff returns errors.
 
 #include "CWebImageShims.h"
 #include "shims_clock.h"

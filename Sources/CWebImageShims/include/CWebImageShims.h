@@ -4,6 +4,9 @@
 // Every setjmp/longjmp of swift-web-image lives behind these functions: libjpeg and libpng
 // report fatal errors by longjmp, which Swift frames must never be unwound by. Each wrapper
 // sets its own jump point, calls into the library, and turns a longjmp into a return code.
+// Each .c file says who owns every buffer it or its library touches; a malloc'ed `*out` is the
+// caller's to free(), and is NULL (with `*out_size` 0) whenever the status is not WI_OK.
+// scripts/c-shims-check.sh runs every stop, deadline and error path under ASan and UBSan.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +28,12 @@ void wi_stop_destroy(wi_stop *stop);
 void wi_stop_request(wi_stop *stop);
 /// Whether the flag is raised; 0 for NULL.
 int wi_stop_requested(const wi_stop *stop);
+/// Arms the flag to raise itself at the `checks`-th `wi_stop_requested` from now (1: the next),
+/// so a test can stop work at each of its check points in turn; 0 disarms it. Resets the count
+/// of `wi_stop_checks`. Arm with INT64_MAX to count a whole run's checks.
+void wi_stop_request_after(wi_stop *stop, int64_t checks);
+/// The checks made since `wi_stop_request_after` armed the flag.
+int64_t wi_stop_checks(const wi_stop *stop);
 
 typedef enum {
     WI_OK = 0,
@@ -43,9 +52,10 @@ void wi_jpeg_decoder_destroy(wi_jpeg_decoder *decoder);
 const char *wi_jpeg_decoder_message(const wi_jpeg_decoder *decoder);
 /// 1 when the data ended before the image did (libjpeg then fills in the rest).
 int wi_jpeg_decoder_hit_end_of_data(const wi_jpeg_decoder *decoder);
-/// Makes decoding fail once the data has more than `max_scans` scans (0: no limit) or decoding
-/// has taken `budget_ns` nanoseconds from now (0: no limit). Set before `read_header`.
-void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns);
+/// Makes decoding fail once the data has more than `max_scans` scans (0: no limit), decoding
+/// has taken `budget_ns` nanoseconds from now (0: no limit) or `stop` is raised (NULL: never);
+/// checked every 16 rows and every row group of a progressive file's scans. Set before `read_header`.
+void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns, const wi_stop *stop);
 /// 1 when a failure came from the limits of `wi_jpeg_decoder_set_limits`.
 int wi_jpeg_decoder_limit_hit(const wi_jpeg_decoder *decoder);
 /// The libjpeg state, for reading the header fields and setting decompression parameters
@@ -98,8 +108,9 @@ void wi_png_decoder_destroy(wi_png_decoder *decoder);
 /// of allocating its own buffer; the header's size must fit or decoding fails.
 void wi_png_decoder_use_buffer(wi_png_decoder *decoder, uint8_t *pixels, size_t capacity);
 /// Makes feeding fail with WI_LIMIT_EXCEEDED once decoding has taken `budget_ns` nanoseconds
-/// from now (checked every row; 0: no limit).
-void wi_png_decoder_set_time_budget(wi_png_decoder *decoder, int64_t budget_ns);
+/// from now (checked every 256 KB of rows; 0: no limit) or `stop` is raised (checked every 16
+/// rows of a pass; NULL: never).
+void wi_png_decoder_set_limits(wi_png_decoder *decoder, int64_t budget_ns, const wi_stop *stop);
 /// Feeds the next bytes of the file. May be called with any chunking.
 wi_status wi_png_decoder_feed(wi_png_decoder *decoder, const uint8_t *data, size_t size);
 const char *wi_png_decoder_message(const wi_png_decoder *decoder);

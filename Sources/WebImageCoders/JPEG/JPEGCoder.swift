@@ -54,7 +54,12 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             else { throw .outOfMemory(.jpeg, "cannot create a JPEG decompressor") }
             defer { wi_jpeg_decoder_destroy(decoder) }
             let deadline = CodingDeadline(options)
-            wi_jpeg_decoder_set_limits(decoder, Self.maxScans, deadline.remainingNanoseconds)
+            wi_jpeg_decoder_set_limits(
+                decoder,
+                Self.maxScans,
+                deadline.remainingNanoseconds,
+                options.cancellation?.flag
+            )
             return try decode(with: decoder, options: options, allowTruncation: allowTruncation, deadline: deadline)
         }
     }

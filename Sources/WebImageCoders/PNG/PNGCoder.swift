@@ -80,7 +80,7 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
             throw .outOfMemory(.png, "cannot create a PNG decoder")
         }
         defer { wi_png_decoder_destroy(decoder) }
-        wi_png_decoder_set_time_budget(decoder, deadline.remainingNanoseconds)
+        wi_png_decoder_set_limits(decoder, deadline.remainingNanoseconds, deadline.cancellation?.flag)
         var hasAlpha = true
         var foundProfile: ColorProfile?
         let bitmap = try Bitmap(width: size.width, height: size.height, hasAlpha: true) {

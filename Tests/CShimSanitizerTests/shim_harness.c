@@ -1,0 +1,648 @@
+// Every error, stop and deadline path of the C shims, run under AddressSanitizer and
+// UndefinedBehaviorSanitizer with optimisation on (scripts/c-shims-check.sh builds and runs it;
+// scripts/test.sh calls that). Each encoder and row-wise decoder is stopped at each of its
+// check points in turn (the stop flag armed to raise itself at the k-th check), and again with a
+// spent deadline, on images large enough that the encoded output grows several times past its
+// first buffer. LeakSanitizer runs at exit: any leak, double free, overflow or undefined
+// behaviour fails the run, as does any CHECK.
+
+#include "CWebImageShims.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+static int failures = 0;
+static int checks_run = 0;
+
+#define CHECK(condition, ...)                                                  \
+    do {                                                                       \
+        checks_run++;                                                          \
+        if (!(condition)) {                                                    \
+            failures++;                                                        \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+        }                                                                      \
+    } while (0)
+
+// MARK: Images
+
+typedef struct {
+    uint8_t *pixels;
+    uint32_t width, height;
+    size_t stride;
+} image;
+
+static uint32_t random_state = 0x2545F491u;
+
+static uint32_t next_random(void) {
+    random_state ^= random_state << 13;
+    random_state ^= random_state >> 17;
+    random_state ^= random_state << 5;
+    return random_state;
+}
+
+/// Noise over a gradient, with a stride wider than the row so a reader that ignores it fails.
+static image make_image(uint32_t width, uint32_t height, int translucent) {
+    image result = {NULL, width, height, (size_t)width * 4 + 12};
+    result.pixels = malloc(result.stride * height);
+    for (uint32_t y = 0; y < height; y++) {
+        uint8_t *row = result.pixels + (size_t)y * result.stride;
+        for (uint32_t x = 0; x < width; x++) {
+            uint32_t noise = next_random();
+            row[x * 4] = (uint8_t)((x * 255 / width + (noise & 63)) & 0xFF);
+            row[x * 4 + 1] = (uint8_t)((y * 255 / height + ((noise >> 8) & 63)) & 0xFF);
+            row[x * 4 + 2] = (uint8_t)(noise >> 16);
+            row[x * 4 + 3] = translucent ? (uint8_t)(noise >> 24) : 255;
+        }
+        memset(row + (size_t)width * 4, 0xEE, 12);
+    }
+    return result;
+}
+
+// MARK: Stopping at every check
+
+/// One run of a stoppable piece of work: `stop` (may be NULL) and `budget_ns` (0: none) as the
+/// shim takes them. Frees whatever a successful run made.
+typedef wi_status (*stoppable_run)(void *context, const wi_stop *stop, int64_t budget_ns, char *message);
+
+/// Runs `run` once unstopped (it must succeed, counting its checks), then once stopped at each
+/// check point in turn (all of them up to 400, evenly spread beyond), then with a deadline spent
+/// before the first check. Every stopped run must fail with WI_LIMIT_EXCEEDED and say why.
+static void sweep(const char *name, stoppable_run run, void *context, const char *stopped_words) {
+    char message[WI_MESSAGE_CAPACITY];
+    wi_stop *counter = wi_stop_create();
+    wi_stop_request_after(counter, INT64_MAX);
+    wi_status status = run(context, counter, 0, message);
+    int64_t total = wi_stop_checks(counter);
+    wi_stop_destroy(counter);
+    CHECK(status == WI_OK, "%s: the unstopped run failed (%d: %s)", name, status, message);
+    CHECK(total >= 4, "%s: only %lld check points", name, (long long)total);
+
+    int64_t step = total / 400 + 1;
+    int stops = 0;
+    for (int64_t k = 1; k <= total; k += step) {
+        wi_stop *stop = wi_stop_create();
+        wi_stop_request_after(stop, k);
+        message[0] = 0;
+        status = run(context, stop, 0, message);
+        wi_stop_destroy(stop);
+        CHECK(status == WI_LIMIT_EXCEEDED, "%s: stopped at check %lld of %lld, it returned %d (%s)", name,
+              (long long)k, (long long)total, status, message);
+        CHECK(strstr(message, stopped_words) != NULL, "%s: stopped at check %lld, the message is \"%s\"", name,
+              (long long)k, message);
+        stops++;
+    }
+    // A stop raised before the work starts.
+    wi_stop *raised = wi_stop_create();
+    wi_stop_request(raised);
+    status = run(context, raised, 0, message);
+    wi_stop_destroy(raised);
+    CHECK(status == WI_LIMIT_EXCEEDED, "%s: a stop raised before the start returned %d", name, status);
+    // A deadline already spent at the first check (1 ns from the start).
+    message[0] = 0;
+    status = run(context, NULL, 1, message);
+    CHECK(status == WI_LIMIT_EXCEEDED, "%s: a 1 ns deadline returned %d (%s)", name, status, message);
+    CHECK(strstr(message, "longer") != NULL, "%s: the deadline's message is \"%s\"", name, message);
+    fprintf(stderr, "  %-44s %5lld check points, %4d stopped runs\n", name, (long long)total, stops);
+}
+
+// MARK: JPEG
+
+typedef struct {
+    const image *source;
+    int quality, progressive;
+    wi_jpeg_color_model model;
+    const uint8_t *exif, *icc;
+    size_t exif_length, icc_length;
+    size_t last_size;
+} jpeg_encode_job;
+
+static wi_status run_jpeg_encode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
+    jpeg_encode_job *job = context;
+    uint8_t *out = (uint8_t *)0x1;  // must be set to NULL by the shim whatever happens
+    size_t size = 1;
+    wi_status status = wi_jpeg_encode(job->source->pixels, job->source->width, job->source->height,
+                                      job->source->stride, job->quality, job->progressive, job->model, job->exif,
+                                      job->exif_length, job->icc, job->icc_length, stop, budget_ns, &out, &size,
+                                      message);
+    if (status == WI_OK) {
+        CHECK(out != NULL && size > 4 && out[0] == 0xFF && out[1] == 0xD8 && out[size - 2] == 0xFF &&
+                  out[size - 1] == 0xD9,
+              "the encoded JPEG does not start with SOI and end with EOI");
+        job->last_size = size;
+    } else {
+        CHECK(out == NULL && size == 0, "a failed JPEG encode handed back output");
+    }
+    free(out);
+    return status;
+}
+
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    uint32_t width, height;
+    int cmyk;
+} jpeg_decode_job;
+
+static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
+    jpeg_decode_job *job = context;
+    wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(job->data, job->size);
+    if (decoder == NULL) return WI_OUT_OF_MEMORY;
+    wi_jpeg_decoder_set_limits(decoder, 1000, budget_ns, stop);
+    uint8_t *pixels = NULL;
+    wi_status status = wi_jpeg_read_header(decoder);
+    if (status == WI_OK) {
+        size_t length = 0;
+        uint8_t *icc = wi_jpeg_icc_profile(decoder, &length);
+        free(icc);
+        status = wi_jpeg_start(decoder, job->cmyk);
+    }
+    if (status == WI_OK) {
+        struct jpeg_decompress_struct *info = wi_jpeg_decoder_info(decoder);
+        size_t stride = (size_t)info->output_width * 4;
+        pixels = malloc(stride * info->output_height);
+        uint32_t done = 0;
+        while (status == WI_OK && done < info->output_height) {
+            uint32_t rows = 0;
+            uint32_t batch = info->output_height - done < 64 ? info->output_height - done : 64;
+            status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, batch, &rows);
+            if (rows == 0) break;
+            done += rows;
+        }
+        if (status == WI_OK) status = wi_jpeg_finish(decoder);
+    }
+    snprintf(message, WI_MESSAGE_CAPACITY, "%s", wi_jpeg_decoder_message(decoder));
+    if (status != WI_OK && wi_jpeg_decoder_limit_hit(decoder)) status = WI_LIMIT_EXCEEDED;
+    free(pixels);
+    wi_jpeg_decoder_destroy(decoder);
+    return status;
+}
+
+static uint8_t *encode_jpeg(const image *source, int progressive, wi_jpeg_color_model model, const uint8_t *icc,
+                            size_t icc_length, size_t *size) {
+    char message[WI_MESSAGE_CAPACITY];
+    uint8_t *out = NULL;
+    wi_status status = wi_jpeg_encode(source->pixels, source->width, source->height, source->stride, 92,
+                                      progressive, model, NULL, 0, icc, icc_length, NULL, 0, &out, size, message);
+    CHECK(status == WI_OK, "a JPEG for the decoder tests failed: %s", message);
+    return out;
+}
+
+static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length) {
+    fprintf(stderr, "JPEG\n");
+    uint8_t exif[600];
+    for (size_t i = 0; i < sizeof exif; i++) exif[i] = (uint8_t)(i * 7);
+    static const struct {
+        const char *name;
+        int progressive;
+        wi_jpeg_color_model model;
+    } kinds[] = {
+        {"encode baseline RGB", 0, WI_JPEG_RGB},
+        {"encode progressive RGB", 1, WI_JPEG_RGB},
+        {"encode baseline grayscale", 0, WI_JPEG_GRAYSCALE},
+        {"encode progressive CMYK", 1, WI_JPEG_CMYK},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        jpeg_encode_job job = {photo, 95, kinds[i].progressive, kinds[i].model, exif, icc, sizeof exif, icc_length, 0};
+        sweep(kinds[i].name, run_jpeg_encode, &job, "stopped");
+        // The output must have outgrown its first buffer (a quarter byte a pixel) more than twice, so
+        // the stops above fell after reallocations.
+        size_t first_buffer = (size_t)photo->width * photo->height / 4 + 4096;
+        CHECK(job.last_size > 2 * first_buffer, "%s: %zu bytes did not outgrow %zu bytes twice",
+              kinds[i].name, job.last_size, first_buffer);
+    }
+
+    // Errors from libjpeg itself (its error_exit) after and before output exists.
+    char message[WI_MESSAGE_CAPACITY];
+    uint8_t *out = NULL;
+    size_t size = 0;
+    wi_status status = wi_jpeg_encode(photo->pixels, 0, photo->height, photo->stride, 80, 0, WI_JPEG_RGB, NULL, 0,
+                                      NULL, 0, NULL, 0, &out, &size, message);
+    CHECK(status == WI_ERROR && out == NULL && message[0] != 0, "a 0-wide JPEG encoded (%d)", status);
+    status = wi_jpeg_encode(photo->pixels, 70000, 1, photo->stride, 80, 0, WI_JPEG_RGB, NULL, 0, NULL, 0, NULL, 0,
+                            &out, &size, message);
+    CHECK(status == WI_ERROR && out == NULL, "a 70000-wide JPEG encoded (%d)", status);
+    // An EXIF block too large for one marker is left out, not written half.
+    uint8_t *large_exif = calloc(1, 70000);
+    status = wi_jpeg_encode(photo->pixels, 64, 64, photo->stride, 80, 0, WI_JPEG_RGB, large_exif, 70000, NULL, 0,
+                            NULL, 0, &out, &size, message);
+    CHECK(status == WI_OK && out != NULL, "a JPEG with a 70000-byte EXIF block failed: %s", message);
+    free(out);
+    free(large_exif);
+
+    // Decoding: baseline, progressive (its scans are read in jpeg_start_decompress), CMYK.
+    static const struct {
+        const char *name;
+        int progressive;
+        wi_jpeg_color_model model;
+    } sources[] = {
+        {"decode baseline", 0, WI_JPEG_RGB},
+        {"decode progressive", 1, WI_JPEG_RGB},
+        {"decode CMYK", 0, WI_JPEG_CMYK},
+    };
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+        size_t length = 0;
+        uint8_t *data = encode_jpeg(photo, sources[i].progressive, sources[i].model, icc, icc_length, &length);
+        if (data == NULL) continue;
+        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK};
+        sweep(sources[i].name, run_jpeg_decode, &job, "stopped");
+
+        // The profile comes back whole.
+        wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, length);
+        CHECK(wi_jpeg_read_header(decoder) == WI_OK, "%s: no header", sources[i].name);
+        size_t icc_read = 0;
+        uint8_t *profile = wi_jpeg_icc_profile(decoder, &icc_read);
+        CHECK(profile != NULL && icc_read == icc_length && memcmp(profile, icc, icc_length) == 0,
+              "%s: the ICC profile did not come back", sources[i].name);
+        free(profile);
+        wi_jpeg_decoder_destroy(decoder);
+
+        // Cut short at several lengths: libjpeg warns and pads (a baseline file) or fails; either
+        // way nothing leaks. Corrupted bytes in the entropy data and in the header likewise.
+        for (size_t cut = 2; cut < length; cut = cut * 3 + 17) {
+            jpeg_decode_job truncated = job;
+            truncated.size = cut;
+            char ignored[WI_MESSAGE_CAPACITY];
+            (void)run_jpeg_decode(&truncated, NULL, 0, ignored);
+        }
+        uint8_t *damaged = malloc(length);
+        for (int trial = 0; trial < 40; trial++) {
+            memcpy(damaged, data, length);
+            for (int flips = 0; flips < 8; flips++) damaged[next_random() % length] ^= (uint8_t)(1 + next_random() % 255);
+            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk};
+            char ignored[WI_MESSAGE_CAPACITY];
+            (void)run_jpeg_decode(&broken, NULL, 0, ignored);
+        }
+        free(damaged);
+        // Not a JPEG at all.
+        static const uint8_t junk[] = "this is not a JPEG file at all";
+        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0};
+        char junk_message[WI_MESSAGE_CAPACITY];
+        CHECK(run_jpeg_decode(&not_jpeg, NULL, 0, junk_message) == WI_ERROR && junk_message[0] != 0,
+              "junk decoded as JPEG");
+        free(data);
+    }
+}
+
+// MARK: PNG
+
+typedef struct {
+    const image *source;
+    int keep_alpha, interlaced;
+    const uint8_t *icc, *exif;
+    size_t icc_length, exif_length;
+} png_encode_job;
+
+static wi_status run_png_encode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
+    png_encode_job *job = context;
+    uint8_t *out = (uint8_t *)0x1;
+    size_t size = 1;
+    wi_status status =
+        wi_png_encode(job->source->pixels, job->source->width, job->source->height, job->source->stride,
+                      job->keep_alpha, job->interlaced, 1, job->icc, job->icc_length, job->exif, job->exif_length,
+                      stop, budget_ns, &out, &size, message);
+    if (status == WI_OK) {
+        CHECK(out != NULL && size > 8 && memcmp(out, "\x89PNG", 4) == 0, "the encoded PNG has no signature");
+    } else {
+        CHECK(out == NULL && size == 0, "a failed PNG encode handed back output");
+    }
+    free(out);
+    return status;
+}
+
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    size_t chunk;         // bytes fed per call
+    size_t stop_after;    // feeds before the decoder is destroyed mid-way (0: never)
+    int external_buffer;  // decode into a caller's buffer of width × height × 4
+    uint64_t max_pixels;
+} png_decode_job;
+
+static wi_status run_png_decode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
+    png_decode_job *job = context;
+    wi_png_decoder *decoder = wi_png_decoder_create(job->max_pixels);
+    if (decoder == NULL) return WI_OUT_OF_MEMORY;
+    wi_png_decoder_set_limits(decoder, budget_ns, stop);
+    uint8_t *external = NULL;
+    if (job->external_buffer && job->size >= 24) {
+        uint32_t width = (uint32_t)job->data[16] << 24 | job->data[17] << 16 | job->data[18] << 8 | job->data[19];
+        uint32_t height = (uint32_t)job->data[20] << 24 | job->data[21] << 16 | job->data[22] << 8 | job->data[23];
+        size_t capacity = (size_t)width * height * 4;
+        if (capacity > 0 && capacity < (256u << 20)) {
+            external = malloc(capacity);
+            wi_png_decoder_use_buffer(decoder, external, capacity);
+        }
+    }
+    wi_status status = WI_OK;
+    size_t feeds = 0;
+    for (size_t offset = 0; status == WI_OK && offset < job->size; offset += job->chunk) {
+        if (job->stop_after != 0 && feeds == job->stop_after) break;
+        size_t count = job->size - offset < job->chunk ? job->size - offset : job->chunk;
+        status = wi_png_decoder_feed(decoder, job->data + offset, count);
+        feeds++;
+    }
+    wi_png_state state = wi_png_decoder_state(decoder);
+    if (status == WI_OK && job->stop_after == 0 && !state.finished) status = WI_ERROR;
+    size_t icc_length = 0;
+    (void)wi_png_decoder_icc_profile(decoder, &icc_length);
+    snprintf(message, WI_MESSAGE_CAPACITY, "%s", wi_png_decoder_message(decoder));
+    wi_png_decoder_destroy(decoder);
+    free(external);
+    return status;
+}
+
+static void test_png(const image *photo, const image *translucent, const uint8_t *icc, size_t icc_length) {
+    fprintf(stderr, "PNG\n");
+    uint8_t exif[300];
+    for (size_t i = 0; i < sizeof exif; i++) exif[i] = (uint8_t)i;
+    static const struct {
+        const char *name;
+        int alpha, interlaced;
+    } kinds[] = {
+        {"encode RGB", 0, 0},
+        {"encode RGBA", 1, 0},
+        {"encode RGBA interlaced", 1, 1},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        png_encode_job job = {kinds[i].alpha ? translucent : photo, kinds[i].alpha, kinds[i].interlaced, icc, exif,
+                              icc_length, sizeof exif};
+        sweep(kinds[i].name, run_png_encode, &job, "stopped");
+    }
+    char message[WI_MESSAGE_CAPACITY];
+    uint8_t *out = NULL;
+    size_t size = 0;
+    wi_status status = wi_png_encode(photo->pixels, 0, 10, photo->stride, 0, 0, 1, NULL, 0, NULL, 0, NULL, 0, &out,
+                                     &size, message);
+    CHECK(status == WI_ERROR && out == NULL && message[0] != 0, "a 0-wide PNG encoded (%d)", status);
+
+    for (int interlaced = 0; interlaced <= 1; interlaced++) {
+        uint8_t *data = NULL;
+        size_t length = 0;
+        status = wi_png_encode(translucent->pixels, translucent->width, translucent->height, translucent->stride, 1,
+                               interlaced, 1, icc, icc_length, NULL, 0, NULL, 0, &data, &length, message);
+        CHECK(status == WI_OK, "a PNG for the decoder tests failed: %s", message);
+        if (status != WI_OK) continue;
+        png_decode_job whole = {data, length, length, 0, 0, 0};
+        png_decode_job chunked = {data, length, 4093, 0, 1, 0};
+        sweep(interlaced ? "decode interlaced, in one feed" : "decode, in one feed", run_png_decode, &whole,
+              "stopped");
+        sweep(interlaced ? "decode interlaced, 4 KB feeds, own buffer" : "decode, 4 KB feeds, own buffer",
+              run_png_decode, &chunked, "stopped");
+        // Destroyed mid-way after every few feeds; truncated; damaged; over the pixel limit; a
+        // caller's buffer too small.
+        for (size_t after = 1; after * 4093 < length; after += 7) {
+            png_decode_job abandoned = {data, length, 4093, after, (int)(after & 1), 0};
+            CHECK(run_png_decode(&abandoned, NULL, 0, message) == WI_OK, "an abandoned PNG decode failed early: %s",
+                  message);
+        }
+        for (size_t cut = 8; cut < length; cut = cut * 3 + 11) {
+            png_decode_job truncated = {data, cut, 1000, 0, 0, 0};
+            CHECK(run_png_decode(&truncated, NULL, 0, message) != WI_OK, "a PNG cut at %zu decoded", cut);
+        }
+        uint8_t *damaged = malloc(length);
+        for (int trial = 0; trial < 40; trial++) {
+            memcpy(damaged, data, length);
+            for (int flips = 0; flips < 6; flips++) damaged[next_random() % length] ^= (uint8_t)(1 + next_random() % 255);
+            png_decode_job broken = {damaged, length, 777, 0, trial & 1, 0};
+            (void)run_png_decode(&broken, NULL, 0, message);
+        }
+        free(damaged);
+        png_decode_job limited = {data, length, length, 0, 0, 1000};
+        CHECK(run_png_decode(&limited, NULL, 0, message) == WI_LIMIT_EXCEEDED, "the pixel limit did not hold");
+        wi_png_decoder *small = wi_png_decoder_create(0);
+        uint8_t tiny[64];
+        wi_png_decoder_use_buffer(small, tiny, sizeof tiny);
+        CHECK(wi_png_decoder_feed(small, data, length) == WI_ERROR, "a PNG decoded into a 64-byte buffer");
+        wi_png_decoder_destroy(small);
+        free(data);
+    }
+}
+
+// MARK: TIFF
+
+typedef struct {
+    const image *source;
+    int keep_alpha;
+    uint8_t *encoded;
+    size_t encoded_size;
+} tiff_job;
+
+static wi_status run_tiff_encode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
+    tiff_job *job = context;
+    uint8_t *out = (uint8_t *)0x1;
+    size_t size = 1;
+    wi_status status = wi_tiff_encode(job->source->pixels, job->source->width, job->source->height,
+                                      job->source->stride, job->keep_alpha, stop, budget_ns, &out, &size, message);
+    if (status == WI_OK) {
+        free(job->encoded);
+        job->encoded = out;
+        job->encoded_size = size;
+    } else {
+        CHECK(out == NULL && size == 0, "a failed TIFF encode handed back output");
+    }
+    return status;
+}
+
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    uint64_t max_pixels;
+} tiff_decode_job;
+
+static wi_status run_tiff_decode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
+    tiff_decode_job *job = context;
+    uint32_t width = 0, height = 0;
+    uint8_t *rgba = NULL;
+    int has_alpha = 0;
+    wi_status status = wi_tiff_decode(job->data, job->size, job->max_pixels, stop, budget_ns, &width, &height, &rgba,
+                                      &has_alpha, message);
+    if (status != WI_OK) CHECK(rgba == NULL, "a failed TIFF decode handed back pixels");
+    free(rgba);
+    return status;
+}
+
+static void test_tiff(const image *photo, const image *translucent) {
+    fprintf(stderr, "TIFF\n");
+    tiff_job opaque = {photo, 0, NULL, 0};
+    tiff_job alpha = {translucent, 1, NULL, 0};
+    sweep("encode RGB", run_tiff_encode, &opaque, "stopped");
+    sweep("encode RGBA", run_tiff_encode, &alpha, "stopped");
+    tiff_decode_job decode = {alpha.encoded, alpha.encoded_size, UINT64_MAX};
+    sweep("decode RGBA", run_tiff_decode, &decode, "stopped");
+    char message[WI_MESSAGE_CAPACITY];
+    tiff_decode_job limited = {opaque.encoded, opaque.encoded_size, 1000};
+    CHECK(run_tiff_decode(&limited, NULL, 0, message) == WI_LIMIT_EXCEEDED, "the TIFF pixel limit did not hold");
+    for (size_t cut = 4; cut < opaque.encoded_size; cut = cut * 3 + 5) {
+        tiff_decode_job truncated = {opaque.encoded, cut, UINT64_MAX};
+        (void)run_tiff_decode(&truncated, NULL, 0, message);
+    }
+    uint8_t *damaged = malloc(opaque.encoded_size);
+    for (int trial = 0; trial < 30; trial++) {
+        memcpy(damaged, opaque.encoded, opaque.encoded_size);
+        for (int flips = 0; flips < 4; flips++) damaged[next_random() % 4096] ^= (uint8_t)(1 + next_random() % 255);
+        tiff_decode_job broken = {damaged, opaque.encoded_size, 4u << 20};
+        (void)run_tiff_decode(&broken, NULL, 0, message);
+    }
+    free(damaged);
+    uint8_t *out = NULL;
+    size_t size = 0;
+    CHECK(wi_tiff_encode(photo->pixels, 0, 0, photo->stride, 0, NULL, 0, &out, &size, message) != WI_OK || out != NULL,
+          "an empty TIFF encode");
+    free(out);
+    free(opaque.encoded);
+    free(alpha.encoded);
+}
+
+// MARK: Colour
+
+static void test_color(const uint8_t *p3, size_t p3_length) {
+    fprintf(stderr, "Colour\n");
+    char message[WI_MESSAGE_CAPACITY];
+    size_t count = 300001;  // odd, and not a multiple of any vector width
+    uint8_t *pixels = malloc(count * 4);
+    for (size_t i = 0; i < count * 4; i++) pixels[i] = (uint8_t)next_random();
+    wi_color_transform *transform = wi_color_transform_create(p3, p3_length, WI_PIXELS_RGBA, message);
+    CHECK(transform != NULL, "no transform from Display P3: %s", message);
+    if (transform != NULL) {
+        uint8_t alpha = pixels[3];
+        wi_color_transform_apply(transform, pixels, count);
+        CHECK(pixels[3] == alpha, "the transform changed alpha");
+        wi_color_transform_destroy(transform);
+    }
+    uint8_t *gray = NULL;
+    size_t gray_length = 0;
+    CHECK(wi_color_profile_create_gray(1.8, &gray, &gray_length) == WI_OK, "no gray profile");
+    transform = wi_color_transform_create(gray, gray_length, WI_PIXELS_GRAY_IN_RGBA, message);
+    CHECK(transform != NULL, "no gray transform: %s", message);
+    if (transform != NULL) wi_color_transform_apply(transform, pixels, count);
+    wi_color_transform_destroy(transform);
+    // Each way a profile can be refused: mismatched layout, too short, garbage, truncated.
+    CHECK(wi_color_transform_create(p3, p3_length, WI_PIXELS_CMYK, message) == NULL && message[0] != 0,
+          "an RGB profile made a CMYK transform");
+    CHECK(wi_color_transform_create(gray, gray_length, WI_PIXELS_RGBA, message) == NULL, "gray profile for RGBA");
+    CHECK(wi_color_transform_create(p3, 100, WI_PIXELS_RGBA, message) == NULL, "a 100-byte profile");
+    CHECK(wi_color_transform_create(NULL, 0, WI_PIXELS_RGBA, message) == NULL, "no profile");
+    uint8_t *garbage = malloc(p3_length);
+    for (size_t i = 0; i < p3_length; i++) garbage[i] = (uint8_t)next_random();
+    CHECK(wi_color_transform_create(garbage, p3_length, WI_PIXELS_RGBA, message) == NULL, "a garbage profile");
+    int is_srgb = 1;
+    CHECK(wi_color_profile_inspect(garbage, p3_length, &is_srgb) == WI_PROFILE_UNREADABLE && is_srgb == 0,
+          "garbage inspected as a profile");
+    for (size_t cut = 128; cut < p3_length; cut += 37) {
+        wi_color_transform_destroy(wi_color_transform_create(p3, cut, WI_PIXELS_RGBA, message));
+        (void)wi_color_profile_inspect(p3, cut, &is_srgb);
+    }
+    uint8_t *damaged = malloc(p3_length);
+    for (int trial = 0; trial < 200; trial++) {
+        memcpy(damaged, p3, p3_length);
+        for (int flips = 0; flips < 3; flips++) damaged[next_random() % p3_length] ^= (uint8_t)(1 + next_random() % 255);
+        wi_color_transform *attempt = wi_color_transform_create(damaged, p3_length, WI_PIXELS_RGBA, message);
+        if (attempt != NULL) wi_color_transform_apply(attempt, pixels, 1000);
+        wi_color_transform_destroy(attempt);
+    }
+    wi_color_transform_destroy(NULL);
+    free(damaged);
+    free(garbage);
+    free(gray);
+    free(pixels);
+}
+
+// MARK: Resampling loops
+
+static void test_resample(void) {
+    fprintf(stderr, "Resample\n");
+    for (int trial = 0; trial < 200; trial++) {
+        size_t in_width = 1 + next_random() % 300;
+        size_t out_width = 1 + next_random() % 300;
+        size_t taps = 1 + next_random() % 12;
+        if (taps > in_width) taps = in_width;
+        // Exactly sized buffers: an over-read or over-write is an ASan report.
+        uint8_t *in = malloc(in_width * 4);
+        for (size_t i = 0; i < in_width * 4; i++) in[i] = (uint8_t)next_random();
+        intptr_t *starts = malloc(out_width * sizeof *starts);
+        intptr_t *counts = malloc(out_width * sizeof *counts);
+        int16_t *weights = malloc(out_width * taps * sizeof *weights);
+        for (size_t x = 0; x < out_width; x++) {
+            counts[x] = (intptr_t)(1 + next_random() % taps);
+            starts[x] = (intptr_t)(next_random() % (in_width - (size_t)counts[x] + 1));
+            int sum = 0;
+            for (intptr_t k = 0; k < counts[x]; k++) {
+                int weight = (int)(next_random() % 6000) - 1000;
+                if (k == counts[x] - 1) weight = (1 << WI_RESAMPLE_BITS) - sum;
+                weights[x * taps + (size_t)k] = (int16_t)weight;
+                sum += weight;
+            }
+        }
+        int16_t *row = malloc(out_width * 4 * sizeof *row);
+        int16_t *reference = malloc(out_width * 4 * sizeof *reference);
+        wi_resample_row(in, row, out_width, starts, counts, weights, taps);
+        wi_resample_row_reference(in, reference, out_width, starts, counts, weights, taps);
+        CHECK(memcmp(row, reference, out_width * 4 * sizeof *row) == 0, "the row loops differ (trial %d)", trial);
+
+        size_t values = out_width * 4;
+        int16_t **rows = malloc(taps * sizeof *rows);
+        int16_t *column_weights = malloc(taps * sizeof *column_weights);
+        int sum = 0;
+        for (size_t k = 0; k < taps; k++) {
+            rows[k] = malloc(values * sizeof **rows);
+            for (size_t i = 0; i < values; i++) rows[k][i] = (int16_t)((int)(next_random() % (300 << 6)) - (20 << 6));
+            int weight = k == taps - 1 ? (1 << WI_RESAMPLE_BITS) - sum : (int)(next_random() % 5000) - 800;
+            column_weights[k] = (int16_t)weight;
+            sum += weight;
+        }
+        uint8_t *column = malloc(values);
+        uint8_t *column_reference = malloc(values);
+        wi_resample_column((const int16_t *const *)rows, column_weights, taps, column, values);
+        wi_resample_column_reference((const int16_t *const *)rows, column_weights, taps, column_reference, values);
+        CHECK(memcmp(column, column_reference, values) == 0, "the column loops differ (trial %d)", trial);
+
+        float *floats = malloc(values * sizeof *floats);
+        for (size_t i = 0; i < values; i++) floats[i] = (float)((int)(next_random() % 4000) - 1000) / 7.0f;
+        if (values > 2) floats[1] = 0.0f / 0.0f;  // NaN becomes 0
+        wi_floats_to_bytes(floats, column, values);
+        if (values > 2) CHECK(column[1] == 0, "NaN did not become 0");
+
+        for (size_t k = 0; k < taps; k++) free(rows[k]);
+        free(floats);
+        free(column_reference);
+        free(column);
+        free(column_weights);
+        free(rows);
+        free(reference);
+        free(row);
+        free(weights);
+        free(counts);
+        free(starts);
+        free(in);
+    }
+}
+
+int main(void) {
+    // Display P3: the profile every phone photo carries, made by lcms.
+    const double p3_primaries[8] = {0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.3127, 0.3290};
+    const double srgb_curve[5] = {2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045};
+    uint8_t *p3 = NULL;
+    size_t p3_length = 0;
+    if (wi_color_profile_create_rgb(p3_primaries, srgb_curve, &p3, &p3_length) != WI_OK) {
+        fprintf(stderr, "cannot make a Display P3 profile\n");
+        return 1;
+    }
+    image photo = make_image(1024, 768, 0);
+    image translucent = make_image(640, 480, 1);
+    test_jpeg(&photo, p3, p3_length);
+    test_png(&photo, &translucent, p3, p3_length);
+    test_tiff(&photo, &translucent);
+    test_color(p3, p3_length);
+    test_resample();
+    free(translucent.pixels);
+    free(photo.pixels);
+    free(p3);
+    fprintf(stderr, "%d checks, %d failed\n", checks_run, failures);
+    return failures == 0 ? 0 : 1;
+}
