@@ -78,4 +78,36 @@ struct CodingCancellationTests {
         #expect(bitmap.resized(to: PixelSize(width: 30, height: 20), cancellation: cancellation) == nil)
         #expect(cancellation == cancellation && cancellation != CodingCancellation())
     }
+
+    static func decoding(_ cancellation: CodingCancellation) -> ImageDecodingOptions {
+        var options = ImageDecodingOptions()
+        options.cancellation = cancellation
+        return options
+    }
+
+    @Test(
+        "A JPEG or PNG decode stops at each of its row checks once its cancellation is raised",
+        arguments: [ImageFormat.jpeg, .png]
+    )
+    func decodesStopBetweenRows(format: ImageFormat) throws {
+        var encoding = ImageEncodingOptions(quality: 0.9)
+        encoding.progressive = true  // a progressive JPEG, an interlaced PNG: their longest paths
+        let data = try ImageCodersManager.shared.encode(Self.picture, as: format, options: encoding)
+        let counter = CodingCancellation()
+        counter.cancel(afterChecks: .max)
+        let whole = try ImageCodersManager.shared.decode(data, options: Self.decoding(counter))
+        let checks = counter.checksMade
+        #expect(checks > 10, "\(format) decodes with \(checks) checks")
+        for check in stride(from: 1, through: checks, by: max(1, checks / 40)) {
+            let cancellation = CodingCancellation()
+            cancellation.cancel(afterChecks: check)
+            do {
+                _ = try ImageCodersManager.shared.decode(data, options: Self.decoding(cancellation))
+                Issue.record("\(format): stopped at check \(check) of \(checks), it decoded anyway")
+            } catch {
+                #expect(error.code == "limitExceeded" && "\(error)".contains("stopped"), "\(error)")
+            }
+        }
+        #expect(try ImageCodersManager.shared.decode(data).bitmap == whole.bitmap)
+    }
 }

@@ -42,6 +42,7 @@ struct AVIFEncoding {
             let milliseconds = UInt64(max(1, (frame.duration * 1000).rounded()))
             try Self.check(avifEncoderAddImage(encoder, planes, milliseconds, flags), "cannot encode a frame")
         }
+        try deadline.check(.avif, "encoding")  // libavif 0.11 cannot be stopped inside a frame
         var output = avifRWData(data: nil, size: 0)
         defer { avifRWDataFree(&output) }
         try Self.check(avifEncoderFinish(encoder, &output), "cannot finish the file")

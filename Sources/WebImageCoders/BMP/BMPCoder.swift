@@ -31,7 +31,8 @@ public struct BMPCoder: ImageCoding {
     public func canEncode(_ format: ImageFormat) -> Bool { format == .bmp }
 
     /// The first frame, bottom-up: 24 bits per pixel, or 32 with alpha when the image has any
-    /// transparency. `options` are not used (BMP has no quality).
+    /// transparency. Of `options`, only the cancellation and time limit are read (BMP has no
+    /// quality); either stops the encode before it starts.
     public func encode(
         _ image: DecodedImage,
         as format: ImageFormat,
@@ -40,6 +41,8 @@ public struct BMPCoder: ImageCoding {
         -> Data
     {
         guard format == .bmp else { throw .unsupportedFormat(format) }
+        // One pass of copies: a cancellation is honoured before it, not inside.
+        try CodingDeadline(options).check(.bmp, "encoding")
         return Self.bitmapFile(image.bitmap)
     }
 

@@ -28,7 +28,7 @@ struct ColorQuantizer {
         var palette: [RGBA]
         var lookup: (UInt32) -> UInt8
         if histogram.count <= colorBudget {
-            let colors = Array(histogram.keys)
+            let colors = histogram.keys.sorted()
             var indexOf: [UInt32: UInt8] = [:]
             for (index, color) in colors.enumerated() { indexOf[color] = UInt8(index) }
             palette = colors.map(Self.rgba)
@@ -87,30 +87,43 @@ struct ColorQuantizer {
     }
 
     /// Splits the colour box with the widest channel at its weighted median until there are
-    /// `colors` boxes, then averages each box.
+    /// `colors` boxes, then averages each box. Colours start in key order (not the histogram's
+    /// hash order), so the same image always gets the same palette; each box's widest channel is
+    /// measured once, when the box is made.
     private static func medianCut(_ histogram: [UInt32: Int], colors: Int) -> [RGBA] {
         typealias Entry = (color: RGBA, count: Int)
-        var boxes: [[Entry]] = [histogram.map { (rgba($0.key), $0.value) }]
-        func channel(_ color: RGBA, _ channel: Int) -> Int {
-            channel == 0 ? Int(color.r) : channel == 1 ? Int(color.g) : Int(color.b)
-        }
-        func widest(_ box: [Entry]) -> (channel: Int, range: Int) {
-            var best = (channel: 0, range: -1)
-            for c in 0..<3 {
-                let values = box.map { channel($0.color, c) }
-                let range = (values.max() ?? 0) - (values.min() ?? 0)
-                if range > best.range { best = (c, range) }
+        struct Box {
+            var entries: ArraySlice<Entry>
+            var channel = 0
+            var range = -1
+
+            init(_ entries: ArraySlice<Entry>) {
+                self.entries = entries
+                for c in 0..<3 {
+                    var low = 255
+                    var high = 0
+                    for entry in entries {
+                        let value = ColorQuantizer.channel(entry.color, c)
+                        low = min(low, value)
+                        high = max(high, value)
+                    }
+                    if high - low > range { (channel, range) = (c, high - low) }
+                }
             }
-            return best
         }
+        let sortedKeys = histogram.keys.sorted()
+        var boxes = [Box(ArraySlice(sortedKeys.map { (rgba($0), histogram[$0]!) }))]
         while boxes.count < colors {
-            guard
-                let (index, split) = boxes.enumerated()
-                    .filter({ $0.element.count > 1 })
-                    .map({ ($0.offset, widest($0.element)) })
-                    .max(by: { $0.1.range < $1.1.range }), split.range > 0
-            else { break }
-            let sorted = boxes[index].sorted { channel($0.color, split.channel) < channel($1.color, split.channel) }
+            var chosen: Int?
+            for (index, box) in boxes.enumerated() where box.entries.count > 1 && box.range > 0 {
+                if chosen.map({ box.range > boxes[$0].range }) ?? true { chosen = index }
+            }
+            guard let index = chosen else { break }
+            let split = boxes[index].channel
+            let sorted = boxes[index].entries.sorted {
+                let (a, b) = (channel($0.color, split), channel($1.color, split))
+                return a != b ? a < b : key($0.color) < key($1.color)
+            }
             let total = sorted.reduce(0) { $0 + $1.count }
             var running = 0
             var cut = 1
@@ -121,13 +134,23 @@ struct ColorQuantizer {
                     break
                 }
             }
-            boxes[index] = Array(sorted[..<cut])
-            boxes.append(Array(sorted[cut...]))
+            boxes[index] = Box(sorted[..<cut])
+            boxes.append(Box(sorted[cut...]))
         }
         return boxes.map { box in
-            let total = max(1, box.reduce(0) { $0 + $1.count })
-            func average(_ c: Int) -> UInt8 { UInt8(box.reduce(0) { $0 + channel($1.color, c) * $1.count } / total) }
+            let total = max(1, box.entries.reduce(0) { $0 + $1.count })
+            func average(_ c: Int) -> UInt8 {
+                UInt8(box.entries.reduce(0) { $0 + channel($1.color, c) * $1.count } / total)
+            }
             return RGBA(r: average(0), g: average(1), b: average(2))
         }
+    }
+
+    private static func channel(_ color: RGBA, _ channel: Int) -> Int {
+        channel == 0 ? Int(color.r) : channel == 1 ? Int(color.g) : Int(color.b)
+    }
+
+    private static func key(_ color: RGBA) -> UInt32 {
+        UInt32(color.r) << 16 | UInt32(color.g) << 8 | UInt32(color.b)
     }
 }

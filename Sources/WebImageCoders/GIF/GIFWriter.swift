@@ -67,8 +67,10 @@ struct GIFWriter {
             guard EGifPutImageDesc(gif, 0, 0, Int32(width), Int32(height), false, map) == GIF_OK else {
                 throw Self.failure(gif.pointee.Error)
             }
+            try deadline.check(.gif, "encoding")  // quantising took a while
             var indices = result.indices
             for row in 0..<height {
+                if row % 64 == 63 { try deadline.check(.gif, "encoding") }
                 let status = indices.withUnsafeMutableBufferPointer {
                     EGifPutLine(gif, $0.baseAddress! + row * width, Int32(width))
                 }
