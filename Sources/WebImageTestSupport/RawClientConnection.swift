@@ -68,6 +68,19 @@ public final class RawClientConnection: Sendable {
         if open { Glibc.close(descriptor) }
     }
 
+    /// Closes the socket with a reset (RST, as a client killed mid-request leaves it) instead of
+    /// an orderly end of stream.
+    public func reset() {
+        let open = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard open else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.close(descriptor)
+    }
+
     private func drain() {
         state.withLock { state in
             guard !state.closed, !state.closedByPeer else { return }
