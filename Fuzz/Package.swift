@@ -16,7 +16,9 @@ let package = Package(
             dependencies: [
                 "FuzzSupport",
                 .product(name: "WebImage", package: "swift-web-image"),
+                .product(name: "WebImageCoders", package: "swift-web-image"),
                 .product(name: "WebImageHTTP", package: "swift-web-image"),
+                .product(name: "WebImageServer", package: "swift-web-image"),
                 .product(name: "WebImageTestEncoders", package: "swift-web-image"),
             ],
             path: "Sources/WebImageFuzz"

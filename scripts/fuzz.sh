@@ -4,7 +4,9 @@
 #   scripts/fuzz.sh TARGET [libFuzzer flags]   e.g. scripts/fuzz.sh jpeg -max_total_time=600
 #   scripts/fuzz.sh --all [libFuzzer flags]    every target in turn (CI: scripts/fuzz.sh --all -runs=3000)
 #
-# Targets: sniff (format and header) decode jpeg png gif webp avif heic jxl thumbnail progressive disk-entry http.
+# Targets: sniff (format and header) decode jpeg png gif webp avif heic jxl bmp ico tiff thumbnail progressive
+# disk-entry http, proxy-path (request paths and options) and render (options and a format applied to
+# a generated image, stopped at a check the input picks).
 # Seeds come from our own encoders, plus the images of $WEBIMAGE_CORPUS when it is set. Inputs
 # that grow coverage collect in .build/fuzz/corpus/TARGET; a crash leaves its input in
 # .build/fuzz/crashes/ and fails the run (then add it as a regression test).
@@ -30,7 +32,7 @@ if [ -n "${WEBIMAGE_CORPUS:-}" ] && [ -d "$WEBIMAGE_CORPUS" ]; then
         -size -512k -exec cp {} "$work/seeds/" \;
 fi
 
-all_targets="sniff decode jpeg png gif webp avif heic jxl bmp ico tiff thumbnail progressive disk-entry http"
+all_targets="sniff decode jpeg png gif webp avif heic jxl bmp ico tiff thumbnail progressive disk-entry http proxy-path render"
 target=$1
 shift
 if [ "$target" = "--all" ]; then targets=$all_targets; else targets=$target; fi

@@ -21,13 +21,13 @@ public final class CodingCancellation: Sendable, Hashable {
     /// Whether ``cancel()`` was called.
     public var isCancelled: Bool { wi_stop_requested(flag) != 0 }
 
-    /// Test hook: the flag raises itself at the `checks`-th check the work makes from now (1:
-    /// the first), so a test can stop an encode at each of its check points in turn. `Int.max`
-    /// only counts (``checksMade``); 0 disarms it.
-    package func cancel(afterChecks checks: Int) { wi_stop_request_after(flag, Int64(checks)) }
+    /// For tests and fuzzing (`@_spi(Testing) import WebImageCoders`): the flag raises itself at
+    /// the `checks`-th check the work makes from now (1: the first), so a test can stop an encode
+    /// at each of its check points in turn. `Int.max` only counts (`checksMade`); 0 disarms it.
+    @_spi(Testing) public func cancel(afterChecks checks: Int) { wi_stop_request_after(flag, Int64(checks)) }
 
-    /// The checks made since ``cancel(afterChecks:)`` armed the flag.
-    package var checksMade: Int { Int(wi_stop_checks(flag)) }
+    /// For tests: the checks made since `cancel(afterChecks:)` armed the flag.
+    @_spi(Testing) public var checksMade: Int { Int(wi_stop_checks(flag)) }
 
     public static func == (lhs: CodingCancellation, rhs: CodingCancellation) -> Bool { lhs === rhs }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import WebImageCoders
+@_spi(Testing) import WebImageCoders
 import WebImageTestSupport
 
 /// Long work stops when asked: the encoders and the resampler check a ``CodingCancellation``

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-import WebImageCoders
+@_spi(Testing) import WebImageCoders
 import WebImageTestSupport
 
 @testable import WebImageServer

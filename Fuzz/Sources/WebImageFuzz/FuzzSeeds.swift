@@ -62,6 +62,26 @@ enum FuzzSeeds {
             ),
             "url.txt"
         )
+        // Request paths (proxy-path) and render requests: a format byte, a stop byte, options.
+        let paths = [
+            "/sig/rs:fill:300:200:1/g:sm/q:70/plain/https://example.com/a%20b.jpg@webp",
+            "/insecure/w:200/h:100/dpr:2/aHR0cHM6Ly9leGFtcGxlLmNvbS9hLmpwZw/cGF0aA.png",
+            "/info/_/plain/local:///photos/a.png",
+            "/_/pr:thumb/loop/c:50:40:nowe:5:5/ex:1:ce/pd:1:2:3:4/plain/s3://bucket/key.jpg@avif",
+            "/_/t:10:FF00FF:1:1/bg:10:20:30/bl:2/sh:0.5/rot:270/ar:0/f:tiff/cb:x/plain/http://h/i.gif",
+        ]
+        for (number, path) in paths.enumerated() { try save(Data(path.utf8), "path-\(number).txt") }
+        let renders: [(UInt8, UInt8, String)] = [
+            (0, 0, "rs:fill:120:80/g:ce/q:55"),
+            (1, 3, "rs:fit:200:0/el:1/pd:4:8/bg:ff0000"),
+            (2, 9, "c:50:40:sm/bl:2/sh:1/rot:90/ex:1/w:64/h:64"),
+            (3, 1, "t:10/anim/rs:auto:40:40/ar:1"),
+            (4, 17, "zoom:1.5/dpr:2/mw:10/mh:10/ex:1:no:4:4/anim"),
+            (5, 40, "rs:force:300:10/q:95"),
+        ]
+        for (number, (format, stop, options)) in renders.enumerated() {
+            try save(Data([format, stop]) + Data(options.utf8), "render-\(number).bin")
+        }
         let entryFolder = folder.appendingPathComponent(".entry")
         let cache = DiskCache(directory: entryFolder)
         try cache.store(

@@ -38,6 +38,8 @@ enum FuzzTargets {
         "progressive": progressive,
         "disk-entry": diskEntry,
         "http": http,
+        "proxy-path": ProxyFuzzTargets.path,
+        "render": ProxyFuzzTargets.render,
     ]
 
     /// Thumbnail decodes: the box size comes from the input's first bytes.
