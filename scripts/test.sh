@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs every check: bootstrap -> C shims under ASan/UBSan -> format lint -> build (warnings are
-# errors) -> tests -> docs -> short fuzzing -> stress tests under ThreadSanitizer. Set
-# WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks (and fuzz seeds).
+# Sets up a fresh machine and runs every check: bootstrap -> C shims under ASan/UBSan -> format
+# lint -> build (warnings are errors) -> tests -> docs -> short fuzzing -> stress tests under
+# ThreadSanitizer. Set WEBIMAGE_CORPUS to a corpus folder to include its MANIFEST.tsv checks (and
+# fuzz seeds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
