@@ -110,7 +110,9 @@ struct ServeHangUpTests {
             source.remove()
             cache.remove()
         }
-        let server = try await Self.start(source: source, cache: cache)
+        // A deadline far off: this test is about hang-ups, and a busy machine may take the default
+        // 10 s for an AVIF encode in a debug build.
+        let server = try await Self.start(source: source, cache: cache, extra: ["--processing-timeout", "120"])
         defer { if server.process.isRunning { _ = server.stop() } }
         try await Self.withSession { session in try await Self.hangUps(on: server, session: session) }
     }
