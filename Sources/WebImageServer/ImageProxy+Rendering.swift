@@ -44,13 +44,7 @@ extension ImageProxy {
         // cooperative pool is, and its reason (504) answers whatever the stopped work throws.
         // A timer source, unlike `asyncAfter`, lets go of its handler (and the outcome) as soon
         // as it is cancelled, instead of holding both until the timeout would have passed.
-        let deadline = DispatchSource.makeTimerSource(queue: .global())
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds =
-            seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000
-        deadline.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
-        deadline.setEventHandler { outcome.stop(.processingTimedOut(timeout)) }
-        deadline.activate()
+        let deadline = DispatchSource.oneShot(after: timeout) { outcome.stop(.processingTimedOut(timeout)) }
         defer { deadline.cancel() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

@@ -61,21 +61,21 @@ public final class RawClientConnection: Sendable {
 
     /// Closes the socket (once).
     public func close() {
-        let open = state.withLock { state -> Bool in
+        if claimClose() { Glibc.close(descriptor) }
+    }
+
+    /// Marks the connection closed; `true` for the one caller that must close the descriptor.
+    private func claimClose() -> Bool {
+        state.withLock { state -> Bool in
             defer { state.closed = true }
             return !state.closed
         }
-        if open { Glibc.close(descriptor) }
     }
 
     /// Closes the socket with a reset (RST, as a client killed mid-request leaves it) instead of
     /// an orderly end of stream.
     public func reset() {
-        let open = state.withLock { state -> Bool in
-            defer { state.closed = true }
-            return !state.closed
-        }
-        guard open else { return }
+        guard claimClose() else { return }
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
         Glibc.close(descriptor)

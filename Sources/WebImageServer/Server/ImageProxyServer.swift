@@ -273,17 +273,8 @@ private struct ShutdownDrain: Service {
         let delay = gracePeriod - min(.seconds(1), gracePeriod / 4)
         // Not structured on purpose: the group waits for this service to end before it stops the
         // listener, and the drain must happen later, while requests are still in flight. A
-        // dispatch timer, not a sleeping task: it fires on time however busy the cooperative pool
-        // is (a task's sleep came back after the grace period had run out on a loaded machine).
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds =
-            seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds))))
-        timer.setEventHandler { [proxy] in
-            proxy.beginDraining()
-            timer.cancel()  // fires once; cancelling also releases the handler and with it the timer
-        }
-        timer.activate()
+        // dispatch timer, not a sleeping task: a task's sleep came back after the grace period
+        // had run out on a loaded machine.
+        _ = DispatchSource.oneShot(after: delay) { [proxy] in proxy.beginDraining() }
     }
 }
