@@ -39,6 +39,9 @@ public struct ImageContext: Sendable {
     /// (``ImageDownloader/Configuration/retryStrategy``). A load with one shares its network
     /// load with no other. Default `nil`.
     public var retryStrategy: (any ImageRetryStrategy)?
+    /// How long one decode of this load may take before it fails with `limitExceeded`
+    /// (``ImageDecodingOptions/maxDecodeDuration``); `nil`: no limit. Default 10 seconds.
+    public var maxDecodeDuration: Duration? = .seconds(10)
     /// The cached copy the caller already has (`refreshCached`): its validators make the request
     /// conditional, and with `ignoreCachedResponse` identical data ends as `cacheNotModified`.
     public var cachedResponse: CachedResponse?
@@ -83,6 +86,7 @@ public struct ImageContext: Sendable {
             thumbnailPixelSize: thumbnailPixelSize,
             scaleDownLimitBytes: options.contains(.scaleDownLargeImages) ? scaleDownLimitBytes : nil,
             firstFrameOnly: options.contains(.decodeFirstFrameOnly),
+            maxDecodeDuration: maxDecodeDuration,
             colorPolicy: colorPolicy
         )
     }

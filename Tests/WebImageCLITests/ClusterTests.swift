@@ -38,6 +38,8 @@ struct ClusterTests {
                     "up", "--detach", "--dir", folder.url.path, "--nodes", "3", "--port", "0",
                     "--webimage", CLIRunner.executable.path, "--fail-timeout", "2", "--",
                     "--allow-loopback", "--workers", "2", "--grace", "1",
+                    // Behaviour, not speed: no node may time out on a busy machine.
+                    "--download-timeout", "60", "--processing-timeout", "120",
                 ] + serveOptions,
                 environment: ["WEBIMAGE_KEY": keyHex, "WEBIMAGE_SALT": saltHex],
                 program: script

@@ -188,18 +188,36 @@ struct InfoCommandTests {
 
     // Before, this took 26 s and 927 MB (debug build): the resize's pre-reduction factor was 0
     // for an extreme aspect ratio, so Lanczos ran millions of taps per output pixel.
-    @Test("A thumbnail of a 1×20,000,000 PNG takes memory for its pixels only", .timeLimit(.minutes(1)))
+    @Test("A thumbnail of a 1×20,000,000 PNG takes memory for its pixels only", .timeLimit(.minutes(5)))
     func extremeAspectRatioThumbnail() async throws {
         defer { directory.remove() }
         let tall = try write(BlankPNG.make(width: 1, height: 20_000_000), "tall.png")
         let result = try await CLIRunner.runDetached(
-            ["fetch", "--json", "--no-disk-cache", "--thumbnail", "64x64", URL(fileURLWithPath: tall).absoluteString],
+            // Memory is the point, not time: a debug build on a busy machine needs more than 10 s.
+            [
+                "fetch", "--json", "--no-disk-cache", "--decode-timeout", "300", "--thumbnail", "64x64",
+                URL(fileURLWithPath: tall).absoluteString,
+            ],
             addressSpaceLimitKiB: 800_000  // the old code needed 927 MB resident; threads reserve 64 MB malloc arenas
         )
         #expect(result.status == 0, "\(result.stderr)")
         let line = try #require(try result.jsonLines().first)
         #expect(line["ok"] as? Bool == true)
         #expect(line["width"] as? Int == 1 && line["height"] as? Int == 64)
+    }
+
+    @Test("--decode-timeout: a decode past it is a decode failure (exit 9) that says so")
+    func decodeTimeout() async throws {
+        defer { directory.remove() }
+        // Two million rows: far more than a millisecond's work on any machine.
+        let tall = try write(BlankPNG.make(width: 1, height: 2_000_000), "tall.png")
+        let result = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--decode-timeout", "0.001", URL(fileURLWithPath: tall).absoluteString,
+        ])
+        #expect(result.status == 9, "\(result.stderr)")
+        let line = try #require(try result.jsonLines().first)
+        let message = (line["error"] as? [String: Any])?["message"] as? String ?? ""
+        #expect(line["ok"] as? Bool == false && message.contains("took longer than"), "\(line)")
     }
 
     @Test("Folders and FIFOs are refused without waiting", .timeLimit(.minutes(1)))

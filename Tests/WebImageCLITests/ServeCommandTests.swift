@@ -31,6 +31,13 @@ struct ServeCommandTests {
         ) async throws
             -> RunningServer
         {
+            // Tests check behaviour, not speed: a debug build on a busy machine must not reach
+            // the download or processing timeout (tests of a timeout pass their own).
+            var arguments = arguments
+            for (flag, seconds) in [("--download-timeout", "60"), ("--processing-timeout", "120")]
+            where !arguments.contains(flag) {
+                arguments += [flag, seconds]
+            }
             let process = Process()
             if !environment.isEmpty {
                 process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

@@ -63,8 +63,9 @@ struct ImageProxyServerTests {
         var configuration = ImageProxyConfiguration(signer: signer)
         configuration.sourcePolicy.allowsLoopback = true
         // Tests check behaviour, not speed: a debug build on a busy 2-core machine must not hit
-        // the processing timeout (tests of the timeout set their own).
+        // the processing or download timeout (tests of a timeout set their own).
         configuration.processingTimeout = .seconds(120)
+        configuration.downloadTimeout = .seconds(60)
         configure(&configuration)
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder.url)

@@ -257,7 +257,7 @@ private final class PortCollector: Sendable {
 }
 
 /// The last service of the group, so the first told of a graceful shutdown: it schedules the
-/// proxy's drain shortly before the grace period ends (a quarter of it, at most 1 s, before),
+/// proxy's drain shortly before the grace period ends (``drainLead(gracePeriod:)`` before),
 /// then returns so the proxy's listener can stop. Requests still queued then get 503 instead of a
 /// closed connection when the group cancels what is left.
 private struct ShutdownDrain: Service {
@@ -270,11 +270,18 @@ private struct ShutdownDrain: Service {
         } catch {
             return  // cancelled without a graceful shutdown: nothing to drain
         }
-        let delay = gracePeriod - min(.seconds(1), gracePeriod / 4)
+        let delay = gracePeriod - Self.drainLead(gracePeriod: gracePeriod)
         // Not structured on purpose: the group waits for this service to end before it stops the
         // listener, and the drain must happen later, while requests are still in flight. A
         // dispatch timer, not a sleeping task: a task's sleep came back after the grace period
         // had run out on a loaded machine.
         _ = DispatchSource.oneShot(after: delay) { [proxy] in proxy.beginDraining() }
+    }
+
+    /// How long before the grace period ends the queue is answered 503: a quarter of it, at most
+    /// 3 s. The answers need the cooperative pool and the event loop before the group cancels
+    /// what is left; on a busy machine a lead of 1 s was not always enough.
+    static func drainLead(gracePeriod: Duration) -> Duration {
+        min(.seconds(3), gracePeriod / 4)
     }
 }

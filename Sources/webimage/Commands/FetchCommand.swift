@@ -335,6 +335,7 @@ struct FetchCommand: AsyncParsableCommand {
         )
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
+        context.maxDecodeDuration = .seconds(loading.decodeTimeout)
         context.transformer = transformer
         let colorPolicy = color.flatMap { ColorPolicy(rawValue: $0.lowercased()) }
         context.colorPolicy = colorPolicy ?? .convertToSRGB

@@ -33,6 +33,13 @@ struct LoadingOptions: ParsableArguments {
     var timeout: Double = 15
 
     @Option(
+        name: .customLong("decode-timeout"),
+        help: "How long one image's decode may take, e.g. 10s (default 10 seconds; over it, a decode failure).",
+        transform: Units.positiveSeconds
+    )
+    var decodeTimeout: Double = 10
+
+    @Option(
         name: .customLong("max-download-size"),
         help: "Largest download accepted, e.g. 20M or 1G (default 128M; 0: no limit).",
         transform: Units.bytes

@@ -47,11 +47,14 @@ struct PrefetchCommand: AsyncParsableCommand {
         prefetcher.maxConcurrentPrefetchCount = concurrency
         var options = loading.imageOptions
         options.insert(.lowPriority)
+        var context = ImageContext()
+        context.maxDecodeDuration = .seconds(loading.decodeTimeout)
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
         let (counts, failures) = await withCheckedContinuation { continuation in
             let token = prefetcher.prefetchURLs(
                 inputs.map { $0.isEmpty ? nil : URL(string: $0) },
                 options: options,
+                context: context,
                 progress: { _, _ in bar.advance() }
             )
             token.onEnd { continuation.resume(returning: ($0, token.failures)) }
