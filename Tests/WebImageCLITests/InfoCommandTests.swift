@@ -212,7 +212,8 @@ struct InfoCommandTests {
         // Two million rows: far more than a millisecond's work on any machine.
         let tall = try write(BlankPNG.make(width: 1, height: 2_000_000), "tall.png")
         let result = try await CLIRunner.runDetached([
-            "fetch", "--json", "--no-disk-cache", "--decode-timeout", "0.001", URL(fileURLWithPath: tall).absoluteString,
+            "fetch", "--json", "--no-disk-cache", "--decode-timeout", "0.001",
+            URL(fileURLWithPath: tall).absoluteString,
         ])
         #expect(result.status == 9, "\(result.stderr)")
         let line = try #require(try result.jsonLines().first)
