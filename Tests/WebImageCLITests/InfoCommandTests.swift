@@ -19,7 +19,7 @@ struct InfoCommandTests {
     }
 
     @Test("JSON lines describe each image, in input order, exit 0")
-    func describesImages() throws {
+    func describesImages() async throws {
         defer { directory.remove() }
         let jpeg = try write(
             JPEGCoder().encode(
@@ -41,7 +41,7 @@ struct InfoCommandTests {
             format: .gif
         )
         let gif = try write(GIFCoder().encode(animation, as: .gif, options: .init()), "anim.gif")
-        let result = try CLIRunner.run(["info", "--json", jpeg, gif])
+        let result = try await CLIRunner.runDetached(["info", "--json", jpeg, gif])
         #expect(result.status == 0)
         #expect(result.stderr.isEmpty)
         let lines = try result.jsonLines()
@@ -62,7 +62,7 @@ struct InfoCommandTests {
     }
 
     @Test("A failing input is reported in place and the exit status is 1")
-    func failures() throws {
+    func failures() async throws {
         defer { directory.remove() }
         let good = try write(
             PNGCoder().encode(
@@ -74,7 +74,7 @@ struct InfoCommandTests {
         )
         let text = try write(Data("not an image".utf8), "notes.png")
         let missing = directory.file("missing.webp").path
-        let result = try CLIRunner.run(["info", "--json", text, good, missing])
+        let result = try await CLIRunner.runDetached(["info", "--json", text, good, missing])
         #expect(result.status == 1)
         let lines = try result.jsonLines()
         #expect(lines.map { $0["input"] as? String } == [text, good, missing])
@@ -88,7 +88,7 @@ struct InfoCommandTests {
     }
 
     @Test("fetch and info give one damaged file the same decoder code (fetch as coderCode)")
-    func sameCodeAsFetch() throws {
+    func sameCodeAsFetch() async throws {
         defer { directory.remove() }
         var png = try PNGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 64, height: 64), format: .png),
@@ -97,9 +97,9 @@ struct InfoCommandTests {
         )
         png.removeLast(png.count / 2)
         let cut = try write(png, "cut.png")
-        let info = try CLIRunner.run(["info", "--json", cut])
+        let info = try await CLIRunner.runDetached(["info", "--json", cut])
         let infoError = try #require(try info.jsonLines().first?["error"] as? [String: Any])
-        let fetch = try CLIRunner.run([
+        let fetch = try await CLIRunner.runDetached([
             "fetch", "--json", "--cache-dir", directory.file("cache").path, URL(fileURLWithPath: cut).absoluteString,
         ])
         #expect(fetch.status == 9, "a decode failure: \(fetch.stderr)")
@@ -112,7 +112,7 @@ struct InfoCommandTests {
     @Test(
         "An image that cannot be decoded still gets its size from the header, with decoded: false; HEIC and JPEG XL decode"
     )
-    func headerOnly() throws {
+    func headerOnly() async throws {
         defer { directory.remove() }
         func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(value >> (8 * $0) & 0xFF) } }
         // TIFF: little-endian header, one IFD with ImageWidth 6, ImageLength 8 (SHORTs) and a
@@ -124,7 +124,7 @@ struct InfoCommandTests {
         let bmp = try write(Data(tiffBytes), "icon.tiff")
         let heic = try write(HEIFTestEncoder.encode(GeneratedImages.gradient(width: 40, height: 24)), "photo.heic")
         let jxl = try write(JXLTestEncoder.encode([GeneratedImages.gradient(width: 20, height: 10)]), "art.jxl")
-        let result = try CLIRunner.run(["info", "--json", bmp, heic, jxl])
+        let result = try await CLIRunner.runDetached(["info", "--json", bmp, heic, jxl])
         #expect(result.status == 9)
         let lines = try result.jsonLines()
         #expect(lines.count == 3)
@@ -137,7 +137,7 @@ struct InfoCommandTests {
         #expect(lines[1]["format"] as? String == "heic" && lines[1]["width"] as? Int == 40)
         #expect(lines[1]["decoded"] as? Bool == true)
         #expect(lines[2]["format"] as? String == "jxl" && lines[2]["height"] as? Int == 10)
-        let text = try CLIRunner.run(["info", bmp])
+        let text = try await CLIRunner.runDetached(["info", bmp])
         #expect(
             text.stdout.isEmpty
                 && text.stderr.contains(
@@ -235,7 +235,7 @@ struct InfoCommandTests {
     }
 
     @Test("file:// URLs are read; http URLs are explained")
-    func urls() throws {
+    func urls() async throws {
         defer { directory.remove() }
         let path = try write(
             PNGCoder().encode(
@@ -245,7 +245,7 @@ struct InfoCommandTests {
             ),
             "a.png"
         )
-        let result = try CLIRunner.run([
+        let result = try await CLIRunner.runDetached([
             "info", "--json", URL(fileURLWithPath: path).absoluteString, "http://127.0.0.1:9/x.png",
         ])
         let lines = try result.jsonLines()
@@ -258,22 +258,22 @@ struct InfoCommandTests {
         "Usage errors exit 2 and print to stderr only",
         arguments: [["info"], ["info", "--bogus", "x"], ["frobnicate"]]
     )
-    func usageErrors(arguments: [String]) throws {
-        let result = try CLIRunner.run(arguments)
+    func usageErrors(arguments: [String]) async throws {
+        let result = try await CLIRunner.runDetached(arguments)
         #expect(result.status == 2)
         #expect(result.stdout.isEmpty)
         #expect(!result.stderr.isEmpty)
     }
 
     @Test("Help exits 0 and shows an example")
-    func help() throws {
-        let result = try CLIRunner.run(["info", "--help"])
+    func help() async throws {
+        let result = try await CLIRunner.runDetached(["info", "--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("webimage info --json"))
     }
 
     @Test("Plain output names each input")
-    func plainText() throws {
+    func plainText() async throws {
         defer { directory.remove() }
         let path = try write(
             WebPCoder().encode(
@@ -283,7 +283,7 @@ struct InfoCommandTests {
             ),
             "pic.webp"
         )
-        let result = try CLIRunner.run(["info", path])
+        let result = try await CLIRunner.runDetached(["info", path])
         #expect(result.status == 0)
         #expect(result.stdout.contains("pic.webp: webp 9×7"))
     }

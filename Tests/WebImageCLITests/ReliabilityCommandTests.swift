@@ -55,25 +55,28 @@ struct ReliabilityCommandTests {
     }
 
     @Test("--json into a pipe closed early ends quietly (no trap, no backtrace)")
-    func closedPipe() throws {
+    func closedPipe() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
         defer { folder.remove() }
         let file = folder.file("a.png")
         try FetchCommandTests.png.write(to: file)
-        let process = Process()
-        process.executableURL = CLIRunner.executable
-        process.arguments = ["info", "--json"] + Array(repeating: file.path, count: 2000)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        // The reader goes away before the first line.
-        try out.fileHandleForReading.close()
-        try process.run()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationReason == .exit, "killed by signal \(process.terminationStatus)")
-        #expect(process.terminationStatus == 1)
+        let (reason, status, stderr) = try await onOwnThread {
+            let process = Process()
+            process.executableURL = CLIRunner.executable
+            process.arguments = ["info", "--json"] + Array(repeating: file.path, count: 2000)
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            // The reader goes away before the first line.
+            try out.fileHandleForReading.close()
+            try process.run()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationReason, process.terminationStatus, stderr)
+        }
+        #expect(reason == .exit, "killed by signal \(status)")
+        #expect(status == 1)
         #expect(!String(decoding: stderr, as: UTF8.self).contains("Fatal error"))
     }
 

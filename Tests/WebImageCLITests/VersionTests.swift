@@ -5,8 +5,8 @@ import WebImageCoders
 @Suite("webimage --version")
 struct VersionTests {
     @Test("--version names the tool and every codec library with the version it runs with")
-    func version() throws {
-        let result = try CLIRunner.run(["--version"])
+    func version() async throws {
+        let result = try await CLIRunner.runDetached(["--version"])
         #expect(result.status == 0 && result.stderr.isEmpty)
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("webimage ") == true)

@@ -47,7 +47,7 @@ struct ProxyS3SourceTests {
             DecodedImage(frames: [.init(bitmap: GeneratedImages.gradient(width: 90, height: 60))], format: .png),
             as: .png
         )
-        let credentials = try moto.setUp(bucket: "images", key: "dir/a b.png", data: png)
+        let credentials = try await moto.setUp(bucket: "images", key: "dir/a b.png", data: png)
         let fixture = try await ImageProxyServerTests.start {
             $0.s3 = S3Configuration(
                 endpoint: moto.endpoint,
@@ -81,7 +81,7 @@ struct ProxyS3SourceTests {
             DecodedImage(frames: [.init(bitmap: GeneratedImages.gradient(width: 70, height: 20))], format: .png),
             as: .png
         )
-        try moto.put(bucket: "images", key: "dir/a b.png", data: replacement, credentials: credentials)
+        try await moto.put(bucket: "images", key: "dir/a b.png", data: replacement, credentials: credentials)
         let (changed, _, changedBody) = try await get("s3://images/dir/a%20b.png", fixture, options: "h:10")
         #expect(changed == 200)
         if changed == 200 { #expect(try ImageCodersManager.shared.decode(changedBody).width == 35) }
@@ -167,7 +167,20 @@ final class MotoServer: Sendable {
 
     /// With boto3 (moto's own dependency): an IAM user allowed every S3 action, its access key,
     /// the bucket and the object. Returns the key and secret.
-    func setUp(bucket: String, key: String, data: Data) throws -> (key: String, secret: String) {
+    func setUp(bucket: String, key: String, data: Data) async throws -> (key: String, secret: String) {
+        let (endpoint, python) = (endpoint, python)
+        return try await onOwnThread {
+            try Self.setUp(endpoint: endpoint, python: python, bucket: bucket, key: key, data: data)
+        }
+    }
+
+    private static func setUp(
+        endpoint: URL,
+        python: URL,
+        bucket: String,
+        key: String,
+        data: Data
+    ) throws -> (key: String, secret: String) {
         let folder = try TemporaryDirectory(prefix: "webimage-moto")
         defer { folder.remove() }
         let object = folder.url.appendingPathComponent("object")
@@ -192,7 +205,28 @@ final class MotoServer: Sendable {
 
     /// SIGTERM, and SIGKILL when it has not gone within 5 s (moto's server may ignore SIGTERM).
     /// Replaces `key` in `bucket`, signed with `credentials` (authentication is on by now).
-    func put(bucket: String, key: String, data: Data, credentials: (key: String, secret: String)) throws {
+    func put(bucket: String, key: String, data: Data, credentials: (key: String, secret: String)) async throws {
+        let (endpoint, python) = (endpoint, python)
+        try await onOwnThread {
+            try Self.put(
+                endpoint: endpoint,
+                python: python,
+                bucket: bucket,
+                key: key,
+                data: data,
+                credentials: credentials
+            )
+        }
+    }
+
+    private static func put(
+        endpoint: URL,
+        python: URL,
+        bucket: String,
+        key: String,
+        data: Data,
+        credentials: (key: String, secret: String)
+    ) throws {
         let folder = try TemporaryDirectory(prefix: "webimage-moto")
         defer { folder.remove() }
         let object = folder.url.appendingPathComponent("object")

@@ -29,13 +29,15 @@ extension DownloadOperation {
         case .failure(let error):
             finish(image: nil, data: nil, error: error)
             done()
-        case .success((_, let data))
-        where !environment.configuration.decodesImages || options.contains(.avoidDecodeImage):
+        case .success((_, let data)) where !environment.configuration.decodesImages:
             finish(image: nil, data: data, error: nil)
             done()
         case .success((let response, let data)):
-            let logger = environment.configuration.logger
-            decode(data, status: response.statusCode, options: options, logger: logger, then: done)
+            environment.configuration.logger.debug(
+                "download finished",
+                metadata: ["url": "\(url)", "status": "\(response.statusCode)", "bytes": "\(data.count)"]
+            )
+            decodeForCallers(data, status: response.statusCode, then: done)
         }
     }
 
@@ -115,40 +117,41 @@ extension DownloadOperation {
         return .success(decrypted)
     }
 
-    /// Decodes `data` on the context's bounded decode queue, off the HTTP task's thread (the
-    /// Swift cooperative pool, two threads on a two-core machine): the callers' continuations
-    /// keep running, and take each image off the decoders' hands, while others decode.
-    private func decode(
-        _ data: Data,
-        status: Int,
-        options: ImageOptions,
-        logger: Logger,
-        then done: @escaping @Sendable () -> Void
-    ) {
-        let unwanted: @Sendable () -> Bool = { [weak self] in self?.state.withLock { !$0.machine.isWanted } ?? true }
-        context.decode(data, options: options, isCancelled: unwanted) { [self, url] result in
-            switch result {
-            case .success(let image):
-                logger.debug(
-                    "download finished",
-                    metadata: ["url": "\(url)", "status": "\(status)", "bytes": "\(data.count)"]
-                )
-                finish(image: image, data: data, error: nil)
-            case .failure(let error):
-                let message = "\(url): \(error)"
-                let failure = WebImageError(
-                    .badImageData,
-                    url: url,
-                    message: message,
-                    statusCode: status,
-                    coderError: error
-                )
-                finish(image: nil, data: data, error: failure)
-            case nil:
-                // Every caller cancelled while the decode waited: nobody to deliver to.
-                finish(image: nil, data: nil, error: .cancelled(url))
+    /// Decodes `data` once for each distinct setting the waiting callers want (their
+    /// ``ImageDecodeRequest``s), one after another on the caller's context's bounded decode
+    /// queue, off the HTTP task's thread (the Swift cooperative pool), then delivers each caller
+    /// its own image. A setting no caller wants any longer by its turn is skipped.
+    private func decodeForCallers(_ data: Data, status: Int, then done: @escaping @Sendable () -> Void) {
+        let next = state.withLock { state -> ImageDecodeRequest? in
+            let missing = state.machine.waitingHandlers.lazy.map(\.decoding).first {
+                !$0.key.undecoded && state.decoded[$0.key] == nil
             }
-            done()
+            if missing == nil { state.decodingClosed = true }
+            return missing
+        }
+        guard let next else {
+            finish(decodedFrom: data)
+            return done()
+        }
+        let key = next.key
+        let unwanted: @Sendable () -> Bool = { [weak self] in
+            self?.state.withLock { state in !state.machine.waitingHandlers.contains { $0.decoding.key == key } }
+                ?? true
+        }
+        next.context.decode(data, options: next.options, isCancelled: unwanted) { [self, url] result in
+            if let result {
+                let decoded = result.mapError { error in
+                    WebImageError(
+                        .badImageData,
+                        url: url,
+                        message: "\(url): \(error)",
+                        statusCode: status,
+                        coderError: error
+                    )
+                }
+                state.withLock { $0.decoded[key] = decoded }
+            }
+            decodeForCallers(data, status: status, then: done)
         }
     }
 

@@ -18,6 +18,8 @@ public final class DownloadOperation: ImageDownloadOperation {
     struct Handler: Sendable {
         var progress: Progress?
         var completed: Completed?
+        /// What this caller wants the bytes decoded into.
+        var decoding: ImageDecodeRequest
     }
 
     /// The HTTP task and, with `progressiveLoad`, the preview decoder.
@@ -42,6 +44,16 @@ public final class DownloadOperation: ImageDownloadOperation {
         var imageInfo: ImageHeader?
         /// Callers' ``ImageContext/imageInfoHandler``s waiting for it.
         var infoHandlers: [DownloadToken: @Sendable (ImageHeader, URL) -> Void] = [:]
+        /// The bytes decoded once per distinct setting the callers asked for.
+        var decoded: [ImageDecodeRequest.Key: Result<DecodedImage, WebImageError>] = [:]
+        /// Set once every waiting caller's setting is decoded: a caller joining later that wants
+        /// another one starts a load of its own instead.
+        var decodingClosed = false
+
+        /// Whether a caller wanting `decoding` can still be served by this load.
+        func canServe(_ decoding: ImageDecodeRequest) -> Bool {
+            !decodingClosed || decoding.key.undecoded || decoded[decoding.key] != nil
+        }
     }
 
     /// The URL this operation loads.
@@ -69,6 +81,9 @@ public final class DownloadOperation: ImageDownloadOperation {
     /// every caller did.
     public var options: ImageOptions { state.withLock { $0.machine.options } }
 
+    /// Callers still waiting for their completion.
+    var waitingCallerCount: Int { state.withLock { $0.machine.waitingHandlers.count } }
+
     /// The highest priority a waiting caller asks for.
     public var priority: ImagePriority { state.withLock { $0.machine.priority } }
 
@@ -84,8 +99,10 @@ public final class DownloadOperation: ImageDownloadOperation {
         progress: Progress?,
         completed: @escaping Completed
     ) -> Bool {
-        state.withLock {
-            $0.machine.join(token, options: options, handler: Handler(progress: progress, completed: completed))
+        state.withLock { state in
+            guard state.canServe(token.decoding) else { return false }
+            let handler = Handler(progress: progress, completed: completed, decoding: token.decoding)
+            return state.machine.join(token, options: options, handler: handler)
         }
     }
 
@@ -262,14 +279,42 @@ public final class DownloadOperation: ImageDownloadOperation {
     /// being delivered: the operation stays joinable until the last handler has run, so a
     /// caller's completion can cache the image before a newcomer could start a second load.
     func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
+        deliver { _, _ in (image, data, error) }
+    }
+
+    /// ``finish(image:data:error:)`` of `data` with each caller's own decode of it
+    /// (``State/decoded``); undecoded callers get the bytes alone.
+    func finish(decodedFrom data: Data) {
+        deliver { [url] handler, decoded in
+            guard !handler.decoding.key.undecoded else { return (nil, data, nil) }
+            switch decoded[handler.decoding.key] {
+            case .success(let image): return (image, data, nil)
+            case .failure(let error): return (nil, data, error)
+            case nil: return (nil, nil, .cancelled(url))  // not reached: every setting was decoded
+            }
+        }
+    }
+
+    /// Gives every caller its completion, `outcome` saying what each gets (from the decodes
+    /// kept for the load).
+    private func deliver(
+        _ outcome: (Handler, [ImageDecodeRequest.Key: Result<DecodedImage, WebImageError>]) -> (
+            DecodedImage?, Data?, WebImageError?
+        )
+    ) {
         // The task's completion holds this operation: letting go of the work breaks the cycle.
         let work = state.withLock { $0.machine.beginDelivery() }
         work?.previews?.stop()
         while true {
-            let (batch, response) = state.withLock { ($0.machine.takeFinalBatch(), $0.response) }
+            let (batch, response, decoded) = state.withLock { state in
+                let batch = state.machine.takeFinalBatch()
+                if batch == nil { state.decoded.removeAll() }  // the images are the callers' now
+                return (batch, state.response, state.decoded)
+            }
             guard let batch else { return }
             for (token, handler) in batch {
                 if let response { token.recordResponse(response) }
+                let (image, data, error) = outcome(handler, decoded)
                 handler.completed?(image, data, error, true)
             }
         }

@@ -8,6 +8,8 @@ public final class DownloadToken: Sendable, Hashable {
     /// The URL the caller asked for.
     public let url: URL
     let key: ImageDownloadKey
+    /// What this caller wants the bytes decoded into.
+    let decoding: ImageDecodeRequest
     private let downloaderReference: WeakDownloader
     private let recorded = Protected<HTTPSession.Response?>(nil)
 
@@ -20,9 +22,10 @@ public final class DownloadToken: Sendable, Hashable {
     /// ``ImageDownloadOperation`` should too.
     public func recordResponse(_ response: HTTPSession.Response) { recorded.withLock { $0 = response } }
 
-    init(url: URL, key: ImageDownloadKey, downloader: ImageDownloader) {
+    init(url: URL, key: ImageDownloadKey, decoding: ImageDecodeRequest, downloader: ImageDownloader) {
         self.url = url
         self.key = key
+        self.decoding = decoding
         downloaderReference = WeakDownloader(downloader: downloader)
     }
 

@@ -13,12 +13,14 @@ import WebImageHTTP
 /// let result = try await ImageDownloader.shared.image(with: url)
 /// ```
 ///
-/// **Coalescing.** Loads of the same URL with the same decoding settings (thumbnail size,
-/// `scaleDownLargeImages`, `decodeFirstFrameOnly`, `avoidDecodeImage`), the same
-/// `allowInvalidSSLCertificates` and `handleCookies`, and no request modifier share one network
-/// load; any of those differing, or a context with a request modifier, makes a separate load.
-/// A caller joining a load in flight gets its progress and completion. After a load completes,
-/// the next call starts a new one.
+/// **Coalescing.** Loads of the same URL with the same `allowInvalidSSLCertificates`,
+/// `handleCookies` and cached validators, and no request modifier or retry strategy of their
+/// own, share one network load; any of those differing makes a separate load. Decoding is a
+/// stage after the load, per caller: callers asking for different thumbnail sizes, colour
+/// policies, `scaleDownLargeImages`, `decodeFirstFrameOnly` or `avoidDecodeImage` share the
+/// request and get their own image, one decode for each distinct setting. A caller joining a
+/// load in flight gets its progress and completion. After a load completes, the next call
+/// starts a new one.
 ///
 /// Handlers run on the loading task (never on an event loop), outside the downloader's lock.
 /// Releasing the downloader cancels its downloads, as SDWebImageDownloader does: every caller
@@ -132,7 +134,12 @@ public final class ImageDownloader: Sendable {
             let id = state.nextID
             state.nextID += 1
             let key = ImageDownloadKey(url: url, options: options, context: context, unshareable: id)
-            let token = DownloadToken(url: url, key: key, downloader: self)
+            let token = DownloadToken(
+                url: url,
+                key: key,
+                decoding: ImageDecodeRequest(options: options, context: context),
+                downloader: self
+            )
             // The operation records the response in the token before it completes the caller.
             let completed: CompletedHandler = { [token] image, data, error, finished in
                 completedWithResponse(image, data, error, finished, finished ? token.response : nil)
@@ -267,6 +274,15 @@ public final class ImageDownloader: Sendable {
 
     /// Downloads running or waiting.
     public var currentDownloadCount: Int { state.withLock { $0.operations.count } }
+
+    /// Callers waiting for downloads of `url` by the default operation (for tests: whether a
+    /// load has joined).
+    package func waitingCallerCount(for url: URL) -> Int {
+        let operations = state.withLock { state in
+            state.operations.values.filter { $0.key.url == url.absoluteString }.map(\.operation)
+        }
+        return operations.reduce(0) { $0 + (($1 as? DownloadOperation)?.waitingCallerCount ?? 0) }
+    }
 
     /// Downloads `url` and returns the image (and data). Cancelling the Swift task cancels this
     /// caller's interest.

@@ -134,17 +134,12 @@ public struct ImageCacheKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What makes two downloads one network load: loads whose keys are equal share one operation
-/// and one request, so everything that changes the request or the result is in the key.
+/// and one request, so everything that changes what goes on the wire is in the key, and
+/// nothing else. What each caller wants its bytes decoded into is its ``ImageDecodeRequest``:
+/// one request serves any number of thumbnail sizes, colour policies and undecoded callers.
 struct ImageDownloadKey: Hashable, Sendable {
     /// The absolute URL.
     var url: String
-    /// What the decoder is asked for (thumbnail, scale-down limit, first frame only, colour).
-    var thumbnail: PixelSize?
-    var scaleDownLimitBytes: Int?
-    var firstFrameOnly: Bool
-    var colorPolicy: ColorPolicy
-    /// `avoidDecodeImage`: the bytes without an image.
-    var undecoded: Bool
     /// `allowInvalidSSLCertificates`: the load runs on the permissive session.
     var allowsInvalidCertificates: Bool
     /// `handleCookies`: the request sends and stores cookies.
@@ -160,15 +155,9 @@ struct ImageDownloadKey: Hashable, Sendable {
     var unshareable: UInt64?
 
     /// The key of a load of `url` with these options and context; `unshareable` is a number no
-    /// other load gets, used when the context has a request modifier.
+    /// other load gets, used when the context has a request modifier or a retry strategy.
     init(url: URL, options: ImageOptions, context: ImageContext, unshareable: UInt64) {
-        let decoding = context.decodingOptions(for: options)
         self.url = url.absoluteString
-        thumbnail = decoding.thumbnailPixelSize
-        scaleDownLimitBytes = decoding.scaleDownLimitBytes
-        firstFrameOnly = decoding.firstFrameOnly
-        colorPolicy = decoding.colorPolicy
-        undecoded = options.contains(.avoidDecodeImage)
         allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         handlesCookies = options.contains(.handleCookies)
         let cached = context.cachedResponse
@@ -177,6 +166,47 @@ struct ImageDownloadKey: Hashable, Sendable {
         lastModified = isConditional ? cached?.lastModified : nil
         comparedData = options.contains(.ignoreCachedResponse) ? cached?.data : nil
         self.unshareable = context.requestModifier == nil && context.retryStrategy == nil ? nil : unshareable
+    }
+}
+
+/// What one caller of a download wants the bytes decoded into, and with what: callers of one
+/// download whose ``key``s are equal share one decode.
+struct ImageDecodeRequest: Sendable {
+    /// Everything that changes the decoded image (or whether there is one).
+    struct Key: Hashable, Sendable {
+        var thumbnail: PixelSize?
+        var scaleDownLimitBytes: Int?
+        var firstFrameOnly: Bool
+        var colorPolicy: ColorPolicy
+        var maxDecodeDuration: Duration?
+        /// `avoidDecodeImage`: the bytes without an image.
+        var undecoded: Bool
+        /// The context's coders, budget and queue, when not the shared ones.
+        var coders: ObjectIdentifier?
+        var budget: ObjectIdentifier?
+        var queue: ObjectIdentifier?
+    }
+
+    let key: Key
+    /// The caller's options (its priority orders the decode) and context (coders, queue, budget).
+    let options: ImageOptions
+    let context: ImageContext
+
+    init(options: ImageOptions, context: ImageContext) {
+        let decoding = context.decodingOptions(for: options)
+        key = Key(
+            thumbnail: decoding.thumbnailPixelSize,
+            scaleDownLimitBytes: decoding.scaleDownLimitBytes,
+            firstFrameOnly: decoding.firstFrameOnly,
+            colorPolicy: decoding.colorPolicy,
+            maxDecodeDuration: decoding.maxDecodeDuration,
+            undecoded: options.contains(.avoidDecodeImage),
+            coders: context.coders.map(ObjectIdentifier.init),
+            budget: context.decodingMemoryBudget.map(ObjectIdentifier.init),
+            queue: context.decodeQueue.map(ObjectIdentifier.init)
+        )
+        self.options = options
+        self.context = context
     }
 }
 

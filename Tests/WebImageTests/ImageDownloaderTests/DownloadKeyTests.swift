@@ -30,10 +30,12 @@ struct DownloadKeyTests {
         (Load(name: "plain"), true),
         (Load(name: "priority and caching flags", options: [.highPriority, .retryFailed, .cacheMemoryOnly]), true),
         (Load(name: "refreshCached without a cached copy", options: .refreshCached), true),
-        (Load(name: "thumbnail", context: context { $0.thumbnailPixelSize = PixelSize(width: 64, height: 64) }), false),
-        (Load(name: "scale down", options: .scaleDownLargeImages), false),
-        (Load(name: "first frame", options: .decodeFirstFrameOnly), false),
-        (Load(name: "undecoded", options: .avoidDecodeImage), false),
+        // Decoding is a stage after the download: these share the request, not the decode.
+        (Load(name: "thumbnail", context: context { $0.thumbnailPixelSize = PixelSize(width: 64, height: 64) }), true),
+        (Load(name: "scale down", options: .scaleDownLargeImages), true),
+        (Load(name: "first frame", options: .decodeFirstFrameOnly), true),
+        (Load(name: "undecoded", options: .avoidDecodeImage), true),
+        (Load(name: "colour kept", context: context { $0.colorPolicy = .keep }), true),
         (Load(name: "invalid certificates allowed", options: .allowInvalidSSLCertificates), false),
         (Load(name: "cookies", options: .handleCookies), false),
         (
@@ -66,6 +68,25 @@ struct DownloadKeyTests {
     @Test("Which loads share a request with a plain load", arguments: table)
     func sharing(load: Load, shares: Bool) {
         #expect((load.key() == Load(name: "plain").key()) == shares)
+    }
+
+    /// Loads that share a request with a plain load, and whether they share its decode too.
+    static let decodeTable: [(Load, sharesDecode: Bool)] = [
+        (Load(name: "plain"), true),
+        (Load(name: "priority and caching flags", options: [.highPriority, .retryFailed, .cacheMemoryOnly]), true),
+        (Load(name: "thumbnail", context: context { $0.thumbnailPixelSize = PixelSize(width: 64, height: 64) }), false),
+        (Load(name: "scale down", options: .scaleDownLargeImages), false),
+        (Load(name: "first frame", options: .decodeFirstFrameOnly), false),
+        (Load(name: "undecoded", options: .avoidDecodeImage), false),
+        (Load(name: "colour kept", context: context { $0.colorPolicy = .keep }), false),
+        (Load(name: "another time limit", context: context { $0.maxDecodeDuration = nil }), false),
+        (Load(name: "other coders", context: context { $0.coders = ImageCodersManager() }), false),
+    ]
+
+    @Test("Which loads share a decode with a plain load", arguments: decodeTable)
+    func decodeSharing(load: Load, sharesDecode: Bool) {
+        let plain = ImageDecodeRequest(options: [], context: ImageContext()).key
+        #expect((ImageDecodeRequest(options: load.options, context: load.context).key == plain) == sharesDecode)
     }
 
     @Test("Equal settings share; other validators, bytes or a second request modifier do not")

@@ -84,27 +84,37 @@ struct DownloadReliabilityTests {
     func idleTimeout() async throws {
         let origin = try await OriginServer.start()
         let png = DownloaderFixtures.png
-        let chunk = max(1, png.count / 16)
+        // 64 chunks 0.25 s apart: at least 16 s in all (a busy machine only makes it longer),
+        // never more than 0.25 s without a byte, against a 10 s timeout: 9.75 s of slack between
+        // two chunks for an origin that shares two cores with the rest of the suite.
         origin.setRoute(
             "/steady.png",
-            DownloaderFixtures.route(behavior: .init(chunkSize: chunk, chunkInterval: .milliseconds(500)))
+            DownloaderFixtures.route(
+                behavior: .init(chunkSize: max(1, png.count / 64), chunkInterval: .milliseconds(250))
+            )
+        )
+        origin.setRoute(
+            "/brief.png",
+            DownloaderFixtures.route(
+                behavior: .init(chunkSize: max(1, png.count / 8), chunkInterval: .milliseconds(250))
+            )
         )
         origin.setRoute("/stalled.png", DownloaderFixtures.route(behavior: .init(stall: true)))
         var configuration = ImageDownloader.Configuration()
-        configuration.downloadTimeout = .seconds(6)
-        let downloader = ImageDownloader(configuration: configuration)
-        // At least 8 s in all (a busy machine only makes it longer), never more than 0.5 s without
-        // a byte: 5.5 s of slack between two chunks for an origin that shares two cores with the
-        // rest of the suite.
-        let result = try await downloader.image(with: origin.url("/steady.png"))
+        configuration.downloadTimeout = .seconds(10)
+        let result = try await ImageDownloader(configuration: configuration).image(with: origin.url("/steady.png"))
         #expect(result.data == png)
-        // A server that sends nothing still times out
-        let stalled = await ResponseTests.failure(downloader, origin.url("/stalled.png"))
+        // A server that sends nothing times out, however short the timeout.
+        configuration.downloadTimeout = .seconds(1)
+        let stalled = await ResponseTests.failure(
+            ImageDownloader(configuration: configuration),
+            origin.url("/stalled.png")
+        )
         #expect(stalled?.code == .networkError)
         #expect(stalled?.underlying?.code == .timedOut)
-        // 0 means the default, not "no time at all"
+        // 0 means the default (15 s), not "no time at all".
         configuration.downloadTimeout = .zero
-        let defaulted = try await ImageDownloader(configuration: configuration).image(with: origin.url("/steady.png"))
+        let defaulted = try await ImageDownloader(configuration: configuration).image(with: origin.url("/brief.png"))
         #expect(defaulted.data == png)
         await origin.stop()
     }
