@@ -40,7 +40,7 @@ public struct ImageContext: Sendable {
     /// load with no other. Default `nil`.
     public var retryStrategy: (any ImageRetryStrategy)?
     /// How long one decode of this load may take before it fails with `limitExceeded`
-    /// (``ImageDecodingOptions/maxDecodeDuration``); `nil`: no limit. Default 10 seconds.
+    /// (`ImageDecodingOptions.maxDecodeDuration`); `nil`: no limit. Default 10 seconds.
     public var maxDecodeDuration: Duration? = .seconds(10)
     /// The cached copy the caller already has (`refreshCached`): its validators make the request
     /// conditional, and with `ignoreCachedResponse` identical data ends as `cacheNotModified`.
