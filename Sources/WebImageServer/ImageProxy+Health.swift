@@ -54,7 +54,7 @@ final class CodecSelfTest: Sendable {
     }
 
     private static func failure(_ message: String) -> ProxyError {
-        ProxyError(status: 503, code: .codecSelfTestFailed, message: message)
+        ProxyError(.codecSelfTestFailed, message)
     }
 }
 

@@ -26,18 +26,14 @@ extension ImageProxy {
             }
         }
         let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
-        let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.maxAnimationFrames))
+        let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
             by: frames + 4 + (options.watermark == nil ? 0 : 1)
         )
         let (bytes, overflow) = header.decodedByteCount(with: decoding).addingReportingOverflow(results.partialValue)
         let budget = configuration.memoryBudget.limit
         guard !canvas.overflow, !results.overflow, !overflow, configuration.memoryBudget.admits(bytes) else {
-            throw ProxyError(
-                status: 422,
-                code: .limitExceeded,
-                message:
-                    "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
+            throw ProxyError(.limitExceeded, "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
             )
         }
         return bytes
@@ -51,7 +47,7 @@ extension ImageProxy {
         options: ProcessingOptions,
         configuration: ImageProxyConfiguration
     ) -> PixelSize {
-        let limit = configuration.maxResultDimension
+        let limit = configuration.limits.maxResultDimension
         let growth = max(1, options.dpr) * max(1, options.zoomWidth, options.zoomHeight)
         func side(_ source: Int, _ planned: Int, _ padding: Int) -> Int {
             options.enlarge ? limit : min(limit, max(planned, Int((Double(source) * growth).rounded(.up)) + padding))
@@ -69,7 +65,7 @@ extension ImageProxy {
                 bands.top + bands.bottom
             )
         )
-        let pixelLimit = Int(configuration.maxResultResolution * 1_000_000)
+        let pixelLimit = Int(configuration.limits.maxResultResolution * 1_000_000)
         if bound.pixelCount > pixelLimit {
             bound = PixelSize(width: max(1, pixelLimit / bound.height), height: bound.height)
         }
@@ -78,21 +74,13 @@ extension ImageProxy {
 
     /// Refuses a result over `--max-result-dimension` or `--max-result-resolution`.
     static func checkResultSize(_ size: PixelSize, configuration: ImageProxyConfiguration) throws(ProxyError) {
-        guard max(size.width, size.height) <= configuration.maxResultDimension else {
-            throw ProxyError(
-                status: 422,
-                code: .limitExceeded,
-                message:
-                    "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.maxResultDimension)"
+        guard max(size.width, size.height) <= configuration.limits.maxResultDimension else {
+            throw ProxyError(.limitExceeded, "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.limits.maxResultDimension)"
             )
         }
         let megapixels = Double(size.pixelCount) / 1_000_000
-        guard megapixels <= configuration.maxResultResolution else {
-            throw ProxyError(
-                status: 422,
-                code: .limitExceeded,
-                message:
-                    "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.maxResultResolution)"
+        guard megapixels <= configuration.limits.maxResultResolution else {
+            throw ProxyError(.limitExceeded, "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.limits.maxResultResolution)"
             )
         }
     }

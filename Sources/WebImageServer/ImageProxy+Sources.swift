@@ -19,7 +19,7 @@ extension ImageProxy {
         if let cacheSize { cacheConfiguration.disk.maxSize = Int(cacheSize) }
         let cache = ImageCache(directory: cacheDirectory, configuration: cacheConfiguration)
         var session = HTTPSession.Configuration()
-        session.redirectPolicy = .init(maximumCount: configuration.maxRedirects)
+        session.redirectPolicy = .init(maximumCount: configuration.limits.maxRedirects)
         for (name, value) in configuration.sourceHeaders {
             if let field = HTTPField.Name(name) { session.defaultHeaders[field] = value }
         }
@@ -36,16 +36,29 @@ extension ImageProxy {
         // a request is written on it; the connection is closed when that address is refused.
         session.connectionValidator = { address in policy.refusal(connectingTo: address) }
         session.cookieStore = nil
-        session.connectTimeout = configuration.downloadTimeout
-        session.readTimeout = configuration.downloadTimeout
+        session.connectTimeout = configuration.limits.downloadTimeout
+        session.readTimeout = configuration.limits.downloadTimeout
         var downloader = ImageDownloader.Configuration()
-        downloader.downloadTimeout = configuration.downloadTimeout
-        downloader.maximumDownloadDuration = configuration.downloadTimeout
-        downloader.maximumDownloadSize = configuration.maxSourceFileSize
+        downloader.downloadTimeout = configuration.limits.downloadTimeout
+        downloader.maximumDownloadDuration = configuration.limits.downloadTimeout
+        downloader.maximumDownloadSize = configuration.limits.maxSourceFileSize
         downloader.decodesImages = false
         downloader.postsNotifications = false  // nothing in the proxy observes them
         let loader = ImageDownloader(configuration: downloader, session: HTTPSession(configuration: session))
-        return ImageManager(cache: cache, loader: loader)
+        return ImageManager(cache: cache, loader: loader, additionalLoaders: sourceLoaders(configuration))
+    }
+
+    /// The loaders of the sources that are not http(s): `s3://` when S3 is configured,
+    /// `local://` when a local root is.
+    static func sourceLoaders(_ configuration: ImageProxyConfiguration) -> [any ImageLoading] {
+        let limit = configuration.limits.maxSourceFileSize
+        var loaders: [any ImageLoading] = []
+        if let s3 = configuration.s3 {
+            let source = S3Source(configuration: s3, timeout: configuration.limits.downloadTimeout)
+            loaders.append(S3SourceLoader(source: source, limit: limit))
+        }
+        if let root = configuration.localRoot { loaders.append(LocalSourceLoader(root: root, limit: limit)) }
+        return loaders
     }
 
     /// The source's bytes: a local file, or from the disk cache or the network.
@@ -54,25 +67,17 @@ extension ImageProxy {
     }
 
     /// The source's bytes and, with ``ImageProxyConfiguration/usesLastModified``, its
-    /// `Last-Modified` (a local file's modification time; an HTTP source's as the disk cache
-    /// keeps it, so the fetch waits for that write).
+    /// `Last-Modified` (a local file's modification time; an HTTP source's as its response or
+    /// the disk entry says).
     func fetchWithDate(_ url: URL) async throws(ProxyError) -> (data: Data, lastModified: String?) {
-        if url.scheme?.lowercased() == "local", let root = configuration.localRoot {
-            let (data, modified) = try await root.read(url, limit: configuration.maxSourceFileSize)
-            metrics.loadedSource(bytes: data.count, from: .disk)
-            return (data, modified.map(HTTPDate.string(from:)))
-        }
-        if url.scheme?.lowercased() == "s3", let s3 { return try await fetchObject(url, from: s3) }
         let result: ImageLoadResult
         do {
-            var options: ImageOptions = [.avoidDecodeImage, .retryFailed]
-            if configuration.usesLastModified { options.insert(.waitStoreCache) }
-            result = try await manager.loadImage(with: url, options: options)
+            result = try await manager.loadImage(with: url, options: [.avoidDecodeImage, .retryFailed])
         } catch {
             throw Self.proxyError(error)
         }
         guard let data = result.data, !data.isEmpty else {
-            throw ProxyError(status: 422, code: .notAnImage, message: "the source sent no bytes")
+            throw ProxyError(.notAnImage, "the source sent no bytes")
         }
         let tier: ImageCacheTier =
             switch result.cacheType {
@@ -81,19 +86,18 @@ extension ImageProxy {
             case .none: .network
             }
         metrics.loadedSource(bytes: data.count, from: tier)
-        guard configuration.usesLastModified else { return (data, nil) }
-        let entry = await (manager.imageCache as? ImageCache)?.diskEntry(forKey: manager.cacheKey(for: url))
-        return (data, entry?.metadata.lastModified)
+        return (data, configuration.usesLastModified ? result.metadata?.lastModified : nil)
     }
 
     static func proxyError(_ error: WebImageError) -> ProxyError {
+        if let reported = ProxyError(loaderError: error) { return reported }
         let http = error.underlying?.code
         if error.code == .cancelled || http == .cancelled { return .cancelled }
         if error.code == .invalidDownloadStatusCode, let status = error.statusCode, status == 404 || status == 410 {
-            return ProxyError(status: 404, code: .sourceNotFound, message: "the source answered \(status)")
+            return ProxyError(.sourceNotFound, "the source answered \(status)")
         }
         if http == .timedOut {
-            return ProxyError(status: 504, code: .timedOut, message: "the source did not answer in time")
+            return ProxyError(.timedOut, "the source did not answer in time")
         }
         if http == .connectionNotAllowed, let message = error.underlying?.message {
             return .sourceNotAllowed(message)
@@ -103,17 +107,14 @@ extension ImageProxy {
         }
         switch error.code {
         case .downloadTooLarge:
-            return ProxyError(status: 422, code: .limitExceeded, message: "the source is over --max-src-file-size")
+            return ProxyError(.limitExceeded, "the source is over --max-src-file-size")
         case .badImageData, .invalidDownloadContentType:
-            return ProxyError(status: 422, code: .notAnImage, message: "the source is not an image")
+            return ProxyError(.notAnImage, "the source is not an image")
         case .invalidDownloadStatusCode:
-            return ProxyError(
-                status: 502,
-                code: .sourceFailed,
-                message: "the source answered \(error.statusCode.map(String.init) ?? "an error")"
+            return ProxyError(.sourceFailed, "the source answered \(error.statusCode.map(String.init) ?? "an error")"
             )
         default:
-            return ProxyError(status: 502, code: .sourceFailed, message: "the source failed: \(error.message)")
+            return ProxyError(.sourceFailed, "the source failed: \(error.message)")
         }
     }
 
@@ -133,13 +134,13 @@ extension ImageProxy {
         do throws(ProxyError) {
             let (data, lastModified) = try await fetchWithDate(url)
             guard let header = ImageHeader(data) else {
-                throw ProxyError(status: 422, code: .notAnImage, message: "the source is not an image we can read")
+                throw ProxyError(.notAnImage, "the source is not an image we can read")
             }
             return FetchedSource(data: data, header: header, lastModified: lastModified)
         } catch  where configuration.fallbackImage != nil && Self.fallbackCovers(error) {
             let data = try await fallbackImageData()
             guard let header = ImageHeader(data) else {
-                throw ProxyError(status: 500, code: .fallbackFailed, message: "the fallback image is not an image")
+                throw ProxyError(.fallbackFailed, "the fallback image is not an image")
             }
             return FetchedSource(data: data, header: header, fellBack: true)
         }
@@ -152,43 +153,5 @@ extension ImageProxy {
         case .sourceNotFound, .sourceFailed, .timedOut, .notAnImage, .limitExceeded: true
         default: false
         }
-    }
-
-    /// An S3 object, kept in the originals cache with its ETag and revalidated with
-    /// `If-None-Match` at each use (a 304 moves no body).
-    private func fetchObject(
-        _ url: URL,
-        from s3: S3Source
-    ) async throws(ProxyError) -> (data: Data, lastModified: String?) {
-        let cache = manager.imageCache as? ImageCache
-        let key = url.absoluteString
-        var kept: (data: Data, metadata: DiskCacheMetadata)?
-        if let cache { kept = await Self.keptObject(cache, key: key) }
-        switch try await s3.fetch(url, limit: configuration.maxSourceFileSize, ifNoneMatch: kept?.metadata.etag) {
-        case .notModified:
-            guard let kept else {
-                throw ProxyError(status: 502, code: .sourceFailed, message: "S3 answered 304 to an unconditional GET")
-            }
-            metrics.loadedSource(bytes: kept.data.count, from: .disk)
-            return (kept.data, kept.metadata.lastModified)
-        case .object(let data, let etag, let lastModified):
-            metrics.loadedSource(bytes: data.count, from: .network)
-            if let etag {
-                let metadata = DiskCacheMetadata(etag: etag, lastModified: lastModified)
-                cache?.store(nil, data: data, forKey: key, metadata: metadata, cacheType: .disk, completion: nil)
-            }
-            return (data, lastModified)
-        }
-    }
-
-    /// The bytes and validators kept for `key`, read on the disk-reading queue; `nil` without an
-    /// ETag to revalidate with.
-    private static func keptObject(_ cache: ImageCache, key: String) async -> (data: Data, metadata: DiskCacheMetadata)?
-    {
-        guard let entry = await cache.diskEntry(forKey: key), entry.metadata.etag != nil else { return nil }
-        let data: Data? = await withCheckedContinuation { continuation in
-            ImageWorkQueue.diskReading.enqueue { continuation.resume(returning: cache.diskImageData(forKey: key)) }
-        }
-        return data.map { ($0, entry.metadata) }
     }
 }

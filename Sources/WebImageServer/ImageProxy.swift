@@ -145,8 +145,6 @@ public final class ImageProxy: Sendable {
     let decodedSources: DecodedSourceCache?
     /// The watermark image last used (given as bytes, or fetched from its URL).
     let watermarks: Mutex<WatermarkImage?>
-    /// Signs and fetches `s3://` sources, when configured.
-    let s3: S3Source?
 
     /// A proxy fetching sources with `manager` (its loader must honour the source rules: use
     /// ``makeManager(configuration:cacheDirectory:cacheSize:)``), measuring into `metrics`.
@@ -155,7 +153,6 @@ public final class ImageProxy: Sendable {
         self.manager = manager
         self.metrics = metrics
         decodedSources = DecodedSourceCache(budget: configuration.decodedSourceCacheSize)
-        s3 = configuration.s3.map { S3Source(configuration: $0, timeout: configuration.downloadTimeout) }
         if case .data(let data) = configuration.watermark {
             watermarks = Mutex(WatermarkImage(data))
         } else {
@@ -308,7 +305,7 @@ public final class ImageProxy: Sendable {
                     }
                 } catch .queueFull {
                     return .failure(
-                        ProxyError(status: 429, code: .busy, message: "every worker is busy and the queue is full")
+                        ProxyError(.busy, "every worker is busy and the queue is full")
                     )
                 } catch .draining {
                     return .failure(.shuttingDown)
@@ -334,12 +331,8 @@ public final class ImageProxy: Sendable {
         let (data, header, fellBack) = (fetched.data, fetched.header, fetched.fellBack)
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)
         let pixels = Double(header.size.width) * Double(header.size.height) * Double(max(1, header.frameCount))
-        guard pixels <= configuration.maxSourceResolution * 1_000_000 else {
-            throw ProxyError(
-                status: 422,
-                code: .limitExceeded,
-                message:
-                    "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.maxSourceResolution)"
+        guard pixels <= configuration.limits.maxSourceResolution * 1_000_000 else {
+            throw ProxyError(.limitExceeded, "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.limits.maxSourceResolution)"
             )
         }
         if request.path.isInfo { return try await info(data, header: header) }

@@ -1,9 +1,8 @@
-/// Why the image proxy refused or failed a request: the HTTP status it answers with, a stable
-/// code and a message in words that names the part of the request at fault. Rendered as
-/// `{"error":{"code","message"}}`.
+/// Why the image proxy refused or failed a request: a stable code, the HTTP status that code
+/// answers with, and a message in words that names the part of the request at fault. Rendered
+/// as `{"error":{"code","message"}}`.
 public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The status the response carries: 400, 403, 404, 422, 502, 503 or 504 (499 when the
-    /// client went away).
+    /// The status the response carries: the code's (``Code/status``).
     public var status: Int
     /// Stable and machine-readable; its raw value is the `code` in the JSON body.
     public enum Code: String, Sendable, Hashable, CaseIterable {
@@ -19,8 +18,10 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
         case sourceForbidden
         /// The source does not exist.
         case sourceNotFound
-        /// The source (or the result) is not an image we can decode (or encode).
+        /// The source is not an image we can decode.
         case notAnImage
+        /// The result could not be encoded in the format asked for.
+        case encodeFailed
         /// Over a size, resolution, memory or frame limit.
         case limitExceeded
         /// The source could not be fetched.
@@ -54,7 +55,15 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Why, in words that name the part of the request at fault.
     public var message: String
 
-    /// An error answered with `status`.
+    /// An error answered with its code's status.
+    public init(_ code: Code, _ message: String) {
+        self.status = code.status
+        self.code = code
+        self.message = message
+    }
+
+    /// An error answered with `status`, whatever its code's.
+    @available(*, deprecated, message: "the status follows from the code: use init(_:_:)")
     public init(status: Int, code: Code, message: String) {
         self.status = status
         self.code = code
@@ -63,28 +72,35 @@ public struct ProxyError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(status) \(code): \(message)" }
 
-    static func badURL(_ message: String) -> ProxyError { .init(status: 400, code: .badURL, message: message) }
-    static func badOption(_ message: String) -> ProxyError { .init(status: 400, code: .badOption, message: message) }
-    static func badSignature(_ message: String) -> ProxyError {
-        .init(status: 403, code: .badSignature, message: message)
-    }
+    static func badURL(_ message: String) -> ProxyError { .init(.badURL, message) }
+    static func badOption(_ message: String) -> ProxyError { .init(.badOption, message) }
+    static func badSignature(_ message: String) -> ProxyError { .init(.badSignature, message) }
     /// The client went away (or the work was stopped) before the answer was ready: nginx's
     /// 499, seen only in logs and metrics.
-    static let cancelled = ProxyError(status: 499, code: .cancelled, message: "the request was cancelled")
+    static let cancelled = ProxyError(.cancelled, "the request was cancelled")
     /// The server is stopping: the request was not started (503, retry elsewhere).
-    static let shuttingDown = ProxyError(
-        status: 503,
-        code: .shuttingDown,
-        message: "the server is shutting down; retry the request"
-    )
+    static let shuttingDown = ProxyError(.shuttingDown, "the server is shutting down; retry the request")
     static func processingTimedOut(_ limit: Duration) -> ProxyError {
-        .init(
-            status: 504,
-            code: .timedOut,
-            message: "processing took longer than --processing-timeout \(limit / .seconds(1)) s"
-        )
+        .init(.timedOut, "processing took longer than --processing-timeout \(limit / .seconds(1)) s")
     }
-    static func sourceNotAllowed(_ message: String) -> ProxyError {
-        .init(status: 403, code: .sourceNotAllowed, message: message)
+    static func sourceNotAllowed(_ message: String) -> ProxyError { .init(.sourceNotAllowed, message) }
+}
+
+extension ProxyError.Code {
+    /// The HTTP status an error of this code is answered with (imgproxy's where it has one).
+    public var status: Int {
+        switch self {
+        case .badURL, .badOption: 400
+        case .badSignature, .sourceNotAllowed, .sourceForbidden: 403
+        case .sourceNotFound, .notFound, .expired: 404
+        case .methodNotAllowed: 405
+        case .notAnImage, .limitExceeded: 422
+        case .busy: 429
+        case .cancelled: 499
+        case .encodeFailed, .fallbackFailed, .badConfiguration: 500
+        case .sourceFailed, .watermarkFailed: 502
+        case .shuttingDown, .codecSelfTestFailed: 503
+        case .timedOut: 504
+        }
     }
 }

@@ -64,8 +64,8 @@ struct ImageProxyServerTests {
         configuration.sourcePolicy.allowsLoopback = true
         // Tests check behaviour, not speed: a debug build on a busy 2-core machine must not hit
         // the processing or download timeout (tests of a timeout set their own).
-        configuration.processingTimeout = .seconds(120)
-        configuration.downloadTimeout = .seconds(60)
+        configuration.limits.processingTimeout = .seconds(120)
+        configuration.limits.downloadTimeout = .seconds(60)
         configure(&configuration)
         let folder = try TemporaryDirectory(prefix: "webimage-serve")
         let manager = ImageProxy.makeManager(configuration: configuration, cacheDirectory: folder.url)

@@ -18,7 +18,7 @@ struct OriginalsCacheLimitTests {
         configuration.sourcePolicy.allowsLoopback = true
         // The in-process origin answers late when the whole suite keeps both cores busy (the 5 s
         // default ran out there): this test is about the cache's size, not the timeout.
-        configuration.downloadTimeout = .seconds(60)
+        configuration.limits.downloadTimeout = .seconds(60)
         let folder = try TemporaryDirectory(prefix: "webimage-serve-cache-limit")
         let limit = 1 << 20
         let manager = ImageProxy.makeManager(

@@ -154,7 +154,7 @@ struct ProxyLoadTests {
 
     @Test("The processing timeout answers 504 timedOut")
     func processingTimeout() async throws {
-        let fixture = try await ImageProxyServerTests.start { $0.processingTimeout = .milliseconds(1) }
+        let fixture = try await ImageProxyServerTests.start { $0.limits.processingTimeout = .milliseconds(1) }
         defer { Task { await fixture.stop() } }
         let large = try JPEGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 3000, height: 2000), format: .jpeg),
@@ -172,7 +172,7 @@ struct ProxyLoadTests {
     func timeoutStopsTheWork() async throws {
         let budget = DecodingMemoryBudget(limit: 2_000_000_000)
         let fixture = try await ImageProxyServerTests.start {
-            $0.processingTimeout = .milliseconds(300)
+            $0.limits.processingTimeout = .milliseconds(300)
             $0.memoryBudget = budget
             $0.workers = 1
         }

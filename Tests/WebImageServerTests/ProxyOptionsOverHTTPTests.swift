@@ -149,7 +149,7 @@ struct ProxyOptionsOverHTTPTests {
             as: .gif,
             options: .init(maxEncodeDuration: nil)  // a busy machine must not fail the fixture
         )
-        let fixture = try await ImageProxyServerTests.start { $0.maxAnimationFrames = 3 }
+        let fixture = try await ImageProxyServerTests.start { $0.limits.maxAnimationFrames = 3 }
         defer { Task { await fixture.stop() } }
         fixture.origin.setRoute("/dance.gif", .data(gif, contentType: "image/gif"))
         for (suffix, type) in [("", "image/gif"), ("@webp", "image/webp"), ("@png", "image/png")] {

@@ -39,7 +39,7 @@ struct ProxyServerOptionsTests {
             $0.sourcePolicy.allowedPatterns = [
                 SourcePattern("http://127.0.0.1:*/photo"), SourcePattern("http://127.0.0.1:*/hop"),
             ]
-            $0.maxRedirects = 1
+            $0.limits.maxRedirects = 1
             $0.sourceHeaders = [("X-Tenant", "blue"), ("User-Agent", "imgproxy-compatible/1")]
         }
         defer { Task { await fixture.stop() } }

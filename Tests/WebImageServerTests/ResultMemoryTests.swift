@@ -59,7 +59,7 @@ struct ResultMemoryTests {
         let fixture = try await ImageProxyServerTests.start {
             $0.memoryBudget = budget
             $0.workers = 6
-            $0.processingTimeout = .seconds(120)
+            $0.limits.processingTimeout = .seconds(120)
         }
         do {
             fixture.origin.setRoute("/tiny.png", .data(try Self.tinyPNG(), contentType: "image/png"))

@@ -9,7 +9,10 @@ extension ImageContext {
     ///
     /// `completion` runs once, on a worker thread, with the result, or with `nil` when
     /// `isCancelled` said so before the decode started (the work then costs nothing more).
-    func decode(
+    ///
+    /// For custom ``ImageLoading`` loaders (SDWebImage's `SDImageLoaderDecodeImageData`): their
+    /// bytes decoded as the built-in loaders decode theirs.
+    public func decode(
         _ data: Data,
         options: ImageOptions,
         isCancelled: @escaping @Sendable () -> Bool = { false },

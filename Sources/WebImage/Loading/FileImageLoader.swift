@@ -14,7 +14,7 @@ public final class FileImageLoader: ImageLoading {
     /// The largest file read (`nil`: no limit). Default: the downloader's 128 MiB.
     public let maximumFileSize: Int64?
     private let readQueue: ImageWorkQueue
-    private let loads = Protected<[ImageDownloadKey: FileLoad]>([:])
+    private let loads = Protected<[LoadKey: FileLoad]>([:])
     private let reads = Atomic<Int>(0)
 
     /// A loader reading at most `maximumFileSize` bytes per file on `readQueue` (default:
@@ -25,6 +25,13 @@ public final class FileImageLoader: ImageLoading {
     ) {
         self.maximumFileSize = maximumFileSize
         self.readQueue = readQueue
+    }
+
+    /// What makes two callers one load: the same file, decoded the same way (a read is decoded
+    /// once, with its first caller's settings).
+    struct LoadKey: Hashable, Sendable {
+        var file: ImageDownloadKey
+        var decoding: ImageDecodeRequest.Key
     }
 
     /// Files read so far: coalesced callers share one read.
@@ -43,7 +50,10 @@ public final class FileImageLoader: ImageLoading {
         progress: ImageDownloader.ProgressHandler?,
         completed: @escaping ImageLoaderCompletion
     ) -> (any ImageLoadingToken)? {
-        let key = ImageDownloadKey(url: url, options: options, context: context, unshareable: 0)
+        let key = LoadKey(
+            file: ImageDownloadKey(url: url, options: options, context: context, unshareable: 0),
+            decoding: ImageDecodeRequest(options: options, context: context).key
+        )
         let (load, id, isNew) = loads.withLock { loads -> (FileLoad, UInt64, Bool) in
             if let existing = loads[key], let id = existing.subscribe(completed) { return (existing, id, false) }
             let load = FileLoad(url: url, options: options, context: context, first: completed)
@@ -57,7 +67,7 @@ public final class FileImageLoader: ImageLoading {
     /// Every failure but cancellation: a file that could not be read or decoded stays so.
     public func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool { error.code != .cancelled }
 
-    private func start(_ load: FileLoad, key: ImageDownloadKey) {
+    private func start(_ load: FileLoad, key: LoadKey) {
         let url = load.url
         let limit = maximumFileSize
         readQueue.enqueue(priority: ImageWorkQueue.Priority(load.options)) { [self] in
@@ -98,7 +108,7 @@ public final class FileImageLoader: ImageLoading {
     /// callers start a new load.
     private func finish(
         _ load: FileLoad,
-        key: ImageDownloadKey,
+        key: LoadKey,
         image: DecodedImage?,
         data: Data?,
         error: WebImageError?,
@@ -112,7 +122,7 @@ public final class FileImageLoader: ImageLoading {
         }
     }
 
-    fileprivate func cancel(_ id: UInt64, of load: FileLoad, key: ImageDownloadKey) {
+    fileprivate func cancel(_ id: UInt64, of load: FileLoad, key: LoadKey) {
         guard let (completed, abandoned) = load.unsubscribe(id) else { return }
         if abandoned {
             loads.withLock { loads in
@@ -212,7 +222,7 @@ private final class FileLoad: Sendable {
 /// A caller's interest in a ``FileImageLoader`` load.
 private struct FileLoadToken: ImageLoadingToken {
     weak var loader: FileImageLoader?
-    let key: ImageDownloadKey
+    let key: FileImageLoader.LoadKey
     let load: FileLoad
     let id: UInt64
 

@@ -6,8 +6,9 @@ import WebImageHTTP
 /// missed the cache to the first of its loaders that can request the URL.
 /// ``ImageDownloader`` loads http and https, ``FileImageLoader`` loads `file://`.
 ///
-/// A loader coalesces as it sees fit (both built-in ones share one load among callers with the
-/// same URL and decoding settings). Implementations must be thread-safe and must not call
+/// A loader coalesces as it sees fit: ``ImageDownloader`` shares one request among the callers of
+/// a URL and decodes once per distinct decoding setting; ``FileImageLoader`` shares a read among
+/// callers with the same decoding settings. Implementations must be thread-safe and must not call
 /// `completed` or `progress` while holding a lock of their own.
 public protocol ImageLoading: Sendable {
     /// Whether this loader handles `url` (SDImageLoader's `canRequestImageForURL:`).

@@ -116,6 +116,10 @@ public struct ImageLoadResult: Sendable {
     public var cacheType: ImageCacheType
     /// The URL asked for.
     public var url: URL
+    /// What is known of the bytes: their content type, validators (`ETag`, `Last-Modified`) and
+    /// caching headers, as the loader answered or the disk entry keeps them; `nil` for a memory
+    /// hit.
+    public var metadata: DiskCacheMetadata? = nil
 }
 
 /// One step of ``ImageManager/images(with:options:context:)-(URL?,_,_)``.

@@ -45,7 +45,13 @@ extension ImageLoadTask {
 
     /// Serves, refreshes or revalidates a cache hit by HTTP's rules (``ImageManager/use(of:options:now:)``).
     private func use(_ cached: ImageCacheQueryResult) {
-        let result = ImageLoadResult(image: cached.image, data: cached.data, cacheType: cached.cacheType, url: url)
+        let result = ImageLoadResult(
+            image: cached.image,
+            data: cached.data,
+            cacheType: cached.cacheType,
+            url: url,
+            metadata: cached.metadata
+        )
         let copy = { (delivered: Bool) in CachedCopy(result: result, metadata: cached.metadata, delivered: delivered) }
         switch ImageManager.use(of: cached, options: inputs.options, now: Date()) {
         case .serve:

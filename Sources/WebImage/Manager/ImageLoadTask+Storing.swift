@@ -68,7 +68,13 @@ extension ImageLoadTask {
         let loaded = withThumbnailBytes(loaded)
         let storeType = storeType(for: loaded)
         storeOriginal(of: loaded, in: storeType)
-        let result = ImageLoadResult(image: loaded.image, data: loaded.data, cacheType: loaded.source, url: url)
+        let result = ImageLoadResult(
+            image: loaded.image,
+            data: loaded.data,
+            cacheType: loaded.source,
+            url: url,
+            metadata: loaded.metadata
+        )
         inputs.configuration.logger.debug(
             loaded.source == .disk ? "made from the original on disk" : "loaded",
             metadata: ["url": "\(url)", "key": "\(inputs.key)"]

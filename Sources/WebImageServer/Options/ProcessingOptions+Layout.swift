@@ -110,7 +110,7 @@ extension ProcessingOptions {
             guard let moment = try arguments.integer(0) else { throw .badOption("expires: needs a unix timestamp") }
             // imgproxy's answer for an expired URL: 404.
             if moment > 0, moment < Int(Date().timeIntervalSince1970) {
-                throw ProxyError(status: 404, code: .expired, message: "the URL expired at \(moment) (unix time)")
+                throw ProxyError(.expired, "the URL expired at \(moment) (unix time)")
             }
             expires = moment
         case "filename", "fn":

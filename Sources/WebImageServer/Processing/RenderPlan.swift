@@ -110,8 +110,8 @@ extension ImageProxy {
         let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
         var decoding = ImageDecodingOptions(
             firstFrameOnly: !animatable.contains(request.choice.format),
-            maxPixelCount: Int(configuration.maxSourceResolution * 1_000_000),
-            maxFrameCount: max(configuration.maxAnimationFrames, header.frameCount)
+            maxPixelCount: Int(configuration.limits.maxSourceResolution * 1_000_000),
+            maxFrameCount: max(configuration.limits.maxAnimationFrames, header.frameCount)
         )
         decoding.maxDecodeDuration = nil  // the render's deadline stops it (``ImageProxy/onDecodeQueue(holding:_:)``)
         decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep

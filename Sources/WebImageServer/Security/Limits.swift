@@ -30,44 +30,53 @@ public struct ProxyLimits: Sendable, Equatable {
     public static let defaults = ProxyLimits()
 }
 
-/// The limits under their old names (``ProxyLimits`` holds them).
+/// The limits under their old names, kept for source compatibility: read and set them on
+/// ``ImageProxyConfiguration/limits``.
 extension ImageProxyConfiguration {
     /// ``ProxyLimits/maxSourceFileSize``.
+    @available(*, deprecated, renamed: "limits.maxSourceFileSize")
     public var maxSourceFileSize: Int64 {
         get { limits.maxSourceFileSize }
         set { limits.maxSourceFileSize = newValue }
     }
     /// ``ProxyLimits/maxSourceResolution``.
+    @available(*, deprecated, renamed: "limits.maxSourceResolution")
     public var maxSourceResolution: Double {
         get { limits.maxSourceResolution }
         set { limits.maxSourceResolution = newValue }
     }
     /// ``ProxyLimits/maxResultDimension``.
+    @available(*, deprecated, renamed: "limits.maxResultDimension")
     public var maxResultDimension: Int {
         get { limits.maxResultDimension }
         set { limits.maxResultDimension = newValue }
     }
     /// ``ProxyLimits/maxResultResolution``.
+    @available(*, deprecated, renamed: "limits.maxResultResolution")
     public var maxResultResolution: Double {
         get { limits.maxResultResolution }
         set { limits.maxResultResolution = newValue }
     }
     /// ``ProxyLimits/maxAnimationFrames``.
+    @available(*, deprecated, renamed: "limits.maxAnimationFrames")
     public var maxAnimationFrames: Int {
         get { limits.maxAnimationFrames }
         set { limits.maxAnimationFrames = newValue }
     }
     /// ``ProxyLimits/downloadTimeout``.
+    @available(*, deprecated, renamed: "limits.downloadTimeout")
     public var downloadTimeout: Duration {
         get { limits.downloadTimeout }
         set { limits.downloadTimeout = newValue }
     }
     /// ``ProxyLimits/processingTimeout``.
+    @available(*, deprecated, renamed: "limits.processingTimeout")
     public var processingTimeout: Duration {
         get { limits.processingTimeout }
         set { limits.processingTimeout = newValue }
     }
     /// ``ProxyLimits/maxRedirects``.
+    @available(*, deprecated, renamed: "limits.maxRedirects")
     public var maxRedirects: Int {
         get { limits.maxRedirects }
         set { limits.maxRedirects = newValue }

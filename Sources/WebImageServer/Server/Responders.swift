@@ -31,11 +31,11 @@ struct ProxyResponder: HTTPResponder {
         if path == "/health" || fullPath == "/health" {
             answer = await proxy.health()
         } else if path == nil {
-            answer = .failure(ProxyError(status: 404, code: .notFound, message: "not under the path prefix"))
+            answer = .failure(ProxyError(.notFound, "not under the path prefix"))
         } else if request.method == .options, proxy.configuration.allowOrigin != nil {
             answer = ProxyResponse(status: 200, headers: [], body: Data())
         } else if request.method != .get && request.method != .head {
-            answer = .failure(ProxyError(status: 405, code: .methodNotAllowed, message: "only GET and HEAD"))
+            answer = .failure(ProxyError(.methodNotAllowed, "only GET and HEAD"))
         } else {
             let accept = request.headers[.accept]
             let ifNoneMatch = request.headers[.ifNoneMatch]

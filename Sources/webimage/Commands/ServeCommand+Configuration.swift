@@ -187,53 +187,53 @@ extension ServeCommand {
                 parse: Units.seconds
             )
         )
-        configuration.maxSourceFileSize = try settings.value(
+        configuration.limits.maxSourceFileSize = try settings.value(
             "max-src-file-size",
             flag: try ServeSettings.parsed(maxSourceFileSize, "max-src-file-size", Self.sourceFileSize),
             default: defaults.maxSourceFileSize,
             imgproxy: ["IMGPROXY_MAX_SRC_FILE_SIZE"],
             parse: Self.sourceFileSize
         )
-        configuration.maxSourceResolution = try settings.value(
+        configuration.limits.maxSourceResolution = try settings.value(
             "max-src-resolution",
             flag: maxSourceResolution,
             default: defaults.maxSourceResolution,
             imgproxy: ["IMGPROXY_MAX_SRC_RESOLUTION"],
             parse: ServeSettings.number
         )
-        guard configuration.maxSourceResolution > 0 else {
+        guard configuration.limits.maxSourceResolution > 0 else {
             throw ValidationError("--max-src-resolution must be above 0")
         }
-        configuration.maxResultDimension = try settings.value(
+        configuration.limits.maxResultDimension = try settings.value(
             "max-result-dimension",
             flag: maxResultDimension,
             default: defaults.maxResultDimension,
             imgproxy: ["IMGPROXY_MAX_RESULT_DIMENSION"]
         ) { try ServeSettings.integer(ServeSettings.unlimitedWhenZero($0, unlimited: "65535")) }
-        if configuration.maxResultDimension == 0 { configuration.maxResultDimension = 65_535 }
-        guard configuration.maxResultDimension > 0 else {
+        if configuration.limits.maxResultDimension == 0 { configuration.limits.maxResultDimension = 65_535 }
+        guard configuration.limits.maxResultDimension > 0 else {
             throw ValidationError("--max-result-dimension must be at least 1")
         }
-        configuration.maxResultResolution = try settings.value(
+        configuration.limits.maxResultResolution = try settings.value(
             "max-result-resolution",
             flag: maxResultResolution,
             default: defaults.maxResultResolution,
             parse: ServeSettings.number
         )
-        guard configuration.maxResultResolution > 0 else {
+        guard configuration.limits.maxResultResolution > 0 else {
             throw ValidationError("--max-result-resolution must be above 0")
         }
-        configuration.maxAnimationFrames = try settings.value(
+        configuration.limits.maxAnimationFrames = try settings.value(
             "max-animation-frames",
             flag: maxAnimationFrames,
             default: defaults.maxAnimationFrames,
             imgproxy: ["IMGPROXY_MAX_ANIMATION_FRAMES"],
             parse: ServeSettings.integer
         )
-        guard configuration.maxAnimationFrames > 0 else {
+        guard configuration.limits.maxAnimationFrames > 0 else {
             throw ValidationError("--max-animation-frames must be at least 1")
         }
-        configuration.downloadTimeout = .seconds(
+        configuration.limits.downloadTimeout = .seconds(
             try settings.value(
                 "download-timeout",
                 flag: try ServeSettings.parsed(downloadTimeout, "download-timeout", Units.positiveSeconds),
@@ -242,7 +242,7 @@ extension ServeCommand {
                 parse: Units.positiveSeconds
             )
         )
-        configuration.processingTimeout = .seconds(
+        configuration.limits.processingTimeout = .seconds(
             try settings.value(
                 "processing-timeout",
                 flag: try ServeSettings.parsed(processingTimeout, "processing-timeout", Units.positiveSeconds),
@@ -272,14 +272,14 @@ extension ServeCommand {
             }
         }
         configuration.s3 = try s3Configuration(settings)
-        configuration.maxRedirects = try settings.value(
+        configuration.limits.maxRedirects = try settings.value(
             "max-redirects",
             flag: maxRedirects,
             default: ProxyLimits.defaults.maxRedirects,
             imgproxy: ["IMGPROXY_MAX_REDIRECTS"],
             parse: ServeSettings.integer
         )
-        guard configuration.maxRedirects >= 0 else { throw ValidationError("--max-redirects must be 0 or more") }
+        guard configuration.limits.maxRedirects >= 0 else { throw ValidationError("--max-redirects must be 0 or more") }
         for header in try settings.list("source-header", flags: sourceHeader, separator: "\n") {
             guard let colon = header.firstIndex(of: ":"), !header[..<colon].isEmpty,
                 !header.contains(where: { $0 == "\r" || $0 == "\n" })

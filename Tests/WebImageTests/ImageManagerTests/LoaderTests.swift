@@ -66,6 +66,31 @@ struct LoaderTests {
         #expect(loader.readCount == 1)
     }
 
+    @Test("Two thumbnail sizes of one file at once: each caller gets its own size")
+    func fileLoadSizes() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try DerivedImageTests.photoJPEG.write(to: file)
+        // One read place, held: both callers ask before either read starts.
+        let readQueue = ImageWorkQueue(width: 1)
+        let release = DispatchSemaphore(value: 0)
+        readQueue.enqueue { release.wait() }
+        let loader = FileImageLoader(readQueue: readQueue)
+        let widths = Locked<[Int: Int]>([:])
+        for side in [40, 100] {
+            var context = ImageContext()
+            context.thumbnailPixelSize = PixelSize(width: side, height: side)
+            _ = loader.requestImage(with: file, options: [], context: context, progress: nil) {
+                image, _, _, finished, _ in
+                if finished { widths.withLock { $0[side] = image?.width ?? 0 } }
+            }
+        }
+        release.signal()
+        await DownloaderFixtures.wait { widths.value.count == 2 }
+        #expect(widths.value == [40: 40, 100: 100])
+    }
+
     @Test("A load whose every caller cancelled before its turn reads nothing")
     func abandonedFileLoad() async throws {
         let folder = try TemporaryDirectory()

@@ -25,17 +25,14 @@ final class WatermarkImage: Sendable {
 
     /// The image upright, decoded once; the lock is not held while decoding (two first users
     /// may both decode, and one result is kept).
-    /// - Throws: ``ProxyError`` 500 `watermarkFailed` when the bytes are not an image.
+    /// - Throws: ``ProxyError`` `watermarkFailed` (502) when the bytes are not an image.
     func bitmap() throws(ProxyError) -> Bitmap {
         if let bitmap = decoded.withLock({ $0 }) { return bitmap }
         let image: DecodedImage
         do {
             image = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(firstFrameOnly: true))
         } catch {
-            throw ProxyError(
-                status: 500,
-                code: .watermarkFailed,
-                message: "the watermark image cannot be decoded: \(error)"
+            throw ProxyError(.watermarkFailed, "the watermark image cannot be decoded: \(error)"
             )
         }
         let upright = image.orientation == .up ? image.bitmap : image.bitmap.applyingOrientation(image.orientation)
@@ -56,10 +53,7 @@ extension ImageProxy {
         } catch  where error.code == ProxyError.cancelled.code {
             throw error
         } catch {
-            throw ProxyError(
-                status: 502,
-                code: .watermarkFailed,
-                message: "the watermark image failed: \(error.message)"
+            throw ProxyError(.watermarkFailed, "the watermark image failed: \(error.message)"
             )
         }
         let fingerprint = Self.fingerprint(data)
@@ -83,14 +77,11 @@ extension ImageProxy {
             } catch  where error.code == ProxyError.cancelled.code {
                 throw error
             } catch {
-                throw ProxyError(
-                    status: 500,
-                    code: .fallbackFailed,
-                    message: "the fallback image failed: \(error.message)"
+                throw ProxyError(.fallbackFailed, "the fallback image failed: \(error.message)"
                 )
             }
         case nil:
-            throw ProxyError(status: 500, code: .fallbackFailed, message: "the server has no fallback image")
+            throw ProxyError(.fallbackFailed, "the server has no fallback image")
         }
     }
 }

@@ -189,33 +189,24 @@ struct S3Source: Sendable {
             switch error.code {
             case .cancelled: throw .cancelled
             case .responseTooLarge:
-                throw ProxyError(status: 422, code: .limitExceeded, message: "the source is over --max-src-file-size")
+                throw ProxyError(.limitExceeded, "the source is over --max-src-file-size")
             case .timedOut:
-                throw ProxyError(status: 504, code: .timedOut, message: "the S3 server did not answer in time")
+                throw ProxyError(.timedOut, "the S3 server did not answer in time")
             default:
-                throw ProxyError(status: 502, code: .sourceFailed, message: "the S3 server failed: \(error.message)")
+                throw ProxyError(.sourceFailed, "the S3 server failed: \(error.message)")
             }
         }
         switch response.statusCode {
         case 200: return .object(data, etag: response.headers[.eTag], lastModified: response.headers[.lastModified])
         case 304: return .notModified
         case 404:
-            throw ProxyError(
-                status: 404,
-                code: .sourceNotFound,
-                message: "S3 has no such object (\(Self.reason(data)))"
+            throw ProxyError(.sourceNotFound, "S3 has no such object (\(Self.reason(data)))"
             )
         case 401, 403:
-            throw ProxyError(
-                status: 403,
-                code: .sourceForbidden,
-                message: "the S3 server refused the request: \(Self.reason(data))"
+            throw ProxyError(.sourceForbidden, "the S3 server refused the request: \(Self.reason(data))"
             )
         default:
-            throw ProxyError(
-                status: 502,
-                code: .sourceFailed,
-                message: "the S3 server answered \(response.statusCode) (\(Self.reason(data)))"
+            throw ProxyError(.sourceFailed, "the S3 server answered \(response.statusCode) (\(Self.reason(data)))"
             )
         }
     }

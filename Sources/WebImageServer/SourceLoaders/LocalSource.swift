@@ -13,11 +13,11 @@ public struct LocalSourceRoot: Sendable, Hashable {
     /// - Throws: ``ProxyError`` naming the folder when it does not exist or is not a folder.
     public init(_ path: String) throws(ProxyError) {
         guard let resolved = Self.resolved(path) else {
-            throw ProxyError(status: 500, code: .badConfiguration, message: "--local-root '\(path)' does not exist")
+            throw ProxyError(.badConfiguration, "--local-root '\(path)' does not exist")
         }
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isFolder), isFolder.boolValue else {
-            throw ProxyError(status: 500, code: .badConfiguration, message: "--local-root '\(path)' is not a folder")
+            throw ProxyError(.badConfiguration, "--local-root '\(path)' is not a folder")
         }
         self.path = resolved == "/" ? "" : resolved
     }
@@ -34,10 +34,7 @@ public struct LocalSourceRoot: Sendable, Hashable {
         guard !segments.isEmpty else { throw .badURL("the local source names no file") }
         let candidate = path + "/" + segments.joined(separator: "/")
         guard let resolved = Self.resolved(candidate) else {
-            throw ProxyError(
-                status: 404,
-                code: .sourceNotFound,
-                message: "no file at local path '\(named.prefix(200))'"
+            throw ProxyError(.sourceNotFound, "no file at local path '\(named.prefix(200))'"
             )
         }
         guard resolved.hasPrefix(path + "/") else {
@@ -69,23 +66,23 @@ public struct LocalSourceRoot: Sendable, Hashable {
     private static func readFile(_ file: String, limit: Int64) -> Result<(Data, Date?), ProxyError> {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: file, isDirectory: &isFolder), !isFolder.boolValue else {
-            return .failure(ProxyError(status: 404, code: .sourceNotFound, message: "the local source is not a file"))
+            return .failure(ProxyError(.sourceNotFound, "the local source is not a file"))
         }
         guard let handle = FileHandle(forReadingAtPath: file) else {
-            return .failure(ProxyError(status: 404, code: .sourceNotFound, message: "the local source cannot be read"))
+            return .failure(ProxyError(.sourceNotFound, "the local source cannot be read"))
         }
         defer { try? handle.close() }
         do {
             let data = try handle.read(upToCount: Int(min(limit, Int64(Int.max - 1))) + 1) ?? Data()
             guard data.count <= limit else {
                 return .failure(
-                    ProxyError(status: 422, code: .limitExceeded, message: "the source is over --max-src-file-size")
+                    ProxyError(.limitExceeded, "the source is over --max-src-file-size")
                 )
             }
             let modified = (try? FileManager.default.attributesOfItem(atPath: file))?[.modificationDate] as? Date
             return .success((data, modified))
         } catch {
-            return .failure(ProxyError(status: 404, code: .sourceNotFound, message: "the local source cannot be read"))
+            return .failure(ProxyError(.sourceNotFound, "the local source cannot be read"))
         }
     }
 }
