@@ -26,14 +26,17 @@ extension ImageProxy {
             }
         }
         let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
-        let frames = decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.limits.maxAnimationFrames))
+        let frames =
+            decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, configuration.limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
             by: frames + 4 + (options.watermark == nil ? 0 : 1)
         )
         let (bytes, overflow) = header.decodedByteCount(with: decoding).addingReportingOverflow(results.partialValue)
         let budget = configuration.memoryBudget.limit
         guard !canvas.overflow, !results.overflow, !overflow, configuration.memoryBudget.admits(bytes) else {
-            throw ProxyError(.limitExceeded, "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
+            throw ProxyError(
+                .limitExceeded,
+                "the result would need \(megabytes(bytes)) MB of memory, over the budget of \(megabytes(budget)) MB"
             )
         }
         return bytes
@@ -75,12 +78,16 @@ extension ImageProxy {
     /// Refuses a result over `--max-result-dimension` or `--max-result-resolution`.
     static func checkResultSize(_ size: PixelSize, configuration: ImageProxyConfiguration) throws(ProxyError) {
         guard max(size.width, size.height) <= configuration.limits.maxResultDimension else {
-            throw ProxyError(.limitExceeded, "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.limits.maxResultDimension)"
+            throw ProxyError(
+                .limitExceeded,
+                "the result would be \(size.width)×\(size.height), over --max-result-dimension \(configuration.limits.maxResultDimension)"
             )
         }
         let megapixels = Double(size.pixelCount) / 1_000_000
         guard megapixels <= configuration.limits.maxResultResolution else {
-            throw ProxyError(.limitExceeded, "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.limits.maxResultResolution)"
+            throw ProxyError(
+                .limitExceeded,
+                "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), over --max-result-resolution \(configuration.limits.maxResultResolution)"
             )
         }
     }

@@ -203,7 +203,9 @@ extension ImageProxy {
             with: ImageDecodingOptions(maxPixelCount: Int(configuration.limits.maxSourceResolution * 1_000_000))
         )
         guard configuration.memoryBudget.admits(bytes) else {
-            throw ProxyError(.limitExceeded, "the source would need \(Self.megabytes(bytes)) MB decoded, over the budget of \(Self.megabytes(configuration.memoryBudget.limit)) MB"
+            throw ProxyError(
+                .limitExceeded,
+                "the source would need \(Self.megabytes(bytes)) MB decoded, over the budget of \(Self.megabytes(configuration.memoryBudget.limit)) MB"
             )
         }
         guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {

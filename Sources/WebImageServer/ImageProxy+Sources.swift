@@ -111,7 +111,9 @@ extension ImageProxy {
         case .badImageData, .invalidDownloadContentType:
             return ProxyError(.notAnImage, "the source is not an image")
         case .invalidDownloadStatusCode:
-            return ProxyError(.sourceFailed, "the source answered \(error.statusCode.map(String.init) ?? "an error")"
+            return ProxyError(
+                .sourceFailed,
+                "the source answered \(error.statusCode.map(String.init) ?? "an error")"
             )
         default:
             return ProxyError(.sourceFailed, "the source failed: \(error.message)")

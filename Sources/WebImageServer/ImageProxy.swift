@@ -332,7 +332,9 @@ public final class ImageProxy: Sendable {
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)
         let pixels = Double(header.size.width) * Double(header.size.height) * Double(max(1, header.frameCount))
         guard pixels <= configuration.limits.maxSourceResolution * 1_000_000 else {
-            throw ProxyError(.limitExceeded, "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.limits.maxSourceResolution)"
+            throw ProxyError(
+                .limitExceeded,
+                "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.limits.maxSourceResolution)"
             )
         }
         if request.path.isInfo { return try await info(data, header: header) }

@@ -32,7 +32,9 @@ final class WatermarkImage: Sendable {
         do {
             image = try ImageCodersManager.shared.decode(data, options: ImageDecodingOptions(firstFrameOnly: true))
         } catch {
-            throw ProxyError(.watermarkFailed, "the watermark image cannot be decoded: \(error)"
+            throw ProxyError(
+                .watermarkFailed,
+                "the watermark image cannot be decoded: \(error)"
             )
         }
         let upright = image.orientation == .up ? image.bitmap : image.bitmap.applyingOrientation(image.orientation)
@@ -53,7 +55,9 @@ extension ImageProxy {
         } catch  where error.code == ProxyError.cancelled.code {
             throw error
         } catch {
-            throw ProxyError(.watermarkFailed, "the watermark image failed: \(error.message)"
+            throw ProxyError(
+                .watermarkFailed,
+                "the watermark image failed: \(error.message)"
             )
         }
         let fingerprint = Self.fingerprint(data)
@@ -77,7 +81,9 @@ extension ImageProxy {
             } catch  where error.code == ProxyError.cancelled.code {
                 throw error
             } catch {
-                throw ProxyError(.fallbackFailed, "the fallback image failed: \(error.message)"
+                throw ProxyError(
+                    .fallbackFailed,
+                    "the fallback image failed: \(error.message)"
                 )
             }
         case nil:

@@ -34,7 +34,9 @@ public struct LocalSourceRoot: Sendable, Hashable {
         guard !segments.isEmpty else { throw .badURL("the local source names no file") }
         let candidate = path + "/" + segments.joined(separator: "/")
         guard let resolved = Self.resolved(candidate) else {
-            throw ProxyError(.sourceNotFound, "no file at local path '\(named.prefix(200))'"
+            throw ProxyError(
+                .sourceNotFound,
+                "no file at local path '\(named.prefix(200))'"
             )
         }
         guard resolved.hasPrefix(path + "/") else {

@@ -154,7 +154,8 @@ private final class SourceLoad: ImageLoadingToken {
         }
     }
 
-    private func finish(_ image: DecodedImage?, _ data: Data?, _ error: WebImageError?, _ metadata: DiskCacheMetadata?) {
+    private func finish(_ image: DecodedImage?, _ data: Data?, _ error: WebImageError?, _ metadata: DiskCacheMetadata?)
+    {
         guard let completed = takeCompletion() else { return }
         completed(image, data, error, true, metadata)
     }

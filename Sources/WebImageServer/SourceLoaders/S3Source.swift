@@ -200,13 +200,19 @@ struct S3Source: Sendable {
         case 200: return .object(data, etag: response.headers[.eTag], lastModified: response.headers[.lastModified])
         case 304: return .notModified
         case 404:
-            throw ProxyError(.sourceNotFound, "S3 has no such object (\(Self.reason(data)))"
+            throw ProxyError(
+                .sourceNotFound,
+                "S3 has no such object (\(Self.reason(data)))"
             )
         case 401, 403:
-            throw ProxyError(.sourceForbidden, "the S3 server refused the request: \(Self.reason(data))"
+            throw ProxyError(
+                .sourceForbidden,
+                "the S3 server refused the request: \(Self.reason(data))"
             )
         default:
-            throw ProxyError(.sourceFailed, "the S3 server answered \(response.statusCode) (\(Self.reason(data)))"
+            throw ProxyError(
+                .sourceFailed,
+                "the S3 server answered \(response.statusCode) (\(Self.reason(data)))"
             )
         }
     }

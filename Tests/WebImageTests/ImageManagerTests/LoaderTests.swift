@@ -82,7 +82,11 @@ struct LoaderTests {
             var context = ImageContext()
             context.thumbnailPixelSize = PixelSize(width: side, height: side)
             _ = loader.requestImage(with: file, options: [], context: context, progress: nil) {
-                image, _, _, finished, _ in
+                image,
+                _,
+                _,
+                finished,
+                _ in
                 if finished { widths.withLock { $0[side] = image?.width ?? 0 } }
             }
         }
