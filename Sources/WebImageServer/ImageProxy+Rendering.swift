@@ -162,7 +162,11 @@ extension ImageProxy {
             let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
             return Rendered(data: encoded, format: format, timings: timings)
         } catch {
-            throw ProxyError(.encodeFailed, "the result cannot be encoded: \(error)")
+            // A result the format cannot hold (an ICO over 256×256) is the request's limit;
+            // anything else is the encoder failing.
+            let code: ProxyError.Code =
+                if case .limitExceeded = error as? CoderError { .limitExceeded } else { .encodeFailed }
+            throw ProxyError(code, "the result cannot be encoded: \(error)")
         }
     }
 
