@@ -55,9 +55,9 @@ extension ImageProxy {
         var loaders: [any ImageLoading] = []
         if let s3 = configuration.s3 {
             let source = S3Source(configuration: s3, timeout: configuration.limits.downloadTimeout)
-            loaders.append(S3SourceLoader(source: source, limit: limit))
+            loaders.append(ProxySourceLoader.s3(source, limit: limit))
         }
-        if let root = configuration.localRoot { loaders.append(LocalSourceLoader(root: root, limit: limit)) }
+        if let root = configuration.localRoot { loaders.append(ProxySourceLoader.local(root, limit: limit)) }
         return loaders
     }
 

@@ -5,43 +5,38 @@ import WebImage
 import WebImageCoders
 import WebImageHTTP
 
-/// `s3://bucket/key` sources as a loader of the proxy's ``ImageManager``: the manager keeps
-/// each object in the originals cache with its ETag, and revalidates it at every use with
-/// `If-None-Match` (the metadata says `no-cache`), so a 304 moves no body. An object S3 gives
-/// without an ETag is not kept (`no-store`): there would be nothing to revalidate it with.
-struct S3SourceLoader: ImageLoading {
-    let source: S3Source
-    /// ``ProxyLimits/maxSourceFileSize``.
-    let limit: Int64
+/// A source of the proxy that is not http(s), as a loader of its ``ImageManager``: `s3://`
+/// (``s3(_:limit:)``) or `local://` (``local(_:limit:)``). Each caller's load runs `fetch` in a
+/// task of its own; the manager coalesces callers of one key before they get here.
+struct ProxySourceLoader: ImageLoading {
+    /// The URL scheme it loads, lower-case.
+    let scheme: String
+    /// Whether the originals cache keeps what it loads.
+    let keepsCopies: Bool
+    /// The bytes (`nil`: not modified, for a conditional load) and what is known of them.
+    let fetch: @Sendable (URL, ImageOptions, ImageContext) async throws(ProxyError) -> (Data?, DiskCacheMetadata)
 
-    func canRequestImage(for url: URL) -> Bool { url.scheme?.lowercased() == "s3" }
-
-    func requestImage(
-        with url: URL,
-        options: ImageOptions,
-        context: ImageContext,
-        progress: ImageDownloader.ProgressHandler?,
-        completed: @escaping ImageLoaderCompletion
-    ) -> (any ImageLoadingToken)? {
-        let etag = options.contains(.refreshCached) ? context.cachedResponse?.etag : nil
-        return SourceLoad.start(url: url, options: options, context: context, completed: completed) {
-            [source, limit] () async throws(ProxyError) -> (Data?, DiskCacheMetadata) in
-            switch try await source.fetch(url, limit: limit, ifNoneMatch: etag) {
+    /// `s3://bucket/key` sources: the manager keeps each object in the originals cache with its
+    /// ETag and revalidates it at every use with `If-None-Match` (the metadata says `no-cache`),
+    /// so a 304 moves no body. An object S3 gives without an ETag is not kept (`no-store`):
+    /// there would be nothing to revalidate it with.
+    static func s3(_ source: S3Source, limit: Int64) -> ProxySourceLoader {
+        ProxySourceLoader(scheme: "s3", keepsCopies: true) {
+            (url, options, context) async throws(ProxyError) -> (Data?, DiskCacheMetadata) in
+            let sent = options.contains(.refreshCached) ? context.cachedResponse?.etag : nil
+            switch try await source.fetch(url, limit: limit, ifNoneMatch: sent) {
             case .notModified:
-                return (nil, Self.metadata(etag: etag, lastModified: nil, contentType: nil))
+                return (nil, s3Metadata(etag: sent, lastModified: nil, contentType: nil))
             case .object(let data, let etag, let lastModified):
                 let type = ImageFormat(sniffing: data).mimeType
-                return (data, Self.metadata(etag: etag, lastModified: lastModified, contentType: type))
+                return (data, s3Metadata(etag: etag, lastModified: lastModified, contentType: type))
             }
         }
     }
 
-    /// The proxy answers for its sources: no failure is remembered against the URL.
-    func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool { false }
-
-    /// What the originals cache keeps with an object: revalidated at each use when it has an
+    /// What the originals cache keeps with an S3 object: revalidated at each use when it has an
     /// ETag, never kept without one.
-    static func metadata(etag: String?, lastModified: String?, contentType: String?) -> DiskCacheMetadata {
+    static func s3Metadata(etag: String?, lastModified: String?, contentType: String?) -> DiskCacheMetadata {
         DiskCacheMetadata(
             contentType: contentType,
             etag: etag,
@@ -49,27 +44,13 @@ struct S3SourceLoader: ImageLoading {
             httpCaching: HTTPCachingHeaders(cacheControl: etag == nil ? "no-store" : "no-cache", receivedDate: Date())
         )
     }
-}
 
-/// `local:///path` sources as a loader of the proxy's ``ImageManager``: files under the local
-/// root, read on the disk-reading queue, never copied into the originals cache. The file's
-/// modification time is its `Last-Modified`.
-struct LocalSourceLoader: ImageLoading {
-    let root: LocalSourceRoot
-    /// ``ProxyLimits/maxSourceFileSize``.
-    let limit: Int64
-
-    func canRequestImage(for url: URL) -> Bool { url.scheme?.lowercased() == "local" }
-
-    func requestImage(
-        with url: URL,
-        options: ImageOptions,
-        context: ImageContext,
-        progress: ImageDownloader.ProgressHandler?,
-        completed: @escaping ImageLoaderCompletion
-    ) -> (any ImageLoadingToken)? {
-        SourceLoad.start(url: url, options: options, context: context, completed: completed) {
-            [root, limit] () async throws(ProxyError) -> (Data?, DiskCacheMetadata) in
+    /// `local:///path` sources: files under the local root, read on the disk-reading queue,
+    /// never copied into the originals cache. The file's modification time is its
+    /// `Last-Modified`.
+    static func local(_ root: LocalSourceRoot, limit: Int64) -> ProxySourceLoader {
+        ProxySourceLoader(scheme: "local", keepsCopies: false) {
+            (url, _, _) async throws(ProxyError) -> (Data?, DiskCacheMetadata) in
             let (data, modified) = try await root.read(url, limit: limit)
             let metadata = DiskCacheMetadata(
                 contentType: ImageFormat(sniffing: data).mimeType,
@@ -79,11 +60,26 @@ struct LocalSourceLoader: ImageLoading {
         }
     }
 
+    func canRequestImage(for url: URL) -> Bool { url.scheme?.lowercased() == scheme }
+
+    func requestImage(
+        with url: URL,
+        options: ImageOptions,
+        context: ImageContext,
+        progress: ImageDownloader.ProgressHandler?,
+        completed: @escaping ImageLoaderCompletion
+    ) -> (any ImageLoadingToken)? {
+        let fetch = fetch
+        return SourceLoad.start(url: url, options: options, context: context, completed: completed) {
+            () async throws(ProxyError) -> (Data?, DiskCacheMetadata) in
+            try await fetch(url, options, context)
+        }
+    }
+
     /// The proxy answers for its sources: no failure is remembered against the URL.
     func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool { false }
 
-    /// A file is its own copy.
-    func storesOnDisk(_ url: URL) -> Bool { false }
+    func storesOnDisk(_ url: URL) -> Bool { keepsCopies }
 }
 
 /// One caller's load from a proxy source: `fetch` runs in a task of its own; its bytes are

@@ -6,6 +6,18 @@ import WebImageTestSupport
 
 @Suite("Loaders: the file loader and custom loaders", .timeLimit(.minutes(1)))
 struct LoaderTests {
+    /// A photo in a folder of its own, and a read queue whose one place is held until `release`
+    /// is signalled.
+    static func heldReads() throws -> (TemporaryDirectory, URL, ImageWorkQueue, DispatchSemaphore) {
+        let folder = try TemporaryDirectory()
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try DerivedImageTests.photoJPEG.write(to: file)
+        let readQueue = ImageWorkQueue(width: 1)
+        let release = DispatchSemaphore(value: 0)
+        readQueue.enqueue { release.wait() }
+        return (folder, file, readQueue, release)
+    }
+
     @Test("Twenty loads of one file at once: one read, one decode, every caller gets the image")
     func fileLoadsCoalesce() async throws {
         let fixture = try ManagerFixture()
@@ -26,14 +38,9 @@ struct LoaderTests {
 
     @Test("Cancelling one caller of a file load: the others get the image, it gets cancelled")
     func fileLoadCancellation() async throws {
-        let folder = try TemporaryDirectory()
+        // One read place, held: every caller asks before a read starts.
+        let (folder, file, readQueue, release) = try Self.heldReads()
         defer { folder.remove() }
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try DerivedImageTests.photoJPEG.write(to: file)
-        // One read place, held: both callers join the load before it starts.
-        let readQueue = ImageWorkQueue(width: 1)
-        let release = DispatchSemaphore(value: 0)
-        readQueue.enqueue { release.wait() }
         let loader = FileImageLoader(readQueue: readQueue)
         let outcomes = Locked<[String]>([])
         let record: @Sendable (String) -> ImageLoaderCompletion = { name in
@@ -68,14 +75,9 @@ struct LoaderTests {
 
     @Test("Two thumbnail sizes of one file at once: each caller gets its own size")
     func fileLoadSizes() async throws {
-        let folder = try TemporaryDirectory()
+        // One read place, held: every caller asks before a read starts.
+        let (folder, file, readQueue, release) = try Self.heldReads()
         defer { folder.remove() }
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try DerivedImageTests.photoJPEG.write(to: file)
-        // One read place, held: both callers ask before either read starts.
-        let readQueue = ImageWorkQueue(width: 1)
-        let release = DispatchSemaphore(value: 0)
-        readQueue.enqueue { release.wait() }
         let loader = FileImageLoader(readQueue: readQueue)
         let widths = Locked<[Int: Int]>([:])
         for side in [40, 100] {
@@ -97,13 +99,9 @@ struct LoaderTests {
 
     @Test("A load whose every caller cancelled before its turn reads nothing")
     func abandonedFileLoad() async throws {
-        let folder = try TemporaryDirectory()
+        // One read place, held: every caller asks before a read starts.
+        let (folder, file, readQueue, release) = try Self.heldReads()
         defer { folder.remove() }
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try DerivedImageTests.photoJPEG.write(to: file)
-        let readQueue = ImageWorkQueue(width: 1)
-        let release = DispatchSemaphore(value: 0)
-        readQueue.enqueue { release.wait() }
         let loader = FileImageLoader(readQueue: readQueue)
         let token = loader.requestImage(with: file, options: [], context: ImageContext(), progress: nil) {
             _,
