@@ -127,7 +127,7 @@ extension ImageProxy {
             // Only the decoded pixels tell this size (a trim, a decoder that chose another).
             metrics.computedGeometry(count: 1)
             geometry = ResizeGeometry(source: plannedSize, orientation: image.orientation, options: untrimmed)
-            try checkResultSize(geometry.padded, configuration: configuration)
+            try configuration.limits.checkResult(geometry.padded)
         }
         guard
             var processed = ImageProcessor.process(

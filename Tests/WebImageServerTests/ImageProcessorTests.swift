@@ -117,7 +117,7 @@ struct ImageProcessorTests {
                 let full = ImageProcessor.process(try JPEGCoder().decode(data, options: .init()), options: options)
                 var decoding = ImageDecodingOptions()
                 let size = PixelSize(width: 1000, height: 666)
-                decoding.shrinkOnLoadMinimumSize = ImageProxy.shrinkOnLoadMinimum(
+                decoding.shrinkOnLoadMinimumSize = RenderPlan.shrinkOnLoadMinimum(
                     storedSize: size,
                     geometries: RenderPlan.geometries(for: size, orientation: orientation, options: options)
                 )

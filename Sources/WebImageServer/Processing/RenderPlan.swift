@@ -4,7 +4,7 @@ import WebImageCoders
 
 /// Everything one render needs, decided once per request before any pixel work: what to make
 /// (``ImageProxy/RenderRequest``), how to decode the source, the result's geometry and the memory
-/// to reserve. ``ImageProxy/plan(_:header:)`` builds it and checks the limits first (422 before
+/// to reserve. Its initializer (through ``ImageProxy/plan(_:header:)``) checks the limits first (422 before
 /// any work); the render then computes geometry only for what the decoded pixels alone tell: a
 /// trimmed source's new size, or a size the decoder chose differently.
 struct RenderPlan: Sendable {
@@ -68,25 +68,20 @@ struct RenderPlan: Sendable {
     }
 }
 
-extension ImageProxy {
-    /// Plans one render of `header`'s source: the geometry (counted in ``ProxyMetrics``), the
-    /// result limits, the decode and the memory budget, in that order.
+extension RenderPlan {
+    /// Plans one render of `header`'s source on `geometries` (``geometries(for:orientation:options:)``
+    /// of the header): the result limits, the decode and the memory, in that order.
     /// - Throws: ``ProxyError`` 422 `limitExceeded` when the result or its memory is over a limit.
-    func plan(_ request: RenderRequest, header: ImageHeader) throws(ProxyError) -> RenderPlan {
-        let geometries = RenderPlan.geometries(
-            for: header.size,
-            orientation: header.orientation,
-            options: request.options
-        )
-        metrics.computedGeometry(count: geometries.count)
-        for planned in geometries { try Self.checkResultSize(planned.geometry.padded, configuration: configuration) }
-        let decoding = Self.decodingOptions(
-            header: header,
-            request: request,
-            geometries: geometries,
-            configuration: configuration
-        )
-        var plan = RenderPlan(
+    init(
+        _ request: ImageProxy.RenderRequest,
+        header: ImageHeader,
+        geometries: [OrientedGeometry],
+        limits: ProxyLimits,
+        budget: DecodingMemoryBudget
+    ) throws(ProxyError) {
+        for planned in geometries { try limits.checkResult(planned.geometry.padded) }
+        let decoding = Self.decodingOptions(header: header, request: request, geometries: geometries, limits: limits)
+        self.init(
             request: request,
             decoding: decoding,
             decodedSize: header.decodedFrameSize(with: decoding),
@@ -94,24 +89,23 @@ extension ImageProxy {
             geometries: geometries,
             memory: 0
         )
-        plan.memory = try Self.plannedMemory(plan, header: header, configuration: configuration)
-        return plan
+        memory = try Self.memory(of: self, header: header, limits: limits, budget: budget)
     }
 
     /// Decoding for one request: first frame only unless the result can animate, the limits,
     /// and shrink on load down to what the planned resize needs.
     static func decodingOptions(
         header: ImageHeader,
-        request: RenderRequest,
-        geometries: [RenderPlan.OrientedGeometry],
-        configuration: ImageProxyConfiguration
+        request: ImageProxy.RenderRequest,
+        geometries: [OrientedGeometry],
+        limits: ProxyLimits
     ) -> ImageDecodingOptions {
         let options = request.options
         let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
         var decoding = ImageDecodingOptions(
             firstFrameOnly: !animatable.contains(request.choice.format),
-            maxPixelCount: Int(configuration.limits.maxSourceResolution * 1_000_000),
-            maxFrameCount: max(configuration.limits.maxAnimationFrames, header.frameCount)
+            maxPixelCount: Int(limits.maxSourceResolution * 1_000_000),
+            maxFrameCount: max(limits.maxAnimationFrames, header.frameCount)
         )
         decoding.maxDecodeDuration = nil  // the render's deadline stops it (``ImageProxy/onDecodeQueue(holding:_:)``)
         decoding.colorPolicy = options.stripColorProfile ? .convertToSRGB : .keep
@@ -128,7 +122,7 @@ extension ImageProxy {
     /// The smallest decoded size (as stored) the resize can start from without losing detail:
     /// the source scaled by the largest resize factor of the planned `geometries`. `nil` when the
     /// result is not smaller than the source.
-    static func shrinkOnLoadMinimum(storedSize: PixelSize, geometries: [RenderPlan.OrientedGeometry]) -> PixelSize? {
+    static func shrinkOnLoadMinimum(storedSize: PixelSize, geometries: [OrientedGeometry]) -> PixelSize? {
         var factor = 0.0
         for planned in geometries {
             let geometry = planned.geometry
@@ -144,4 +138,112 @@ extension ImageProxy {
             height: Int((Double(storedSize.height) * factor).rounded(.up))
         )
     }
+
+    /// The bytes a render of `plan` will allocate at most: the decoded source, the result's
+    /// frames, three transient canvases of the result's size (resize, crop or padding,
+    /// background) and the encoder's buffers, counted as one more canvas. A trimmed source counts
+    /// the largest result the trim can give.
+    /// - Throws: ``ProxyError`` 422 `limitExceeded` when `budget` can never admit them.
+    static func memory(
+        of plan: RenderPlan,
+        header: ImageHeader,
+        limits: ProxyLimits,
+        budget: DecodingMemoryBudget
+    ) throws(ProxyError) -> Int {
+        let options = plan.options
+        var largest = PixelSize(width: 0, height: 0)
+        for planned in plan.geometries {
+            let output = planned.geometry.padded
+            if output.pixelCount > largest.pixelCount { largest = output }
+            if options.trim != nil {
+                let bound = trimmedResultBound(planned.geometry, options: options, limits: limits)
+                if bound.pixelCount > largest.pixelCount { largest = bound }
+            }
+        }
+        let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
+        let frames = plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
+        let results = canvas.partialValue.multipliedReportingOverflow(
+            by: frames + 4 + (options.watermark == nil ? 0 : 1)
+        )
+        let (bytes, overflow) = header.decodedByteCount(with: plan.decoding)
+            .addingReportingOverflow(results.partialValue)
+        guard !canvas.overflow, !results.overflow, !overflow, budget.admits(bytes) else {
+            throw ProxyError(
+                .limitExceeded,
+                "the result would need \(ImageProxy.megabytes(bytes)) MB of memory, over the budget of "
+                    + "\(ImageProxy.megabytes(budget.limit)) MB"
+            )
+        }
+        return bytes
+    }
+
+    /// The largest result a trimmed source can give, whatever the trim keeps: each side no more
+    /// than the source's (times `dpr` and `zoom`, plus padding), or the result limits with
+    /// `enlarge`; never less than the untrimmed plan.
+    static func trimmedResultBound(
+        _ geometry: ResizeGeometry,
+        options: ProcessingOptions,
+        limits: ProxyLimits
+    ) -> PixelSize {
+        let limit = limits.maxResultDimension
+        let growth = max(1, options.dpr) * max(1, options.zoomWidth, options.zoomHeight)
+        func side(_ source: Int, _ planned: Int, _ padding: Int) -> Int {
+            options.enlarge ? limit : min(limit, max(planned, Int((Double(source) * growth).rounded(.up)) + padding))
+        }
+        let bands = geometry.padding
+        let longest = max(geometry.source.width, geometry.source.height)
+        var bound = PixelSize(
+            width: side(longest, geometry.padded.width, bands.left + bands.right),
+            height: side(longest, geometry.padded.height, bands.top + bands.bottom)
+        )
+        let pixelLimit = Int(limits.maxResultResolution * 1_000_000)
+        if bound.pixelCount > pixelLimit {
+            bound = PixelSize(width: max(1, pixelLimit / bound.height), height: bound.height)
+        }
+        return bound
+    }
+}
+
+extension ProxyLimits {
+    /// Refuses a result over ``maxResultDimension`` or ``maxResultResolution``.
+    /// - Throws: ``ProxyError`` 422 `limitExceeded` naming the size and the limit.
+    func checkResult(_ size: PixelSize) throws(ProxyError) {
+        guard max(size.width, size.height) <= maxResultDimension else {
+            throw ProxyError(
+                .limitExceeded,
+                "the result would be \(size.width)×\(size.height), over --max-result-dimension \(maxResultDimension)"
+            )
+        }
+        let megapixels = Double(size.pixelCount) / 1_000_000
+        guard megapixels <= maxResultResolution else {
+            throw ProxyError(
+                .limitExceeded,
+                "the result would be \(size.width)×\(size.height) (\(String(format: "%.1f", megapixels)) megapixels), "
+                    + "over --max-result-resolution \(maxResultResolution)"
+            )
+        }
+    }
+}
+
+extension ImageProxy {
+    /// The ``RenderPlan`` of one render of `header`'s source under the server's limits and
+    /// memory budget; its geometry computations are counted in ``ProxyMetrics``.
+    /// - Throws: ``ProxyError`` 422 `limitExceeded` when the result or its memory is over a limit.
+    func plan(_ request: RenderRequest, header: ImageHeader) throws(ProxyError) -> RenderPlan {
+        let geometries = RenderPlan.geometries(
+            for: header.size,
+            orientation: header.orientation,
+            options: request.options
+        )
+        metrics.computedGeometry(count: geometries.count)
+        return try RenderPlan(
+            request,
+            header: header,
+            geometries: geometries,
+            limits: configuration.limits,
+            budget: configuration.memoryBudget
+        )
+    }
+
+    static func megabytes(_ bytes: Int) -> Int { bytes / 1_000_000 }
 }
