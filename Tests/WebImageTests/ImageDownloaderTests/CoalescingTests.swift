@@ -11,7 +11,7 @@ struct CoalescingTests {
         let origin = try await OriginServer.start()
         let gate = OriginGate()
         origin.setRoute("/a.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let completions = Locked<[Int]>([])
         for index in 0..<20 {
             downloader.download(with: origin.url("/a.png")) { image, _, error, finished in
@@ -42,7 +42,7 @@ struct CoalescingTests {
         route.headers.append(("ETag", "\"v1\""))
         origin.setRoute("/c.png", route)
         let url = origin.url("/c.png")
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let conditional = Locked<[String]>([])
         let plain = Locked<[String]>([])
         var context = ImageContext()
@@ -71,7 +71,7 @@ struct CoalescingTests {
         let origin = try await OriginServer.start()
         let gate = OriginGate()
         origin.setRoute("/b.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let first = Locked<[String]>([])
         let second = Locked<[String]>([])
         let token = downloader.download(with: origin.url("/b.png")) { _, _, error, _ in
@@ -100,7 +100,7 @@ struct CoalescingTests {
                 behavior: .init(chunkSize: 20_000, chunkInterval: .milliseconds(10))
             )
         )
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let results = Locked<[String]>([])
         let tokens = (0..<3).map { _ in
             downloader.download(with: origin.url("/slow.png")) { _, _, error, _ in
@@ -145,7 +145,7 @@ struct CoalescingTests {
         let origin = try await OriginServer.start()
         let gate = OriginGate()
         origin.setRoute("/c.png", DownloaderFixtures.route(behavior: .init(gate: gate)))
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let load = Task { try await downloader.image(with: origin.url("/c.png")) }
         await DownloaderFixtures.wait { origin.requestCount(for: "/c.png") == 1 }
         load.cancel()

@@ -19,10 +19,10 @@ struct DownloadReliabilityTests {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let url = try #require(URL(string: "http://127.0.0.1:70000/a.png"))
-        let downloaderError = await ResponseTests.failure(ImageDownloader(), url)
+        let downloaderError = await ResponseTests.failure(DownloaderFixtures.downloader(), url)
         #expect(downloaderError?.code == .invalidURL)
         #expect(downloaderError?.message.contains("port 70000") == true)
-        let manager = ImageManager(cache: CacheFixtures.cache(folder), loader: ImageDownloader())
+        let manager = ImageManager(cache: CacheFixtures.cache(folder), loader: DownloaderFixtures.downloader())
         for text in ["http://127.0.0.1:70000/a.png", "http://127.0.0.1:123456789012345678901234/a.png"] {
             do {
                 _ = try await manager.loadImage(with: URL(string: text))
@@ -45,7 +45,7 @@ struct DownloadReliabilityTests {
         )
         origin.setRoute("/choices.png", OriginRoute(status: 300, body: DownloaderFixtures.png))
         let cache = CacheFixtures.cache(folder)
-        let manager = ImageManager(cache: cache, loader: ImageDownloader())
+        let manager = ImageManager(cache: cache, loader: DownloaderFixtures.downloader())
         for (path, words) in [("/file.png", "file:///etc/passwd"), ("/choices.png", "300")] {
             do {
                 _ = try await manager.loadImage(with: origin.url(path))
@@ -72,7 +72,7 @@ struct DownloadReliabilityTests {
                 behavior: .init(chunkSize: 64 << 10, chunkInterval: .milliseconds(50))
             )
         )
-        let error = await ResponseTests.failure(ImageDownloader(), origin.url("/missing.png"))
+        let error = await ResponseTests.failure(DownloaderFixtures.downloader(), origin.url("/missing.png"))
         #expect(error?.code == .invalidDownloadStatusCode && error?.statusCode == 404)
         // The origin saw its response abandoned mid-body.
         await DownloaderFixtures.wait({ origin.abandonedResponses == 1 })
@@ -123,7 +123,7 @@ struct DownloadReliabilityTests {
     func acceptHeader() async throws {
         let origin = try await OriginServer.start()
         origin.setRoute("/a.png", DownloaderFixtures.route())
-        _ = try await ImageDownloader().image(with: origin.url("/a.png"))
+        _ = try await DownloaderFixtures.downloader().image(with: origin.url("/a.png"))
         let accept = try #require(origin.requests.first?.header("accept"))
         #expect(
             accept
@@ -144,7 +144,7 @@ struct DownloadReliabilityTests {
         defer { folder.remove() }
         let fifo = folder.file("pipe.png")
         #expect(mkfifo(fifo.path, 0o644) == 0)
-        let manager = ImageManager(cache: CacheFixtures.cache(folder), loader: ImageDownloader())
+        let manager = ImageManager(cache: CacheFixtures.cache(folder), loader: DownloaderFixtures.downloader())
         do {
             _ = try await manager.loadImage(with: fifo)
             Issue.record("a FIFO loaded")
@@ -165,7 +165,7 @@ struct DownloadReliabilityTests {
         var configuration = ImageCache.Configuration()
         configuration.cleanupInterval = nil
         let cache = ImageCache(directory: folder.file("cache"), configuration: configuration)
-        let prefetcher = ImagePrefetcher(manager: ImageManager(cache: cache, loader: ImageDownloader()))
+        let prefetcher = ImagePrefetcher(manager: ImageManager(cache: cache, loader: DownloaderFixtures.downloader()))
         let token = prefetcher.prefetchURLs([origin.url("/a.png")])
         let counts = await withCheckedContinuation { continuation in token.onEnd { continuation.resume(returning: $0) }
         }

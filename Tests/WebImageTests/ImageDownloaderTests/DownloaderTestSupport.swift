@@ -10,6 +10,15 @@ enum DownloaderFixtures {
         return try! PNGCoder().encode(DecodedImage(bitmap: bitmap, format: .png), as: .png, options: .init())
     }()
 
+    /// A downloader with the default configuration but a two-minute idle timeout: tests hold
+    /// responses at a gate while other callers join, and on a busy machine joining can take longer
+    /// than the default 15 s (tests of the timeout configure their own).
+    static func downloader() -> ImageDownloader {
+        var configuration = ImageDownloader.Configuration()
+        configuration.downloadTimeout = .seconds(120)
+        return ImageDownloader(configuration: configuration)
+    }
+
     static func route(_ data: Data = png, behavior: OriginRoute.Behavior = .init()) -> OriginRoute {
         .data(data, contentType: "image/png", behavior: behavior)
     }

@@ -11,7 +11,7 @@ struct EventsTests {
     func events() async throws {
         let origin = try await OriginServer.start()
         origin.setRoute("/e.png", DownloaderFixtures.route())
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let stream = downloader.downloadEvents
         let notified = Locked<[String]>([])
         let observer = NotificationCenter.default.addObserver(

@@ -11,7 +11,7 @@ struct HooksTests {
         let origin = try await OriginServer.start()
         origin.setRoute("/a.png", DownloaderFixtures.route())
         origin.setRoute("/blocked.png", DownloaderFixtures.route())
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         #expect(downloader.value(forHTTPHeaderField: "accept")?.contains("image/webp") == true)
         downloader.setValue("test-suite", forHTTPHeaderField: "X-Client")
         downloader.requestModifier = { request in
@@ -43,7 +43,7 @@ struct HooksTests {
             "/reject.png",
             OriginRoute(headers: [("Content-Type", "image/png"), ("X-Reject", "1")], body: DownloaderFixtures.png)
         )
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         downloader.responseModifier = { $0.headers[HTTPField.Name("X-Reject")!] == nil ? $0 : nil }
         downloader.decryptor = { data, _ in Data(data.map { $0 ^ 0x5A }) }
         let decrypted = try await downloader.image(with: origin.url("/secret.bin"))
@@ -62,7 +62,7 @@ struct HooksTests {
         let origin = try await OriginServer.start()
         origin.setRoute("/cached.png", OriginRoute(status: 304))
         origin.setRoute("/same.png", DownloaderFixtures.route())
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let cached = ImageContext.CachedResponse(
             etag: "\"v7\"",
             lastModified: "Wed, 21 Oct 2015 07:28:00 GMT",

@@ -14,7 +14,7 @@ struct OptionsTests {
             tls: .init(certificatePEM: identity.certificatePEM, privateKeyPEM: identity.privateKeyPEM)
         )
         origin.setRoute("/tls.png", DownloaderFixtures.route())
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         do {
             _ = try await downloader.image(with: origin.url("/tls.png"))
             Issue.record("an untrusted certificate was accepted")
@@ -38,7 +38,7 @@ struct OptionsTests {
             )
         )
         origin.setRoute(path + "/get.png", DownloaderFixtures.route())
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         _ = try await downloader.image(with: origin.url(path + "/set.png"), options: .handleCookies)
         _ = try await downloader.image(with: origin.url(path + "/get.png"))
         #expect(origin.requests.last?.header("cookie") == nil)

@@ -19,7 +19,7 @@ struct ProgressiveTests {
             "/p.jpg",
             .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(15)))
         )
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let events = Locked<[(partial: Bool, image: DecodedImage?)]>([])
         downloader.download(with: origin.url("/p.jpg"), options: .progressiveLoad) { image, _, _, finished in
             events.withLock { $0.append((!finished, image)) }
@@ -51,7 +51,7 @@ struct ProgressiveTests {
         var context = ImageContext()
         context.decodeQueue = queue
         let events = Locked<[Bool]>([])
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let url = origin.url("/p.jpg")
         downloader.download(with: url, options: .progressiveLoad, context: context) { _, _, _, finished in
             events.withLock { $0.append(finished) }
@@ -82,7 +82,7 @@ struct ProgressiveTests {
         var context = ImageContext()
         context.decodingMemoryBudget = budget
         let events = Locked<[(finished: Bool, image: DecodedImage?)]>([])
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let url = origin.url("/p.jpg")
         downloader.download(with: url, options: .progressiveLoad, context: context) { image, _, _, finished in
             events.withLock { $0.append((finished, image)) }
@@ -119,7 +119,7 @@ struct ProgressiveTests {
             "/q.jpg",
             .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 500, chunkInterval: .milliseconds(5)))
         )
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let finishedFlags = Locked<[Bool]>([])
         downloader.download(with: origin.url("/q.jpg")) { _, _, _, finished in
             finishedFlags.withLock { $0.append(finished) }
@@ -144,7 +144,7 @@ struct EventStreamTests {
             "/s.jpg",
             .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_000, chunkInterval: .milliseconds(10)))
         )
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         var progress = 0
         var partials = 0
         var final: ImageDownloadResult?

@@ -22,7 +22,7 @@ struct ResponseTests {
         let origin = try await OriginServer.start()
         origin.setRoute("/500", OriginRoute(status: 500, body: Data("boom".utf8)))
         origin.setRoute("/304", OriginRoute(status: 304))
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let missing = await Self.failure(downloader, origin.url("/404"))
         #expect(missing?.code == .invalidDownloadStatusCode && missing?.statusCode == 404)
         let broken = await Self.failure(downloader, origin.url("/500"))
@@ -59,7 +59,7 @@ struct ResponseTests {
 
     @Test("A nil, empty or non-http URL completes once, at once, with invalidURL")
     func invalidURLs() async throws {
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         for url in [nil, URL(string: "file:///tmp/x.png"), URL(string: "mailto:a@b.c")] {
             let calls = Locked<[WebImageError.Code?]>([])
             let token = downloader.download(with: url) { _, _, error, finished in
@@ -78,7 +78,7 @@ struct ResponseTests {
             OriginRoute(headers: [("Content-Type", "image/png")], body: Data("not an image".utf8))
         )
         origin.setRoute("/ok.png", DownloaderFixtures.route())
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let bad = await Self.failure(downloader, origin.url("/text.png"))
         #expect(bad?.code == .badImageData)
         let raw = try await downloader.image(with: origin.url("/ok.png"), options: .avoidDecodeImage)

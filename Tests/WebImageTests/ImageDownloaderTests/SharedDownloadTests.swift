@@ -30,7 +30,7 @@ struct SharedDownloadTests {
         defer { Task { await origin.stop() } }
         let gate = OriginGate()
         origin.setRoute("/photo.png", .data(Self.photo, contentType: "image/png", behavior: .init(gate: gate)))
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let outcomes = Locked<[String: Outcome]>([:])
         let callers: [(String, ImageOptions, ImageContext)] = [
             ("100", [], Self.thumbnail(100)),
@@ -70,7 +70,7 @@ struct SharedDownloadTests {
         defer { Task { await origin.stop() } }
         let gate = OriginGate()
         origin.setRoute("/photo.png", .data(Self.photo, contentType: "image/png", behavior: .init(gate: gate)))
-        let downloader = ImageDownloader()
+        let downloader = DownloaderFixtures.downloader()
         let results = Locked<[String]>([])
         let leaving = downloader.download(with: origin.url("/photo.png"), context: Self.thumbnail(50)) {
             image,

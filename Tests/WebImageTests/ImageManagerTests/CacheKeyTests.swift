@@ -80,7 +80,7 @@ struct CacheKeyTests {
     func managerKeys() {
         let manager = ImageManager(
             cache: ImageCache(directory: URL(fileURLWithPath: "/nonexistent-cache")),
-            loader: ImageDownloader()
+            loader: DownloaderFixtures.downloader()
         )
         let url = URL(string: "https://e.com/a.png?token=1")!
         #expect(manager.cacheKey(for: url) == url.absoluteString)

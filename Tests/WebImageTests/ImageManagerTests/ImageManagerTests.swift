@@ -12,7 +12,7 @@ struct ManagerFixture {
     let manager: ImageManager
 
     init(
-        downloader: ImageDownloader = ImageDownloader(),
+        downloader: ImageDownloader = DownloaderFixtures.downloader(),
         configuration: ImageManager.Configuration = ImageManager.Configuration()
     ) throws {
         folder = try TemporaryDirectory()

@@ -67,7 +67,7 @@ struct LoadTaskTests {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
         let cache = CountingCache(CacheFixtures.cache(folder))
-        let manager = ImageManager(cache: cache, loader: ImageDownloader())
+        let manager = ImageManager(cache: cache, loader: DownloaderFixtures.downloader())
         let origin = try await OriginServer.start()
         origin.setRoute("/a.png", DownloaderFixtures.route(behavior: .init(delay: .milliseconds(200))))
         let url = origin.url("/a.png")
