@@ -20,15 +20,17 @@ echo "==> swift format lint --strict" >&2
 swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources \
     Fuzz/Package.swift Fuzz/Sources
 
-# The codec suites (and the encodes stopped at every check) are CPU-bound and use no network:
-# run in their own pass, they do not take the two cores from the network suites' in-process
-# origins and timeouts. The hang-up suite keeps `webimage serve` encoding large results on both
-# cores for two minutes, so it runs alone.
-heavy='WebImageCodersTests|StoppedEncodeTests|ServeHangUpTests'
+# The codec suites (and the encodes stopped at every check, the image processor's, and the
+# memory footprint's twelve 3000x2000 fixtures) are CPU-bound and use no network: run in their
+# own pass, they do not take the two cores from the network suites' in-process origins and
+# timeouts. The hang-up suite keeps `webimage serve` encoding large results on both cores for
+# two minutes, so it runs alone.
+cpu_bound='WebImageCodersTests|StoppedEncodeTests|ImageProcessorTests|MemoryFootprintTests'
+heavy="$cpu_bound|ServeHangUpTests"
 echo "==> swift test (warnings as errors): network, cache, pipeline and CLI suites" >&2
 swift test -Xswiftc -warnings-as-errors --skip "$heavy" "$@"
-echo "==> swift test: codec suites, encodes stopped at every check" >&2
-swift test --skip-build -Xswiftc -warnings-as-errors --filter 'WebImageCodersTests|StoppedEncodeTests' "$@"
+echo "==> swift test: codec and other CPU-bound suites" >&2
+swift test --skip-build -Xswiftc -warnings-as-errors --filter "$cpu_bound" "$@"
 echo "==> swift test: webimage serve under hang-ups and deadlines" >&2
 swift test --skip-build -Xswiftc -warnings-as-errors --filter ServeHangUpTests "$@"
 

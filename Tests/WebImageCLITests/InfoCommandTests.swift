@@ -191,7 +191,8 @@ struct InfoCommandTests {
     @Test("A thumbnail of a 1×20,000,000 PNG takes memory for its pixels only", .timeLimit(.minutes(5)))
     func extremeAspectRatioThumbnail() async throws {
         defer { directory.remove() }
-        let tall = try write(BlankPNG.make(width: 1, height: 20_000_000), "tall.png")
+        // Made on a thread of its own: 20 million rows to deflate would hold a pool thread.
+        let tall = try write(try await onOwnThread { BlankPNG.make(width: 1, height: 20_000_000) }, "tall.png")
         let result = try await CLIRunner.runDetached(
             // Memory is the point, not time: a debug build on a busy machine needs more than 10 s.
             [
@@ -210,7 +211,7 @@ struct InfoCommandTests {
     func decodeTimeout() async throws {
         defer { directory.remove() }
         // Two million rows: far more than a millisecond's work on any machine.
-        let tall = try write(BlankPNG.make(width: 1, height: 2_000_000), "tall.png")
+        let tall = try write(try await onOwnThread { BlankPNG.make(width: 1, height: 2_000_000) }, "tall.png")
         let result = try await CLIRunner.runDetached([
             "fetch", "--json", "--no-disk-cache", "--decode-timeout", "0.001",
             URL(fileURLWithPath: tall).absoluteString,

@@ -50,7 +50,8 @@ struct DiskCacheProcessTests {
         for attempt in 0..<5 {
             let (process, output) = try StressProcess.start(folder.url, first: attempt * 1000, count: 200)
             // Wait for the first entry, then let it write for a moment and kill it.
-            _ = output.fileHandleForReading.availableData
+            let reading = output.fileHandleForReading
+            _ = try await onOwnThread { reading.availableData }  // not on the pool: the child may be slow to start
             try await Task.sleep(for: .milliseconds(20 + attempt * 30))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -12,7 +12,7 @@ import WebImageHTTP
 
 /// What a hostile or odd origin must not do to a load: trap on a port, cache a redirect's body,
 /// make us read a huge error page, time out a steady download, or get a format we cannot decode.
-@Suite("Download reliability", .timeLimit(.minutes(1)))
+@Suite("Download reliability", .timeLimit(.minutes(3)))
 struct DownloadReliabilityTests {
     @Test("A port over 65535 is invalidURL at the downloader and the manager, never a trap")
     func badPort() async throws {
@@ -84,13 +84,14 @@ struct DownloadReliabilityTests {
     func idleTimeout() async throws {
         let origin = try await OriginServer.start()
         let png = DownloaderFixtures.png
-        // 64 chunks 0.25 s apart: at least 16 s in all (a busy machine only makes it longer),
-        // never more than 0.25 s without a byte, against a 10 s timeout: 9.75 s of slack between
-        // two chunks for an origin that shares two cores with the rest of the suite.
+        // 128 chunks 0.25 s apart: at least 32 s in all (a busy machine only makes it longer),
+        // never more than 0.25 s without a byte, against a 20 s timeout: 19.75 s of slack between
+        // two chunks for an origin that shares the test process's two pool threads with every
+        // suite starting beside it.
         origin.setRoute(
             "/steady.png",
             DownloaderFixtures.route(
-                behavior: .init(chunkSize: max(1, png.count / 64), chunkInterval: .milliseconds(250))
+                behavior: .init(chunkSize: max(1, png.count / 128), chunkInterval: .milliseconds(250))
             )
         )
         origin.setRoute(
@@ -101,7 +102,7 @@ struct DownloadReliabilityTests {
         )
         origin.setRoute("/stalled.png", DownloaderFixtures.route(behavior: .init(stall: true)))
         var configuration = ImageDownloader.Configuration()
-        configuration.downloadTimeout = .seconds(10)
+        configuration.downloadTimeout = .seconds(20)
         let result = try await ImageDownloader(configuration: configuration).image(with: origin.url("/steady.png"))
         #expect(result.data == png)
         // A server that sends nothing times out, however short the timeout.
