@@ -76,18 +76,40 @@ struct ImageProxyServerTests {
             gracePeriod: gracePeriod
         )
         let origin = try await OriginServer.start()
-        let photo = try JPEGCoder().encode(
-            DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg),
-            as: .jpeg,
-            options: .init(quality: 0.9)
-        )
-        origin.setRoute("/photo.jpg", .data(photo, contentType: "image/jpeg", cacheControl: "max-age=86400"))
+        let sources = try await FixtureSources.shared
+        origin.setRoute("/photo.jpg", .data(sources.photo, contentType: "image/jpeg", cacheControl: "max-age=86400"))
         origin.setRoute("/text", .data(Data("not an image".utf8), contentType: "text/plain"))
-        let translucent = try HEIFTestEncoder.encode(GeneratedImages.translucentGradient(width: 64, height: 48))
-        origin.setRoute("/translucent.heic", .data(translucent, contentType: "image/heic"))
-        let opaque = try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 64, height: 48))
-        origin.setRoute("/opaque.heic", .data(opaque, contentType: "image/heic"))
+        origin.setRoute("/translucent.heic", .data(sources.translucentHEIC, contentType: "image/heic"))
+        origin.setRoute("/opaque.heic", .data(sources.opaqueHEIC, contentType: "image/heic"))
         return Fixture(origin: origin, server: server, proxy: proxy, signer: signer, folder: folder)
+    }
+
+    /// The fixture's source images, made once for every test (on a thread of their own: their
+    /// pixels and encodes took the pool's threads from the suites starting beside them).
+    struct FixtureSources: Sendable {
+        var photo: Data
+        var translucentHEIC: Data
+        var opaqueHEIC: Data
+
+        static let made = Task {
+            try await onOwnThread {
+                FixtureSources(
+                    photo: try JPEGCoder().encode(
+                        DecodedImage(bitmap: GeneratedImages.gradient(width: 800, height: 600), format: .jpeg),
+                        as: .jpeg,
+                        options: .init(quality: 0.9, maxEncodeDuration: nil)
+                    ),
+                    translucentHEIC: try HEIFTestEncoder.encode(
+                        GeneratedImages.translucentGradient(width: 64, height: 48)
+                    ),
+                    opaqueHEIC: try HEIFTestEncoder.encode(GeneratedImages.gradient(width: 64, height: 48))
+                )
+            }
+        }
+
+        static var shared: FixtureSources {
+            get async throws { try await made.value }
+        }
     }
 
     @Test("Signed requests resize and convert; the same URL gives the same bytes and ETag; 304 on If-None-Match")
