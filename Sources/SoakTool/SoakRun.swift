@@ -237,8 +237,8 @@ struct SoakRun: Sendable {
         return clock.now - start
     }
 
-    /// Waits until everything settles (no running load, no operation, no HTTP task left), reads
-    /// what is left into `report`, and stops the session and the origin.
+    /// Waits until everything settles (no running load, no operation, no HTTP task, no queued
+    /// disk write left), reads what is left into `report`, and stops the session and the origin.
     private func settle(_ stack: Stack, into report: inout SoakReport) async throws {
         let (manager, downloader, cache) = (stack.manager, stack.downloader, stack.cache)
         await Self.waitUntil { !manager.isRunning && downloader.currentDownloadCount == 0 }
@@ -247,6 +247,9 @@ struct SoakRun: Sendable {
                 && ImageLoadOperation.liveCount.load(ordering: .relaxed) == 0
                 && HTTPSessionTask.liveCount.load(ordering: .relaxed) == 0
         }
+        // Disk writes the last loads queued (at background priority: on a busy machine they
+        // lag) end before the open files are counted; a file still open after this is a leak.
+        await manager.flush()
         report.liveDownloadOperations = DownloadOperation.liveCount.load(ordering: .relaxed)
         report.liveLoadOperations = ImageLoadOperation.liveCount.load(ordering: .relaxed)
         report.liveHTTPTasks = HTTPSessionTask.liveCount.load(ordering: .relaxed)
