@@ -1,4 +1,5 @@
 import Foundation
+import WebImageTestSupport
 
 /// Runs the built `webimage` binary and captures what it prints.
 struct CLIRunner {
@@ -42,49 +43,38 @@ struct CLIRunner {
         input: Data? = nil,
         program: URL? = nil
     ) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Swift.Result<CLIRunner.Result, any Error> {
-                        try run(
-                            arguments,
-                            environment: environment,
-                            addressSpaceLimitKiB: addressSpaceLimitKiB,
-                            in: directory,
-                            input: input,
-                            program: program
-                        )
-                    }
-                )
-            }.start()
+        try await onOwnThread {
+            try run(
+                arguments,
+                environment: environment,
+                addressSpaceLimitKiB: addressSpaceLimitKiB,
+                in: directory,
+                input: input,
+                program: program
+            )
         }
     }
 
     /// Runs the binary with its output discarded and returns its exit status and peak resident
     /// memory (`wait4`'s `ru_maxrss`, in KiB: this child's alone, not the test process's others).
     static func peakResidentMemory(_ arguments: [String]) async throws -> (status: Int32, peakKiB: Int) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
-                posix_spawn_file_actions_init(&actions)
-                defer { posix_spawn_file_actions_destroy(&actions) }
-                for descriptor: Int32 in [0, 1, 2] {
-                    posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", O_RDWR, 0)
-                }
-                let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
-                defer { for argument in argv { free(argument) } }
-                var pid: pid_t = 0
-                let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
-                guard spawned == 0 else {
-                    continuation.resume(throwing: POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO))
-                    return
-                }
-                var status: Int32 = 0
-                var usage = rusage()
-                while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-                let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-                continuation.resume(returning: (exitStatus, Int(usage.ru_maxrss)))
-            }.start()
+        try await onOwnThread {
+            var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            for descriptor: Int32 in [0, 1, 2] {
+                posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", O_RDWR, 0)
+            }
+            let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+            defer { for argument in argv { free(argument) } }
+            var pid: pid_t = 0
+            let spawned = posix_spawn(&pid, executable.path, &actions, nil, argv, environ)
+            guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+            var status: Int32 = 0
+            var usage = rusage()
+            while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+            let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            return (exitStatus, Int(usage.ru_maxrss))
         }
     }
 
@@ -152,21 +142,11 @@ struct CLIRunner {
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Swift.Result<CLIRunner.Result, any Error> {
-                        try process.run()
-                        let data = out.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        return Result(
-                            status: process.terminationStatus,
-                            stdout: String(decoding: data, as: UTF8.self),
-                            stderr: ""
-                        )
-                    }
-                )
-            }.start()
+        return try await onOwnThread {
+            try process.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Result(status: process.terminationStatus, stdout: String(decoding: data, as: UTF8.self), stderr: "")
         }
     }
 }

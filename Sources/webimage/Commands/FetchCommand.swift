@@ -326,18 +326,13 @@ struct FetchCommand: AsyncParsableCommand {
         return .folder(folder, template: outputTemplate, prefixed: outputTemplate == nil ? shared : [])
     }
 
-    func run() async throws {
-        let inputs = try LoadingOptions.inputs(urls, listedIn: inputFile)
-        let retries = FetchJob.Retries(count: retry, fixedDelay: retryDelay)
-        let manager = try loading.makeManager(
-            warnsOfLostDiskWrites: true,
-            retryStrategy: retry > 0 ? retries.strategy : nil
-        )
+    /// What every load of the run decodes to (thumbnail, colour, time limit), its transformer,
+    /// and with `--early-info` the line written when a download's first bytes tell the facts.
+    private func loadContext(colorPolicy: ColorPolicy?) -> ImageContext {
         var context = ImageContext()
         context.thumbnailPixelSize = thumbnail.flatMap(Self.parseSize)
         context.maxDecodeDuration = .seconds(loading.decodeTimeout)
         context.transformer = transformer
-        let colorPolicy = color.flatMap { ColorPolicy(rawValue: $0.lowercased()) }
         context.colorPolicy = colorPolicy ?? .convertToSRGB
         if earlyInfo {
             let stream: StandardStream = singleFile == "-" ? .error : .output
@@ -345,6 +340,18 @@ struct FetchCommand: AsyncParsableCommand {
                 JSONLineWriter.write(FetchReport.infoJSON(header, url: url), to: stream)
             }
         }
+        return context
+    }
+
+    func run() async throws {
+        let inputs = try LoadingOptions.inputs(urls, listedIn: inputFile)
+        let retries = FetchJob.Retries(count: retry, fixedDelay: retryDelay)
+        let manager = try loading.makeManager(
+            warnsOfLostDiskWrites: true,
+            retryStrategy: retry > 0 ? retries.strategy : nil
+        )
+        let colorPolicy = color.flatMap { ColorPolicy(rawValue: $0.lowercased()) }
+        let context = loadContext(colorPolicy: colorPolicy)
         let destination = try destination(for: inputs)
         if case .folder(let folder, _, _) = destination {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
