@@ -190,13 +190,19 @@ public final class ImageProxy: Sendable {
         ifNoneMatch: String? = nil,
         ifModifiedSince: String? = nil
     ) async -> ProxyResponse {
-        let conditions = Conditions(ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince)
+        let client = ClientHeaders(
+            negotiated: configuration.formatNegotiation
+                ? OutputFormatChoice.negotiatedFormat(accept, encodesAVIF: Self.encodesAVIF) : nil,
+            negotiation: configuration.formatNegotiation,
+            ifNoneMatch: ifNoneMatch,
+            ifModifiedSince: ifModifiedSince
+        )
         var response: ProxyResponse
         var sourceHost: String?
         do throws(ProxyError) {
-            let request = try prepare(path: path)
+            let request = try verifyAndParse(path: path)
             sourceHost = request.source.host
-            response = try await answer(request, accept: accept, conditions: conditions)
+            response = try await answer(request, client: client)
         } catch {
             response = .failure(error)
         }
@@ -214,15 +220,16 @@ public final class ImageProxy: Sendable {
         var requestedFormat: ImageFormat?
     }
 
-    /// Parses the URL, checks its signature, options, format and source (no I/O).
-    private func prepare(path: String) throws(ProxyError) -> Request {
+    /// Checks the URL's signature, then parses it and checks its options, format and source
+    /// (no I/O).
+    private func verifyAndParse(path: String) throws(ProxyError) -> Request {
         // The signature first, before any parsing: anything unsigned is 403 and echoes nothing.
+        let signed = ProxyPath.signedParts(of: path)
         if let signer = configuration.signer {
-            guard let signed = ProxyPath.signedParts(of: path),
-                signer.verify(signature: String(signed.signature), path: String(signed.signedPath))
+            guard let signed, signer.verify(signature: String(signed.signature), path: String(signed.signedPath))
             else { throw .badSignature("the signature does not match the URL (or no key signed it)") }
         }
-        let request = try ProxyPath(parsing: path)
+        let request = try ProxyPath(parsing: path, signedParts: signed)
         let options = try ProcessingOptions(
             request.options,
             presets: configuration.presets,
@@ -248,46 +255,40 @@ public final class ImageProxy: Sendable {
         return Request(path: request, source: url, options: options, requestedFormat: requested)
     }
 
-    /// The source URL, checked: `local://` when a local root is set, `s3://` when S3 is
-    /// configured, else http(s) by the source rules.
+    /// The source URL, checked: a scheme of the proxy's own sources (`local://`, `s3://`) when
+    /// the manager has its loader, any other by the source rules (http(s) only).
     private func checkedSource(_ source: String) throws(ProxyError) -> URL {
         let scheme = source.prefix { $0 != ":" }.lowercased()
-        switch scheme {
-        case "local":
-            guard configuration.localRoot != nil else {
-                throw .sourceNotAllowed("local sources are off (--local-root names their folder)")
-            }
-        case "s3":
-            guard configuration.s3 != nil else { throw .sourceNotAllowed("S3 sources are off (--s3)") }
-        default:
+        guard let refusal = ProxySourceLoader.refusalsWhenOff[scheme] else {
             return try configuration.sourcePolicy.check(source)
         }
         guard let url = URL(string: source) else { throw .badURL("the source '\(source.prefix(200))' is not a URL") }
+        guard manager.loader(for: url) != nil else { throw .sourceNotAllowed(refusal) }
         return url
     }
 
-    /// A request's validators.
-    struct Conditions: Sendable {
+    /// What the request's headers ask, read once: the format negotiation picks from `Accept`,
+    /// and the validators.
+    struct ClientHeaders: Sendable {
+        /// AVIF or WebP when negotiation is on and `Accept` lists it; else `nil`.
+        var negotiated: ImageFormat?
+        /// ``ImageProxyConfiguration/formatNegotiation``: `Accept` matters.
+        var negotiation: Bool
         var ifNoneMatch: String?
         var ifModifiedSince: String?
+
+        /// Which of the answers negotiation can give this request gets
+        /// (``OutputFormatChoice/acceptBucket(_:negotiation:encodesAVIF:)``).
+        var acceptBucket: String { negotiation ? negotiated?.rawValue ?? "other" : "" }
     }
 
     /// Joins identical work in flight, or starts it in a worker slot.
-    private func answer(
-        _ request: Request,
-        accept: String?,
-        conditions: Conditions
-    ) async throws(ProxyError) -> ProxyResponse {
+    private func answer(_ request: Request, client: ClientHeaders) async throws(ProxyError) -> ProxyResponse {
         // Requests with the same key get the same answer: the signed path, the Accept bucket
-        // negotiation would pick, and the validator the client holds.
-        let bucket = OutputFormatChoice.acceptBucket(
-            accept,
-            negotiation: configuration.formatNegotiation,
-            encodesAVIF: Self.encodesAVIF
-        )
+        // negotiation picks, and the validator the client holds.
         let key = [
-            request.path.isInfo ? "info" : "", request.path.signedPath, bucket, conditions.ifNoneMatch ?? "",
-            conditions.ifModifiedSince ?? "",
+            request.path.isInfo ? "info" : "", request.path.signedPath, client.acceptBucket, client.ifNoneMatch ?? "",
+            client.ifModifiedSince ?? "",
         ]
         .joined(separator: "\n")
         let queued = ContinuousClock.now
@@ -298,7 +299,7 @@ public final class ImageProxy: Sendable {
                     return try await gate.run { () async -> ProxyResponse in
                         metrics.record(.queue, ContinuousClock.now - queued)
                         do throws(ProxyError) {
-                            return try await work(request, accept: accept, conditions: conditions)
+                            return try await work(request, client: client)
                         } catch {
                             return .failure(error)
                         }
@@ -320,16 +321,35 @@ public final class ImageProxy: Sendable {
         return result.value
     }
 
-    /// Fetches, checks, and renders or describes the source.
-    private func work(
-        _ request: Request,
-        accept: String?,
-        conditions: Conditions
-    ) async throws(ProxyError) -> ProxyResponse {
+    /// The request's steps after verify and parse, each once and in order: fetch → negotiate
+    /// (format, quality, ETag, 304) → plan → render → respond. `/info` and sources sent as
+    /// they are leave after the fetch.
+    private func work(_ request: Request, client: ClientHeaders) async throws(ProxyError) -> ProxyResponse {
+        let fetched = try await fetchWithinLimits(request.source)
+        if request.path.isInfo { return try await info(fetched.data, header: fetched.header) }
+        if Self.sendsSourceAsIs(request, sourceFormat: fetched.header.format) {
+            return sourceAsIs(fetched, request: request, client: client)
+        }
+        let negotiated = try await negotiate(request, source: fetched, client: client)
+        if isUnchanged(client, etag: negotiated.etag, lastModified: fetched.lastModified) {
+            return ProxyResponse(status: 304, headers: negotiated.headers, body: Data())
+        }
+        let plan = try plan(negotiated.render, header: fetched.header)
+        let rendered = try await render(
+            fetched.data,
+            plan: plan,
+            source: (request.source, negotiated.sourceFingerprint)
+        )
+        return respond(with: rendered, for: request, source: fetched, headers: negotiated.headers)
+    }
+
+    /// The source, timed, and checked against the resolution limit (its pixels, every frame
+    /// counted) before anything decodes it.
+    private func fetchWithinLimits(_ url: URL) async throws(ProxyError) -> FetchedSource {
         let fetchStarted = ContinuousClock.now
-        let fetched = try await source(request.source)
-        let (data, header, fellBack) = (fetched.data, fetched.header, fetched.fellBack)
+        let fetched = try await source(url)
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)
+        let header = fetched.header
         let pixels = Double(header.size.width) * Double(header.size.height) * Double(max(1, header.frameCount))
         guard pixels <= configuration.limits.maxSourceResolution * 1_000_000 else {
             throw ProxyError(
@@ -337,23 +357,38 @@ public final class ImageProxy: Sendable {
                 "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.limits.maxSourceResolution)"
             )
         }
-        if request.path.isInfo { return try await info(data, header: header) }
-        if Self.sendsSourceAsIs(request, sourceFormat: header.format) {
-            return sourceAsIs(fetched, request: request, conditions: conditions)
-        }
+        return fetched
+    }
+
+    /// What a render is asked for and what its response says before it exists: the output
+    /// format, quality and watermark, the result's entity tag, and its caching headers.
+    struct Negotiated: Sendable {
+        var render: RenderRequest
+        var sourceFingerprint: String
+        var etag: String
+        /// Caching headers, `ETag`, `Last-Modified` and `Vary`: a 304's headers too.
+        var headers: [(name: String, value: String)]
+    }
+
+    /// Picks the format (the URL's, negotiation's or the source's) and its quality, and names
+    /// the result (its ETag) from the options, the source's bytes and the watermark.
+    private func negotiate(
+        _ request: Request,
+        source fetched: FetchedSource,
+        client: ClientHeaders
+    ) async throws(ProxyError) -> Negotiated {
         let choice = OutputFormatChoice(
             requested: request.requestedFormat,
-            source: header.format,
+            source: fetched.header.format,
             hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
-            accept: accept,
-            negotiation: configuration.formatNegotiation,
-            encodesAVIF: Self.encodesAVIF
+            negotiated: client.negotiated,
+            negotiation: client.negotiation
         )
         let quality =
             request.options.quality ?? request.options.formatQuality[choice.format]
             ?? configuration.formatQuality[choice.format] ?? configuration.defaultQuality
         let watermark = request.options.watermark == nil ? nil : try await watermarkImage()
-        let sourceFingerprint = Self.fingerprint(data)
+        let sourceFingerprint = Self.fingerprint(fetched.data)
         let etag = ResultETag.make(
             options: request.options,
             format: choice.format,
@@ -361,37 +396,39 @@ public final class ImageProxy: Sendable {
             sourceFingerprint: sourceFingerprint + (watermark.map { "+" + $0.fingerprint } ?? ""),
             encoderVersion: Self.encoderVersion
         )
-        let lifetime = fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
+        let lifetime = fetched.fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
         var headers =
             cachingHeaders(lifetime: lifetime, expires: request.options.expires) + [("ETag", etag)]
             + lastModifiedHeader(fetched)
         if choice.variesWithAccept { headers.append(("Vary", "Accept")) }
-        if isUnchanged(conditions, etag: etag, lastModified: fetched.lastModified) {
-            return ProxyResponse(status: 304, headers: headers, body: Data())
-        }
-        let plan = try plan(
-            RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark),
-            header: header
+        return Negotiated(
+            render: RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark),
+            sourceFingerprint: sourceFingerprint,
+            etag: etag,
+            headers: headers
         )
-        let rendered = try await render(data, plan: plan, source: (request.source, sourceFingerprint))
+    }
+
+    /// The rendered result's response: its type first, the negotiated headers, its
+    /// `Content-Disposition`; the fallback image's status when it stood in for the source.
+    private func respond(
+        with rendered: Rendered,
+        for request: Request,
+        source fetched: FetchedSource,
+        headers negotiated: [(name: String, value: String)]
+    ) -> ProxyResponse {
         metrics.record(.decode, rendered.timings.decode)
         metrics.record(.transform, rendered.timings.transform)
         metrics.record(.encode, rendered.timings.encode)
-        headers.insert(("Content-Type", rendered.format.mimeType), at: 0)
-        headers.append(
-            (
-                "Content-Disposition",
-                ContentDisposition.value(
-                    name: request.options.filename,
-                    source: request.source,
-                    format: rendered.format,
-                    attachment: request.options.returnAttachment
-                )
-            )
+        let disposition = ContentDisposition.value(
+            name: request.options.filename,
+            source: request.source,
+            format: rendered.format,
+            attachment: request.options.returnAttachment
         )
         return ProxyResponse(
-            status: fellBack ? configuration.fallbackImageStatus : 200,
-            headers: headers,
+            status: fetched.fellBack ? configuration.fallbackImageStatus : 200,
+            headers: [("Content-Type", rendered.format.mimeType)] + negotiated + [("Content-Disposition", disposition)],
             body: rendered.data
         )
     }
@@ -405,9 +442,9 @@ public final class ImageProxy: Sendable {
     /// Whether the client's copy is current: its `If-None-Match` matches, or (without one, with
     /// ``ImageProxyConfiguration/usesLastModified``) the source is not newer than its
     /// `If-Modified-Since`.
-    private func isUnchanged(_ conditions: Conditions, etag: String, lastModified: String?) -> Bool {
-        if let ifNoneMatch = conditions.ifNoneMatch { return ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) }
-        guard configuration.usesLastModified, let since = conditions.ifModifiedSince.flatMap(HTTPDate.parse),
+    private func isUnchanged(_ client: ClientHeaders, etag: String, lastModified: String?) -> Bool {
+        if let ifNoneMatch = client.ifNoneMatch { return ResultETag.matches(ifNoneMatch: ifNoneMatch, etag: etag) }
+        guard configuration.usesLastModified, let since = client.ifModifiedSince.flatMap(HTTPDate.parse),
             let modified = lastModified.flatMap(HTTPDate.parse)
         else { return false }
         return modified <= since
@@ -433,14 +470,14 @@ public final class ImageProxy: Sendable {
     }
 
     /// The source's bytes as the result: its format's type, an entity tag of the bytes.
-    private func sourceAsIs(_ source: FetchedSource, request: Request, conditions: Conditions) -> ProxyResponse {
+    private func sourceAsIs(_ source: FetchedSource, request: Request, client: ClientHeaders) -> ProxyResponse {
         let (data, format) = (source.data, source.header.format)
         let etag = "\"" + Self.fingerprint(data) + "\""
         var headers: [(name: String, value: String)] =
             [("Content-Type", format == .unknown ? "application/octet-stream" : format.mimeType)]
             + cachingHeaders(lifetime: configuration.ttl, expires: request.options.expires) + [("ETag", etag)]
             + lastModifiedHeader(source)
-        if isUnchanged(conditions, etag: etag, lastModified: source.lastModified) {
+        if isUnchanged(client, etag: etag, lastModified: source.lastModified) {
             return ProxyResponse(status: 304, headers: Array(headers.dropFirst()), body: Data())
         }
         headers.append(

@@ -459,6 +459,11 @@ public final class ImageCache: ImageCaching {
         }
     }
 
+    /// ``deleteOldFiles(completion:)`` without its figures.
+    public func removeExpired(completion: @escaping @Sendable () -> Void) {
+        deleteOldFiles { _ in completion() }
+    }
+
     /// Removes expired entries and trims to the size limit, on the write queue.
     public func deleteOldFiles(completion: (@Sendable (DiskCache.CleanupResult) -> Void)? = nil) {
         writeQueue.async { [diskCache] in

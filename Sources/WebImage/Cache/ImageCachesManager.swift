@@ -115,6 +115,12 @@ public final class ImageCachesManager: ImageCaching {
         for cache in caches { cache.flush { group.arrive() } }
     }
 
+    public func removeExpired(completion: @escaping @Sendable () -> Void) {
+        let caches = caches
+        let group = FanIn(count: caches.count) { _ in completion() }
+        for cache in caches { cache.removeExpired { group.arrive() } }
+    }
+
     public func clear(cacheType: ImageCacheType, completion: (@Sendable () -> Void)?) {
         let group = FanIn(count: caches.count) { _ in completion?() }
         for cache in caches { cache.clear(cacheType: cacheType) { group.arrive() } }

@@ -122,12 +122,24 @@ public protocol ImageCaching: Sendable {
     /// reached the disk (or failed). Call it before a process exits, or its last writes are lost.
     /// The default implementation, for caches that write synchronously, completes at once.
     func flush(completion: @escaping @Sendable () -> Void)
+
+    /// Removes what has expired and trims to the size limits, then calls `completion` (SDWebImage's
+    /// `deleteOldFiles`): what a long-running process calls now and then. The default
+    /// implementation, for caches that expire nothing, completes at once.
+    func removeExpired(completion: @escaping @Sendable () -> Void)
 }
 
 extension ImageCaching {
     public func imageFromMemoryCache(forKey key: String) -> DecodedImage? { nil }
 
     public func flush(completion: @escaping @Sendable () -> Void) { completion() }
+
+    public func removeExpired(completion: @escaping @Sendable () -> Void) { completion() }
+
+    /// Waits until what had expired is removed and the caches are within their size limits.
+    public func removeExpired() async {
+        await withCheckedContinuation { continuation in removeExpired { continuation.resume() } }
+    }
 
     /// Waits until every write, removal and cleanup asked for before this call has finished.
     public func flush() async {

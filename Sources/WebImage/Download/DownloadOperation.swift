@@ -4,12 +4,12 @@ import Synchronization
 import WebImageCoders
 import WebImageHTTP
 
-/// The default ``ImageDownloadOperation`` (SDWebImageDownloaderOperation): one HTTP load, its
+/// The default ``DownloadOperationProtocol`` (SDWebImageDownloaderOperation): one HTTP load, its
 /// callers' progress and partial images, then decoding.
 ///
 /// Callers attach handlers; every handler gets progress and exactly one completion. Decoding
 /// runs in the operation's own task, never on an event loop.
-public final class DownloadOperation: ImageDownloadOperation {
+public final class DownloadOperation: DownloadOperationProtocol {
     /// A caller's progress handler.
     public typealias Progress = ImageDownloader.ProgressHandler
     /// A caller's completion handler.

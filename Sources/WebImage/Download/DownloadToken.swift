@@ -19,7 +19,7 @@ public final class DownloadToken: Sendable, Hashable {
     public var response: HTTPSession.Response? { recorded.withLock { $0 } }
 
     /// Records the load's response for this caller. Operations call it before completing; a custom
-    /// ``ImageDownloadOperation`` should too.
+    /// ``DownloadOperationProtocol`` should too.
     public func recordResponse(_ response: HTTPSession.Response) { recorded.withLock { $0 = response } }
 
     init(url: URL, key: ImageDownloadKey, decoding: ImageDecodeRequest, downloader: ImageDownloader) {

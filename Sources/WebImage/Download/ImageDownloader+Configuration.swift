@@ -56,7 +56,7 @@ extension ImageDownloader {
 
         /// Makes the operation for a new network load: `(url, first caller's options, context)`.
         /// Default: ``DownloadOperation``. Replace it to run loads your own way.
-        public var operationFactory: @Sendable (URL, ImageOptions, ImageContext) -> any ImageDownloadOperation = {
+        public var operationFactory: @Sendable (URL, ImageOptions, ImageContext) -> any DownloadOperationProtocol = {
             DownloadOperation(url: $0, options: $1, context: $2)
         }
 

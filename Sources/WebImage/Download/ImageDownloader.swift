@@ -193,8 +193,8 @@ public final class ImageDownloader: Sendable {
     }
 
     private enum JoinOutcome {
-        case joined(any ImageDownloadOperation)
-        case queued(any ImageDownloadOperation)
+        case joined(any DownloadOperationProtocol)
+        case queued(any DownloadOperationProtocol)
         case refused
     }
 
@@ -408,9 +408,9 @@ public final class ImageDownloader: Sendable {
     final class Entry: Sendable {
         let key: ImageDownloadKey
         let sequence: UInt64
-        let operation: any ImageDownloadOperation
+        let operation: any DownloadOperationProtocol
 
-        init(key: ImageDownloadKey, sequence: UInt64, operation: any ImageDownloadOperation) {
+        init(key: ImageDownloadKey, sequence: UInt64, operation: any DownloadOperationProtocol) {
             self.key = key
             self.sequence = sequence
             self.operation = operation

@@ -7,7 +7,7 @@ import WebImageCoders
 /// other caller wants it; the completion then gets `cancelled` once.
 public final class ImageLoadOperation: Sendable, Hashable {
     private struct State {
-        var task: ImageLoadTask?
+        var task: ResultLoad?
         var subscription: UInt64 = 0
         var priority: ImagePriority
         var cancelled = false
@@ -46,7 +46,7 @@ public final class ImageLoadOperation: Sendable, Hashable {
     /// Stops this caller's interest (the load's work stops when no other caller wants it). The
     /// completion gets `cancelled`, unless it already finished.
     public func cancel() {
-        let (task, subscription, first) = state.withLock { state -> (ImageLoadTask?, UInt64, Bool) in
+        let (task, subscription, first) = state.withLock { state -> (ResultLoad?, UInt64, Bool) in
             guard !state.cancelled, !state.finished else { return (nil, 0, false) }
             state.cancelled = true
             return (state.task, state.subscription, true)
@@ -62,7 +62,7 @@ public final class ImageLoadOperation: Sendable, Hashable {
     public var priority: ImagePriority {
         get { state.withLock { $0.priority } }
         set {
-            let (task, subscription) = state.withLock { state -> (ImageLoadTask?, UInt64) in
+            let (task, subscription) = state.withLock { state -> (ResultLoad?, UInt64) in
                 state.priority = newValue
                 return (state.task, state.subscription)
             }
@@ -78,7 +78,7 @@ public final class ImageLoadOperation: Sendable, Hashable {
 
     /// Records the task this operation subscribed to; `false` when it was cancelled meanwhile
     /// (the caller then unsubscribes it).
-    func attach(to task: ImageLoadTask, subscription: UInt64) -> Bool {
+    func attach(to task: ResultLoad, subscription: UInt64) -> Bool {
         state.withLock { state in
             guard !state.cancelled else { return false }
             state.task = task

@@ -4,7 +4,7 @@ import WebImageCoders
 import WebImageHTTP
 
 /// The load pipeline behind ``ImageManager``'s entry points: a caller's checks and memory hit
-/// (``preflight(url:options:context:)``), then the key's ``ImageLoadTask``, which runs the stages.
+/// (``preflight(url:options:context:)``), then the key's ``ResultLoad``, which runs the stages.
 extension ImageManager {
     /// What the pipeline reports, the one shape every public API adapts; `final` events end the
     /// load.
@@ -35,7 +35,7 @@ extension ImageManager {
     /// remembered failure, a memory hit), else the load's inputs.
     enum Preflight: Sendable {
         case answered(Event)
-        case load(ImageLoadTask.Inputs)
+        case load(ResultLoad.Inputs)
 
         /// A result known at once: a memory hit's image or the refusal.
         var immediate: Result<ImageLoadResult, WebImageError>? {
@@ -52,7 +52,7 @@ extension ImageManager {
     /// the loader, the bytes too, or a revalidation). `context` is filled with the manager's
     /// queues and budget.
     func preflight(url: URL?, options: ImageOptions, context: ImageContext) -> Preflight {
-        guard let url, loader(for: url) != nil else {
+        guard let url, let loader = loader(for: url) else {
             let reason = url?.isFileURL == true ? nil : url?.httpValidationFailure
             return .answered(.failure(.invalidURL(url?.absoluteString ?? "", reason: reason), url))
         }
@@ -69,9 +69,10 @@ extension ImageManager {
             )
         }
         return .load(
-            ImageLoadTask.Inputs(
+            ResultLoad.Inputs(
                 url: url,
                 cacheKey: cacheKey,
+                loader: loader,
                 options: options,
                 context: context,
                 configuration: settings,
@@ -93,7 +94,7 @@ extension ImageManager {
 
     /// Starts a load whose preflight the caller made.
     func start(_ preflight: Preflight, url: URL?, sink: @escaping @Sendable (Event) -> Void) -> ImageLoadOperation {
-        let inputs: ImageLoadTask.Inputs? = if case .load(let inputs) = preflight { inputs } else { nil }
+        let inputs: ResultLoad.Inputs? = if case .load(let inputs) = preflight { inputs } else { nil }
         let priority = inputs.map { $0.context.priority ?? ImagePriority($0.options) } ?? .normal
         let operation = ImageLoadOperation(
             url: url,
@@ -116,8 +117,8 @@ extension ImageManager {
 
     /// Subscribes `operation` to the open task for `inputs`' key, or to a new one it starts:
     /// one cache query, one load and one store for every caller.
-    private func subscribe(_ operation: ImageLoadOperation, to inputs: ImageLoadTask.Inputs, priority: ImagePriority) {
-        let loadKey = ImageLoadKey(
+    private func subscribe(_ operation: ImageLoadOperation, to inputs: ResultLoad.Inputs, priority: ImagePriority) {
+        let loadKey = ResultLoad.Key(
             cacheKey: inputs.cacheKey,
             url: inputs.url,
             options: inputs.options,
@@ -125,11 +126,11 @@ extension ImageManager {
             unshareable: loadNumbers.add(1, ordering: .relaxed).newValue
         )
         let (task, subscription, isNew) = tasks.withLock {
-            tasks -> (ImageLoadTask, (id: UInt64, change: ImageLoadTask.PriorityChange?), Bool) in
+            tasks -> (ResultLoad, (id: UInt64, change: ResultLoad.PriorityChange?), Bool) in
             if let existing = tasks[loadKey], let subscription = existing.subscribe(operation, priority: priority) {
                 return (existing, subscription, false)
             }
-            let task = ImageLoadTask(key: loadKey, inputs: inputs, manager: self) { [weak self] task in
+            let task = ResultLoad(key: loadKey, inputs: inputs, manager: self) { [weak self] task in
                 self?.tasks.withLock { tasks in
                     if tasks[task.key] === task { tasks[task.key] = nil }
                 }

@@ -57,11 +57,11 @@ public final class ImageManager: Sendable {
     private let settings: Protected<Configuration>
     let failed: FailedURLList
     let running = Protected<Set<ImageLoadOperation>>([])
-    /// The load tasks in flight, one per ``ImageLoadKey``.
-    let tasks = Protected<[ImageLoadKey: ImageLoadTask]>([:])
+    /// The load tasks in flight, one per ``ResultLoad/Key``.
+    let tasks = Protected<[ResultLoad.Key: ResultLoad]>([:])
     /// Keys whose stale entry is being revalidated in the background (`stale-while-revalidate`).
     let revalidating = Protected<Set<String>>([])
-    /// Numbers for loads that share with no other (``ImageLoadKey/unshareable``).
+    /// Numbers for loads that share with no other (``ResultLoad/Key/unshareable``).
     let loadNumbers = Atomic<UInt64>(0)
 
     /// A manager over `cache` and `loader`; `additionalLoaders` are asked first, so they may take

@@ -21,30 +21,41 @@ public struct OutputFormatChoice: Sendable, Hashable {
         negotiation: Bool,
         encodesAVIF: Bool = true
     ) {
+        self.init(
+            requested: requested,
+            source: source,
+            hasAlpha: hasAlpha,
+            negotiated: negotiation ? Self.negotiatedFormat(accept, encodesAVIF: encodesAVIF) : nil,
+            negotiation: negotiation
+        )
+    }
+
+    /// The choice with `Accept` read already: `negotiated` is what ``negotiatedFormat(_:encodesAVIF:)``
+    /// gave (`nil` without negotiation).
+    init(requested: ImageFormat?, source: ImageFormat, hasAlpha: Bool?, negotiated: ImageFormat?, negotiation: Bool) {
         if let requested {
             self.init(format: requested, variesWithAccept: false)
-            return
+        } else if let negotiated {
+            self.init(format: negotiated, variesWithAccept: true)
+        } else {
+            let fallback: ImageFormat =
+                if ProcessingOptions.outputFormats.contains(source) {
+                    source
+                } else if let hasAlpha {
+                    hasAlpha ? .png : .jpeg
+                } else {
+                    .unknown
+                }
+            self.init(format: fallback, variesWithAccept: negotiation)
         }
-        if negotiation {
-            let accepted = Self.acceptedTypes(accept ?? "")
-            if encodesAVIF, accepted.contains("image/avif") {
-                self.init(format: .avif, variesWithAccept: true)
-                return
-            }
-            if accepted.contains("image/webp") {
-                self.init(format: .webp, variesWithAccept: true)
-                return
-            }
-        }
-        let fallback: ImageFormat =
-            if ProcessingOptions.outputFormats.contains(source) {
-                source
-            } else if let hasAlpha {
-                hasAlpha ? .png : .jpeg
-            } else {
-                .unknown
-            }
-        self.init(format: fallback, variesWithAccept: negotiation)
+    }
+
+    /// What negotiation picks from `accept`: AVIF (when `encodesAVIF`) then WebP when listed with
+    /// a non-zero q, else `nil` (the source's format or a fallback).
+    static func negotiatedFormat(_ accept: String?, encodesAVIF: Bool) -> ImageFormat? {
+        let accepted = acceptedTypes(accept ?? "")
+        if encodesAVIF, accepted.contains("image/avif") { return .avif }
+        return accepted.contains("image/webp") ? .webp : nil
     }
 
     public init(format: ImageFormat, variesWithAccept: Bool) {
@@ -57,9 +68,7 @@ public struct OutputFormatChoice: Sendable, Hashable {
     /// response, so caches in front key on this instead of the whole header.
     public static func acceptBucket(_ accept: String?, negotiation: Bool, encodesAVIF: Bool = true) -> String {
         guard negotiation else { return "" }
-        let accepted = acceptedTypes(accept ?? "")
-        if encodesAVIF, accepted.contains("image/avif") { return "avif" }
-        return accepted.contains("image/webp") ? "webp" : "other"
+        return negotiatedFormat(accept, encodesAVIF: encodesAVIF)?.rawValue ?? "other"
     }
 
     /// The media types an `Accept` header lists with q above 0, lower-cased (`*/*` and

@@ -168,9 +168,7 @@ public final class ImageProxyServer: Sendable {
                 )
             )
         }
-        if let cache = proxy.manager.imageCache as? ImageCache {
-            services.append(CacheMaintenance(cache: cache, interval: .seconds(600)))
-        }
+        services.append(CacheMaintenance(cache: proxy.manager.imageCache, interval: .seconds(600)))
         let limiter = ConnectionLimiter(maxConnections: limits.maxConnections)
         let metricsRecorder = proxy.metrics
         services.append(

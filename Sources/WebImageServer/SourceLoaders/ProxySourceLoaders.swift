@@ -76,6 +76,13 @@ struct ProxySourceLoader: ImageLoading {
         }
     }
 
+    /// The schemes of these sources, and what a request for one is told when the server has
+    /// that source off.
+    static let refusalsWhenOff = [
+        "local": "local sources are off (--local-root names their folder)",
+        "s3": "S3 sources are off (--s3)",
+    ]
+
     /// The proxy answers for its sources: no failure is remembered against the URL.
     func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool { false }
 

@@ -39,8 +39,16 @@ public struct ProxyPath: Sendable, Hashable {
     /// Parses a request path (without the query).
     /// - Throws: ``ProxyError`` 400 (`badURL`) naming what is missing or malformed.
     public init(parsing path: String) throws(ProxyError) {
+        try self.init(parsing: path, signedParts: Self.signedParts(of: path))
+    }
+
+    /// Parses `path` whose ``signedParts(of:)`` were taken already (to check the signature).
+    init(
+        parsing path: String,
+        signedParts: (isInfo: Bool, signature: Substring, signedPath: Substring)?
+    ) throws(ProxyError) {
         guard path.hasPrefix("/") else { throw .badURL("the path must start with /") }
-        guard let signed = Self.signedParts(of: path) else {
+        guard let signed = signedParts else {
             throw .badURL("expected /{signature}/{options}/{source}: there is no source")
         }
         isInfo = signed.isInfo

@@ -252,6 +252,29 @@ struct ImageCacheTests {
         #expect(await chain.queryImage(forKey: "nowhere").cacheType == .none)
     }
 
+    @Test("removeExpired through a chain reaches every cache: entries past their age go, fresh ones stay")
+    func removeExpiredThroughChain() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let clock = Locked(Date(timeIntervalSince1970: 1_800_000_000))
+        let caches = ["first", "second"].map { name in
+            var configuration = ImageCache.Configuration()
+            configuration.cleanupInterval = nil
+            configuration.disk.maxAge = .seconds(60)
+            configuration.disk.now = { clock.value }
+            return ImageCache(directory: folder.url.appendingPathComponent(name), configuration: configuration)
+        }
+        let chain: any ImageCaching = ImageCachesManager(caches: caches)
+        for cache in caches { try await cache.store(nil, data: CacheFixtures.png, forKey: "old", cacheType: .disk) }
+        clock.withLock { $0 += 120 }
+        for cache in caches { try await cache.store(nil, data: CacheFixtures.png, forKey: "new", cacheType: .disk) }
+        await chain.removeExpired()
+        for cache in caches {
+            #expect(!cache.diskImageDataExists(forKey: "old"))
+            #expect(cache.diskImageDataExists(forKey: "new"))
+        }
+    }
+
     @Test("Namespaces become one safe folder under the root")
     func namespaces() throws {
         let folder = try TemporaryDirectory()

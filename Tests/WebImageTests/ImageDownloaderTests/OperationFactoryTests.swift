@@ -6,7 +6,7 @@ import WebImageOrigin
 import WebImageTestSupport
 
 /// Wraps the default operation and counts the loads it starts.
-private final class CountingOperation: ImageDownloadOperation {
+private final class CountingOperation: DownloadOperationProtocol {
     static let starts = Atomic<Int>(0)
     let inner: DownloadOperation
 
@@ -35,7 +35,7 @@ private final class CountingOperation: ImageDownloadOperation {
 }
 
 /// Answers every load with fixed bytes, without the network.
-private final class CannedOperation: ImageDownloadOperation {
+private final class CannedOperation: DownloadOperationProtocol {
     let url: URL
     let options: ImageOptions
     private let state = Mutex<(handlers: [DownloadToken: ImageDownloader.CompletedHandler], finished: Bool)>(

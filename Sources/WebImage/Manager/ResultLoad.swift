@@ -1,26 +1,33 @@
 import Foundation
 import WebImageCoders
 
-/// One load of an ``ImageLoadKey`` for every caller that wants it: the cache query, the
-/// loader's load, the transform and the store run once, and each event goes to every
-/// subscriber (an ``ImageLoadOperation``).
+/// The manager's stage for one result (an image under one ``ImageCacheKey``): the cache query,
+/// the loader's fetch and decode, the transform and the store run once for every caller whose
+/// load has the same ``Key``, and each event goes to every subscriber (an
+/// ``ImageLoadOperation``). Below it, the downloader shares one request among loads of one URL
+/// and one decode among callers that want the same decode; this is the only layer that shares
+/// transformed results.
 ///
-/// The task stays joinable until its final event has reached every subscriber, including
+/// The load stays joinable until its final event has reached every subscriber, including
 /// subscribers that joined while it was being delivered; it then closes and leaves the pool,
-/// and a later caller starts a new task (whose cache query finds what this one stored). When its
-/// last subscriber cancels first, the task is abandoned: its cache query and its loader interest
-/// are cancelled and its remaining stages skip their work.
+/// and a later caller starts a new load (whose cache query finds what this one stored). When
+/// its last subscriber cancels first, the load is abandoned: its cache query and its loader
+/// interest are cancelled and its remaining stages skip their work.
 ///
-/// The stages (``run()`` and what follows it in `ImageLoadTask+Stages.swift`) are the task's
-/// methods: they read the load's ``Inputs`` and the manager's services from the task instead of
-/// passing them along.
+/// The stages (``run()`` and what follows it in `ResultLoad+Stages.swift`) are methods: they
+/// read the load's ``Inputs`` and the manager's services from the load instead of passing them
+/// along.
 ///
-/// Thread-safe: subscribers are called outside the task's lock.
-final class ImageLoadTask: Sendable {
-    /// What one load is asked for, fixed when it starts.
+/// Thread-safe: subscribers are called outside the load's lock.
+final class ResultLoad: Sendable {
+    /// What one load is asked for, fixed when it starts (by ``ImageManager``'s preflight, which
+    /// resolves the loader and the cache key once).
     struct Inputs: Sendable {
         let url: URL
+        /// The result's key; ``originalKey`` is its original's.
         let cacheKey: ImageCacheKey
+        /// The loader that can load ``url``.
+        let loader: any ImageLoading
         let options: ImageOptions
         /// Filled with the manager's queues and budget.
         let context: ImageContext
@@ -28,42 +35,26 @@ final class ImageLoadTask: Sendable {
         let configuration: ImageManager.Configuration
         /// Whether the caller looked in memory already (the cache query then reads the disk only).
         let checkedMemory: Bool
-        /// The cache key's string.
-        let key: String
 
-        init(
-            url: URL,
-            cacheKey: ImageCacheKey,
-            options: ImageOptions,
-            context: ImageContext,
-            configuration: ImageManager.Configuration,
-            checkedMemory: Bool
-        ) {
-            self.url = url
-            self.cacheKey = cacheKey
-            self.options = options
-            self.context = context
-            self.configuration = configuration
-            self.checkedMemory = checkedMemory
-            key = cacheKey.rawValue
-        }
+        /// The key the original's bytes are stored under (the URL's own key, or the filter's).
+        var originalKey: String { cacheKey.original.rawValue }
     }
 
-    let key: ImageLoadKey
+    let key: Key
     let inputs: Inputs
     /// The caches, loaders and failed-URL list the stages use. The task holds its manager until
     /// it closes (the manager drops the task then).
     let manager: ImageManager
     private let state = Protected(State())
-    private let onClose: @Sendable (ImageLoadTask) -> Void
+    private let onClose: @Sendable (ResultLoad) -> Void
 
     /// A task loading `inputs` with `manager`'s services. `onClose` runs once, when the task
     /// closed (delivered or abandoned): the pool lets go of it.
     init(
-        key: ImageLoadKey,
+        key: Key,
         inputs: Inputs,
         manager: ImageManager,
-        onClose: @escaping @Sendable (ImageLoadTask) -> Void
+        onClose: @escaping @Sendable (ResultLoad) -> Void
     ) {
         self.key = key
         self.inputs = inputs
@@ -226,17 +217,61 @@ final class ImageLoadTask: Sendable {
     }
 }
 
-extension ImageLoadTask.State {
+extension ResultLoad.State {
     /// The change to pass to the loader when the task's priority moved from `before`.
-    func priorityChange(from before: ImagePriority) -> ImageLoadTask.PriorityChange? {
+    func priorityChange(from before: ImagePriority) -> ResultLoad.PriorityChange? {
         guard phase == .running, let loaderToken, priority != before else { return nil }
-        return ImageLoadTask.PriorityChange(token: loaderToken, priority: priority)
+        return ResultLoad.PriorityChange(token: loaderToken, priority: priority)
     }
 }
 
-extension ImageLoadTask.State.Phase {
+extension ResultLoad.State.Phase {
     var isClosed: Bool {
         if case .closed = self { return true }
         return false
+    }
+}
+
+extension ResultLoad {
+    /// What makes two ``ImageManager`` loads one result load: loads whose keys are equal share the
+    /// cache query, the loader's load, the transform and the store, so everything that changes any
+    /// of them is in the key. Loads that differ only in priority share (the load keeps the first
+    /// caller's priority); `refreshCached` loads and loads with a request modifier never share.
+    struct Key: Hashable, Sendable {
+        /// The cache key (filter or URL, thumbnail, transformers) and the URL asked for, which a
+        /// cache key filter may have shortened.
+        var cacheKey: ImageCacheKey
+        var url: String
+        /// The options, without the priorities.
+        var options: ImageOptions
+        var scaleDownLimitBytes: Int
+        var storeCacheType: ImageCacheType
+        /// The context's coders, budget and queues, when not the shared ones.
+        var coders: ObjectIdentifier?
+        var budget: ObjectIdentifier?
+        var decodeQueue: ObjectIdentifier?
+        var transformQueue: ObjectIdentifier?
+        /// A cached copy the caller passed in (its validators and bytes change the request).
+        var cachedResponse: ImageContext.CachedResponse?
+        /// Set for loads no other load may join: a number no other load gets.
+        var unshareable: UInt64?
+
+        /// The key of a load of `url` under `cacheKey`; `unshareable` is a number no other load
+        /// gets, used for `refreshCached` and for a context with a request modifier.
+        init(cacheKey: ImageCacheKey, url: URL, options: ImageOptions, context: ImageContext, unshareable: UInt64) {
+            self.cacheKey = cacheKey
+            self.url = url.absoluteString
+            self.options = options.subtracting([.lowPriority, .highPriority])
+            scaleDownLimitBytes = context.scaleDownLimitBytes
+            storeCacheType = context.storeCacheType
+            coders = context.coders.map(ObjectIdentifier.init)
+            budget = context.decodingMemoryBudget.map(ObjectIdentifier.init)
+            decodeQueue = context.decodeQueue.map(ObjectIdentifier.init)
+            transformQueue = context.transformQueue.map(ObjectIdentifier.init)
+            cachedResponse = context.cachedResponse
+            let shareable =
+                context.requestModifier == nil && context.retryStrategy == nil && !options.contains(.refreshCached)
+            self.unshareable = shareable ? nil : unshareable
+        }
     }
 }

@@ -2,13 +2,14 @@ import Foundation
 import WebImageHTTP
 
 /// One network load of one URL and the callers waiting for it: the unit ``ImageDownloader``
-/// queues and coalesces callers into (the seeds' `SDWebImageDownloaderOperation` protocol).
+/// queues and coalesces callers into (the seeds' `SDWebImageDownloaderOperation` protocol;
+/// named as the standard library names `IteratorProtocol`, after its default conformer).
 ///
 /// ``DownloadOperation`` is the default. To replace it, conform a class to this protocol and set
 /// ``ImageDownloader/Configuration/operationFactory``. The downloader calls these methods from
 /// any thread; implementations must be thread-safe and must call each caller's completion
 /// exactly once with `finished == true`.
-public protocol ImageDownloadOperation: AnyObject, Sendable {
+public protocol DownloadOperationProtocol: AnyObject, Sendable {
     /// The URL this operation loads.
     var url: URL { get }
     /// The callers' combined options; a waiting operation's priority is read from them.
@@ -43,7 +44,11 @@ public protocol ImageDownloadOperation: AnyObject, Sendable {
     func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void)
 }
 
-extension ImageDownloadOperation {
+/// The earlier name of ``DownloadOperationProtocol``.
+@available(*, deprecated, renamed: "DownloadOperationProtocol")
+public typealias ImageDownloadOperation = DownloadOperationProtocol
+
+extension DownloadOperationProtocol {
     /// ``ImagePriority/init(_:)`` of ``options``.
     public var priority: ImagePriority { ImagePriority(options) }
 
@@ -51,7 +56,7 @@ extension ImageDownloadOperation {
     public func setPriority(_ priority: ImagePriority, for token: DownloadToken) {}
 }
 
-/// What an ``ImageDownloadOperation`` runs with: the downloader's session, configuration and
+/// What an ``DownloadOperationProtocol`` runs with: the downloader's session, configuration and
 /// request/response hooks at the moment the operation starts.
 public struct ImageDownloadEnvironment: Sendable {
     /// The session to load with (the permissive one for `allowInvalidSSLCertificates`).

@@ -3,8 +3,8 @@ import Testing
 
 @testable import WebImage
 
-/// ImageLoadTask's lifecycle machine on its own: no cache, loader or socket.
-@Suite("ImageLoadTask's state machine")
+/// ResultLoad's lifecycle machine on its own: no cache, loader or socket.
+@Suite("ResultLoad's state machine")
 struct LoadTaskStateTests {
     private func operation() -> ImageLoadOperation {
         ImageLoadOperation(url: nil, callbackQueue: nil, sink: { _ in }, onFinish: { _ in })
@@ -12,7 +12,7 @@ struct LoadTaskStateTests {
 
     @Test("The last subscriber leaving a running task abandons it, once; nobody joins after")
     func abandonment() {
-        var state = ImageLoadTask.State()
+        var state = ResultLoad.State()
         let first = state.subscribe(operation())
         let second = state.subscribe(operation())
         #expect(first == 1 && second == 2)
@@ -26,7 +26,7 @@ struct LoadTaskStateTests {
 
     @Test("The task runs at the highest priority a subscriber still asks for")
     func priority() {
-        var state = ImageLoadTask.State()
+        var state = ResultLoad.State()
         #expect(state.priority == .normal)
         let low = state.subscribe(operation(), priority: .low)
         #expect(state.priority == .low)
@@ -39,7 +39,7 @@ struct LoadTaskStateTests {
 
     @Test("The final event goes to every subscriber, including those joining while it goes out")
     func delivery() {
-        var state = ImageLoadTask.State()
+        var state = ResultLoad.State()
         let early = [operation(), operation()]
         for operation in early { _ = state.subscribe(operation) }
         let firstBatch = state.takeFinalBatch()
@@ -56,7 +56,7 @@ struct LoadTaskStateTests {
 
     @Test("A subscriber leaving while the final event goes out does not abandon the task")
     func leavingWhileDelivering() {
-        var state = ImageLoadTask.State()
+        var state = ResultLoad.State()
         _ = state.subscribe(operation())
         _ = state.takeFinalBatch()
         let late = state.subscribe(operation())

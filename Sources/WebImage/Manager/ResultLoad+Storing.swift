@@ -7,7 +7,7 @@ import WebImageCoders
 /// A derived image (a thumbnail smaller than the original, or a transformer's output) is stored
 /// as its own bytes under its key, and the original's bytes under the original's key, so another
 /// size or transformation of the same original needs no download.
-extension ImageLoadTask {
+extension ResultLoad {
     // MARK: Transform
 
     /// Transforms a loaded image, then stores and delivers it. Transforms (the context's
@@ -42,7 +42,7 @@ extension ImageLoadTask {
             changed = true
         }
         if let transformer = inputs.context.transformer {
-            guard let transformed = transformer.transform(image, forKey: inputs.key) else {
+            guard let transformed = transformer.transform(image, forKey: inputs.cacheKey.rawValue) else {
                 let message = "\(url): the transformer \(transformer.transformerKey) gave no image"
                 broadcast(.failure(WebImageError(.badImageData, url: url, message: message), url))
                 return nil
@@ -53,8 +53,7 @@ extension ImageLoadTask {
         guard changed else { return loaded }
         var transformed = loaded
         transformed.image = image
-        transformed.storedData = inputs.configuration.cacheSerializer?(image, loaded.data, url)
-        transformed.replacesData = true
+        transformed.stored = .ownBytes(inputs.configuration.cacheSerializer?(image, loaded.data, url))
         return transformed
     }
 
@@ -71,15 +70,15 @@ extension ImageLoadTask {
         let result = ImageLoadResult(
             image: loaded.image,
             data: loaded.data,
-            cacheType: loaded.source,
+            cacheType: loaded.origin.cacheType,
             url: url,
             metadata: loaded.metadata
         )
         inputs.configuration.logger.debug(
-            loaded.source == .disk ? "made from the original on disk" : "loaded",
-            metadata: ["url": "\(url)", "key": "\(inputs.key)"]
+            loaded.origin == .storedOriginal ? "made from the original on disk" : "loaded",
+            metadata: ["url": "\(url)", "key": "\(inputs.cacheKey)"]
         )
-        let storedData = loaded.replacesData ? loaded.storedData : loaded.data
+        let storedData = loaded.storedData
         guard storeType != .none, loaded.image != nil || storedData != nil else {
             return broadcast(.image(result, final: true))
         }
@@ -88,7 +87,7 @@ extension ImageLoadTask {
             cache.store(
                 image,
                 data: nil,
-                forKey: inputs.key,
+                forKey: inputs.cacheKey.rawValue,
                 metadata: loaded.metadata,
                 cacheType: .memory,
                 completion: nil
@@ -99,7 +98,7 @@ extension ImageLoadTask {
         cache.store(
             storedData == nil ? loaded.image : nil,
             data: storedData,
-            forKey: inputs.key,
+            forKey: inputs.cacheKey.rawValue,
             metadata: loaded.metadata,
             cacheType: .disk,
             completion: waits ? deliveringWhenStored(result) : nil
@@ -114,7 +113,7 @@ extension ImageLoadTask {
         if loaded.metadata.freshness?.isStorable == false { return .none }
         let storeType = inputs.context.storeCacheType
         let memoryOnly =
-            inputs.options.contains(.cacheMemoryOnly) || manager.loader(for: url)?.storesOnDisk(url) == false
+            inputs.options.contains(.cacheMemoryOnly) || !inputs.loader.storesOnDisk(url)
         guard memoryOnly else { return storeType }
         return storeType.includesMemory ? .memory : .none
     }
@@ -123,24 +122,23 @@ extension ImageLoadTask {
     /// the cache when the serializer gives none): a thumbnail disk hit then decodes the
     /// thumbnail, not the whole original.
     private func withThumbnailBytes(_ loaded: Loaded) -> Loaded {
-        guard inputs.context.thumbnailPixelSize != nil, !loaded.replacesData, let image = loaded.image,
+        guard inputs.context.thumbnailPixelSize != nil, case .loadedBytes = loaded.stored, let image = loaded.image,
             let data = loaded.data, Self.isReduced(image, from: data)
         else { return loaded }
         var thumbnail = loaded
-        thumbnail.storedData = inputs.configuration.cacheSerializer?(image, data, url)
-        thumbnail.replacesData = true
+        thumbnail.stored = .ownBytes(inputs.configuration.cacheSerializer?(image, data, url))
         return thumbnail
     }
 
     /// A derived image's original bytes, downloaded with it, go to disk under the URL's own key.
     private func storeOriginal(of loaded: Loaded, in storeType: ImageCacheType) {
-        guard ImageManager.derivesImage(inputs.context), loaded.source == .none, !url.isFileURL,
+        guard ImageManager.derivesImage(inputs.context), loaded.origin == .loader, !url.isFileURL,
             let data = loaded.data, storeType.includesDisk
         else { return }
         manager.imageCache.store(
             nil,
             data: data,
-            forKey: manager.cacheKey(for: url, context: nil),
+            forKey: inputs.originalKey,
             metadata: loaded.metadata,
             cacheType: .disk,
             completion: nil

@@ -6,7 +6,7 @@ import WebImageHTTP
 /// HTTP's caching rules for cache hits (RFC 9111): a fresh entry is used as it is, a stale one
 /// is revalidated first (or, within `stale-while-revalidate`, used at once and revalidated in
 /// the background), and a `304` refreshes the stored headers.
-extension ImageLoadTask {
+extension ResultLoad {
     /// A cached copy a load found, and whether its callers already have it.
     struct CachedCopy: Sendable {
         var result: ImageLoadResult
@@ -29,7 +29,7 @@ extension ImageLoadTask {
             manager.imageCache.store(
                 image,
                 data: nil,
-                forKey: inputs.key,
+                forKey: inputs.cacheKey.rawValue,
                 metadata: refreshed,
                 cacheType: .memory,
                 completion: nil
@@ -39,7 +39,7 @@ extension ImageLoadTask {
             manager.imageCache.store(
                 nil,
                 data: data,
-                forKey: inputs.key,
+                forKey: inputs.cacheKey.rawValue,
                 metadata: refreshed,
                 cacheType: .disk,
                 completion: nil
@@ -62,16 +62,16 @@ extension ImageLoadTask {
     /// (a task of its own, outside the pool), whose answer (a `304`'s headers or a changed image)
     /// is stored for the next load.
     func revalidateInBackground(_ cached: CachedCopy) {
-        let key = inputs.key
+        let key = inputs.cacheKey.rawValue
         guard manager.revalidating.withLock({ $0.insert(key).inserted }) else { return }
-        let loadKey = ImageLoadKey(
+        let loadKey = ResultLoad.Key(
             cacheKey: inputs.cacheKey,
             url: url,
             options: inputs.options,
             context: inputs.context,
             unshareable: manager.loadNumbers.add(1, ordering: .relaxed).newValue
         )
-        let revalidation = ImageLoadTask(key: loadKey, inputs: inputs, manager: manager) { task in
+        let revalidation = ResultLoad(key: loadKey, inputs: inputs, manager: manager) { task in
             _ = task.manager.revalidating.withLock { $0.remove(key) }
         }
         inputs.configuration.logger.debug("revalidating in the background", metadata: ["url": "\(url)"])

@@ -5,20 +5,43 @@ import WebImageCoders
 /// The stages of one load, in order: query the caches → derive from a stored original → fetch
 /// (or revalidate) → transform → store → broadcast. Each reads the load's ``Inputs`` from the
 /// task; a stage whose task was abandoned meanwhile does no work.
-extension ImageLoadTask {
+extension ResultLoad {
     /// What a stage hands the next: the image (`nil` when not decoded), its bytes and headers,
-    /// and where they came from (`.none`: the network or a file; `.disk`: the original's entry,
-    /// for a derived image).
+    /// where they came from, and what to store under the load's key.
     struct Loaded: Sendable {
+        /// Where the bytes came from.
+        enum Origin: Sendable {
+            /// The loader: the network, a file, a proxy source.
+            case loader
+            /// The original's disk entry, for a derived image made from it.
+            case storedOriginal
+
+            /// How a result reports it: the loader's bytes are no cache hit.
+            var cacheType: ImageCacheType { self == .loader ? .none : .disk }
+        }
+
+        /// What goes to disk under the load's key.
+        enum Stored: Sendable {
+            /// The loaded bytes.
+            case loadedBytes
+            /// The derived image's own bytes (a transformed image or a thumbnail): the cache
+            /// serializer's, or `nil` for the cache to encode the image.
+            case ownBytes(Data?)
+        }
+
         var image: DecodedImage?
         var data: Data?
         var metadata: DiskCacheMetadata
-        var source: ImageCacheType
-        /// The bytes to store under the load's key, when not `data`: a transformed image's or a
-        /// thumbnail's own encoding (`nil` with `replacesData`: the cache encodes the image).
-        var storedData: Data?
-        /// Whether `storedData` replaces `data` under the load's key.
-        var replacesData = false
+        var origin: Origin
+        var stored = Stored.loadedBytes
+
+        /// The bytes to store under the load's key; `nil`: the cache encodes the image.
+        var storedData: Data? {
+            switch stored {
+            case .loadedBytes: data
+            case .ownBytes(let bytes): bytes
+            }
+        }
     }
 
     var url: URL { inputs.url }
@@ -32,7 +55,7 @@ extension ImageLoadTask {
         var options = inputs.options
         if options.contains(.refreshCached) { options.insert(.queryMemoryData) }
         let query = manager.imageCache.queryImage(
-            forKey: inputs.key,
+            forKey: inputs.cacheKey.rawValue,
             options: options,
             context: inputs.context,
             cacheType: inputs.checkedMemory ? .disk : .all
@@ -85,7 +108,7 @@ extension ImageLoadTask {
         var options = inputs.options
         options.insert(.avoidDecodeImage)
         let query = manager.imageCache.queryImage(
-            forKey: manager.cacheKey(for: url, context: nil),
+            forKey: inputs.originalKey,
             options: options,
             context: nil,
             cacheType: .disk
@@ -96,7 +119,7 @@ extension ImageLoadTask {
                 return fetch(revalidating: nil)
             }
             let metadata = stored.metadata ?? DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType)
-            let original = Loaded(image: nil, data: data, metadata: metadata, source: .disk)
+            let original = Loaded(image: nil, data: data, metadata: metadata, origin: .storedOriginal)
             guard !inputs.options.contains(.avoidDecodeImage) else { return transform(original) }
             inputs.context.decode(data, options: inputs.options, isCancelled: { self.isCancelled }) { result in
                 switch result {
@@ -126,9 +149,7 @@ extension ImageLoadTask {
             )
             return broadcast(cached?.settled ?? .failure(notCached, url))
         }
-        guard let loader = manager.loader(for: url) else {
-            return broadcast(.failure(.invalidURL(url.absoluteString, reason: nil), url))
-        }
+        let loader = inputs.loader
         let (options, context) = loaderRequest(revalidating: cached)
         let token = loader.requestImage(
             with: url,
@@ -142,7 +163,7 @@ extension ImageLoadTask {
                 }
                 guard let error else {
                     return transform(
-                        Loaded(image: image, data: data, metadata: metadata ?? DiskCacheMetadata(), source: .none)
+                        Loaded(image: image, data: data, metadata: metadata ?? DiskCacheMetadata(), origin: .loader)
                     )
                 }
                 if error.code == .cacheNotModified, let cached {
@@ -189,9 +210,7 @@ extension ImageLoadTask {
             )
             return broadcast(cached.settled)
         }
-        if let loader = manager.loader(for: url),
-            inputs.configuration.shouldBlock(url, error: error, loader: loader, manager: manager)
-        {
+        if inputs.configuration.shouldBlock(url, error: error, loader: inputs.loader, manager: manager) {
             manager.failed.insert(url, error: error)
             logger.notice("URL blacklisted", metadata: ["url": "\(url)", "error": "\(error.code.rawValue)"])
         }
