@@ -8,7 +8,8 @@ extension ImageProxy {
     /// proxy's own ``ImageProxyConfiguration/decodedSourceCacheSize``), at most
     /// ``ImageProxyConfiguration/maxRedirects`` redirects each checked against the source rules,
     /// the source headers, the download timeout and size limit, no cookies.
-    /// `cacheSize` bounds the disk cache in bytes (`nil`: no limit).
+    /// `cacheSize` bounds the disk cache in bytes (`nil`: no limit); expired and surplus
+    /// originals are removed every 10 minutes.
     public static func makeManager(
         configuration: ImageProxyConfiguration,
         cacheDirectory: URL,
@@ -16,6 +17,8 @@ extension ImageProxy {
     ) -> ImageManager {
         var cacheConfiguration = ImageCache.Configuration()
         cacheConfiguration.cachesImagesInMemory = false
+        cacheConfiguration.cleanupInterval = .seconds(600)  // a proxy writes new originals all day
+        cacheConfiguration.cleanupInterval = .seconds(600)  // a proxy writes new originals all day
         if let cacheSize { cacheConfiguration.disk.maxSize = Int(cacheSize) }
         let cache = ImageCache(directory: cacheDirectory, configuration: cacheConfiguration)
         var session = HTTPSession.Configuration()

@@ -168,7 +168,9 @@ public final class ImageProxyServer: Sendable {
                 )
             )
         }
-        services.append(CacheMaintenance(cache: proxy.manager.imageCache, interval: .seconds(600)))
+        // The originals cache trims itself on a timer (`makeManager`: every 10 minutes); one sweep
+        // now, for a cache an earlier run left over its limits.
+        proxy.manager.imageCache.removeExpired {}
         let limiter = ConnectionLimiter(maxConnections: limits.maxConnections)
         let metricsRecorder = proxy.metrics
         services.append(
