@@ -62,12 +62,14 @@ public struct ImageHeader: Sendable, Hashable {
 
     /// The most bytes of decoded pixels a decode of this image with `options` holds at once
     /// (RGBA, 4 bytes a pixel): every frame at full size, or one with
-    /// ``ImageDecodingOptions/firstFrameOnly``. A JPEG decoded smaller (a thumbnail, a scale-down
+    /// ``ImageDecodingOptions/firstFrameOnly``; a GIF or WebP animation delivered smaller than
+    /// its canvas, every reduced frame and one frame's canvases (it is reduced frame by frame). A JPEG decoded smaller (a thumbnail, a scale-down
     /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
     /// full frame (by the decoder's own N/8 rule). 0 when the options' pixel, frame or animation
     /// limits refuse the image (its decoder stops before allocating pixels).
     public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
         let frames = options.firstFrameOnly ? 1 : frameCount
+        if frames > 1, let reduced = reducedAnimationByteCount(with: options) { return reduced }
         let canvas = size.width.multipliedReportingOverflow(by: size.height)
         let animation = canvas.partialValue.multipliedReportingOverflow(by: 4 * frames)
         guard !canvas.overflow, canvas.partialValue <= options.maxPixelCount, frames <= options.maxFrameCount,
@@ -75,6 +77,21 @@ public struct ImageHeader: Sendable, Hashable {
         else { return 0 }
         let frame = decodedFrameSize(with: options)
         return frame.width * frame.height * 4 * frames
+    }
+
+    /// A GIF or WebP animation reduced frame by frame (``AnimatedImage``): the reduced frames and
+    /// one frame's canvases, 0 when either is over the animation limit; `nil` when the options
+    /// keep the canvas size (or the format is decoded whole).
+    private func reducedAnimationByteCount(with options: ImageDecodingOptions) -> Int? {
+        guard format == .gif || format == .webp, size.pixelCount <= options.maxPixelCount else { return nil }
+        let target = options.targetSize(forSource: size, orientation: orientation ?? .up)
+        guard target.pixelCount < size.pixelCount else { return nil }
+        let reduced = target.pixelCount.multipliedReportingOverflow(by: 4 * frameCount)
+        let working = AnimatedImage.framesHeldAtOnce * size.pixelCount * 4
+        guard frameCount <= options.maxFrameCount, !reduced.overflow, reduced.partialValue <= options.maxAnimationBytes,
+            working <= options.maxAnimationBytes
+        else { return 0 }
+        return reduced.partialValue + working
     }
 
     /// The bitmap a decode with `options` allocates for one frame: JPEG's DCT-scaled size, by

@@ -134,3 +134,37 @@ private func builderWrite(
     Unmanaged<GIFBuilder.Sink>.fromOpaque(user).takeUnretainedValue().data.append(bytes, count: Int(count))
     return count
 }
+
+extension GIFBuilder {
+    /// An animation whose composition matters: a full checkered first frame, then patches a
+    /// third of the canvas that move, with every disposal method, a transparent index on every
+    /// fourth and delays of 20–90 ms; loops forever.
+    public static func checkerAnimation(width: Int, height: Int, frames: Int) -> Data {
+        let palette = (0..<16).map { (index: Int) -> (UInt8, UInt8, UInt8) in
+            let level = UInt8(index * 16)
+            return (level, 255 - level, UInt8((index * 73) & 0xFF))
+        }
+        let checkers = (0..<width * height).map { (index: Int) -> UInt8 in
+            let (x, y) = (index % width, index / width)
+            return UInt8((x / 4 + y / 4) % 2)
+        }
+        var list = [Frame(width: width, height: height, indices: checkers)]
+        let (patchWidth, patchHeight) = (max(1, width / 3), max(1, height / 3))
+        for number in 1..<max(1, frames) {
+            list.append(
+                Frame(
+                    x: (number * 7) % (width - patchWidth + 1),
+                    y: (number * 5) % (height - patchHeight + 1),
+                    width: patchWidth,
+                    height: patchHeight,
+                    disposal: [1, 2, 3][number % 3],
+                    transparentIndex: number % 4 == 0 ? 0 : nil,
+                    delayCentiseconds: 2 + number % 8,
+                    indices: (0..<patchWidth * patchHeight).map { (index: Int) -> UInt8 in UInt8((number + index) % 16)
+                    }
+                )
+            )
+        }
+        return GIFBuilder(width: width, height: height, globalPalette: palette).build(frames: list)
+    }
+}

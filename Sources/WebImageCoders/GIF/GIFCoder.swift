@@ -14,6 +14,8 @@ public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
+        // Frames delivered smaller than the canvas are reduced one at a time as they are composed.
+        if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
         var reader = GIFReader(data: data, options: options, stopAfterFirstFrame: false)
         return try reader.decode().finished(with: options, deadline: reader.deadline)
     }
@@ -92,7 +94,7 @@ struct GIFReader {
         }
     }
 
-    private static func error(code: Int32, source: GIFSource) -> CoderError {
+    static func error(code: Int32, source: GIFSource) -> CoderError {
         let message = GifErrorString(code).map { String(cString: $0) } ?? "giflib error \(code)"
         if source.hitEnd || code == D_GIF_ERR_READ_FAILED || code == D_GIF_ERR_EOF_TOO_SOON {
             return .truncatedData(.gif, message)
@@ -122,7 +124,12 @@ struct GIFReader {
             }
             switch record {
             case EXTENSION_RECORD_TYPE:
-                try Self.readExtension(gif, into: &composition, fail: fail)
+                try Self.readExtension(
+                    gif,
+                    control: &composition.control,
+                    loopCount: &composition.declaredLoopCount,
+                    fail: fail
+                )
             case IMAGE_DESC_RECORD_TYPE:
                 if try readImage(gif, into: &composition, fail: fail), stopAfterFirstFrame { break recordLoop }
             case TERMINATE_RECORD_TYPE:
@@ -136,9 +143,10 @@ struct GIFReader {
 
     /// An extension block: the graphic control for the next image, and the loop count of the
     /// first NETSCAPE2.0 (or ANIMEXTS1.0) block; others are skipped.
-    private static func readExtension(
+    static func readExtension(
         _ gif: UnsafeMutablePointer<GifFileType>,
-        into composition: inout GIFComposition,
+        control: inout GIFFrameControl,
+        loopCount: inout Int?,
         fail: () -> CoderError
     ) throws(CoderError) {
         var code: Int32 = 0
@@ -146,9 +154,9 @@ struct GIFReader {
         guard DGifGetExtension(gif, &code, &block) == GIF_OK else { throw fail() }
         if code == GRAPHICS_EXT_FUNC_CODE, let block, block[0] >= 4 {
             let packed = Int(block[1])
-            composition.control.disposal = (packed >> 2) & 7
-            composition.control.delayCentiseconds = Int(block[2]) | Int(block[3]) << 8
-            composition.control.transparentIndex = packed & 1 != 0 ? Int(block[4]) : nil
+            control.disposal = (packed >> 2) & 7
+            control.delayCentiseconds = Int(block[2]) | Int(block[3]) << 8
+            control.transparentIndex = packed & 1 != 0 ? Int(block[4]) : nil
         }
         var isNetscape = false
         if code == APPLICATION_EXT_FUNC_CODE, let block, block[0] == 11 {
@@ -157,9 +165,9 @@ struct GIFReader {
         }
         while block != nil {
             guard DGifGetExtensionNext(gif, &block) == GIF_OK else { throw fail() }
-            if isNetscape, composition.declaredLoopCount == nil, let sub = block, sub[0] >= 3, sub[1] == 1 {
+            if isNetscape, loopCount == nil, let sub = block, sub[0] >= 3, sub[1] == 1 {
                 let repeats = Int(sub[2]) | Int(sub[3]) << 8
-                composition.declaredLoopCount = repeats == 0 ? 0 : repeats + 1  // plays = repeats after the first
+                loopCount = repeats == 0 ? 0 : repeats + 1  // plays = repeats after the first
             }
         }
     }
@@ -193,20 +201,33 @@ struct GIFReader {
                 format: .gif
             )
         }
-        let image = GIFFrameImage(
-            rect: rect,
-            interlaced: desc.Interlace,
-            colors: Self.palette(desc.ColorMap) ?? composition.globalColors ?? Self.grayscalePalette,
-            transparentIndex: composition.control.transparentIndex
-        )
-        try composition.addFrame(covering: rect) { (canvas, line) throws(CoderError) in
-            try Self.drawImage(gif, image, line: &line, on: &canvas, fail: fail)
-        }
+        try Self.drawImage(gif, rect: rect, into: &composition, fail: fail)
         return true
     }
 
+    /// Draws the image block whose descriptor was read (covering `rect`) onto the composition's
+    /// canvas: the frame it makes, disposal applied after it.
+    @discardableResult
+    static func drawImage(
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        rect: PixelRect,
+        into composition: inout GIFComposition,
+        fail: () -> CoderError
+    ) throws(CoderError) -> DecodedImage.Frame {
+        let desc = gif.pointee.Image
+        let image = GIFFrameImage(
+            rect: rect,
+            interlaced: desc.Interlace,
+            colors: palette(desc.ColorMap) ?? composition.globalColors ?? grayscalePalette,
+            transparentIndex: composition.control.transparentIndex
+        )
+        return try composition.addFrame(covering: rect) { (canvas, line) throws(CoderError) in
+            try drawImage(gif, image, line: &line, on: &canvas, fail: fail)
+        }
+    }
+
     /// Decodes one image's LZW lines and paints its opaque pixels onto the canvas (clipped).
-    private static func drawImage(
+    static func drawImage(
         _ gif: UnsafeMutablePointer<GifFileType>,
         _ image: GIFFrameImage,
         line: inout [UInt8],
@@ -251,7 +272,7 @@ struct GIFReader {
     }
 
     /// Reads past an image's compressed data without decoding it.
-    private static func skipImageData(
+    static func skipImageData(
         _ gif: UnsafeMutablePointer<GifFileType>,
         fail: () -> CoderError
     ) throws(CoderError) {
@@ -263,7 +284,7 @@ struct GIFReader {
         }
     }
 
-    private static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?) -> [RGBA]? {
+    static func palette(_ map: UnsafeMutablePointer<ColorMapObject>?) -> [RGBA]? {
         guard let map, let colors = map.pointee.Colors, map.pointee.ColorCount > 0 else { return nil }
         return (0..<Int(map.pointee.ColorCount)).map {
             RGBA(r: colors[$0].Red, g: colors[$0].Green, b: colors[$0].Blue)
@@ -271,7 +292,7 @@ struct GIFReader {
     }
 
     /// Used when a GIF has no colour table at all.
-    private static let grayscalePalette = (0..<256).map { RGBA(r: UInt8($0), g: UInt8($0), b: UInt8($0)) }
+    static let grayscalePalette = (0..<256).map { RGBA(r: UInt8($0), g: UInt8($0), b: UInt8($0)) }
 }
 
 /// The bytes giflib reads, through `UserData`.
@@ -282,7 +303,7 @@ struct GIFSource {
 }
 
 /// giflib's input callback: copies up to `count` bytes from the `GIFSource` in `UserData`.
-private func gifRead(
+func gifRead(
     _ gif: UnsafeMutablePointer<GifFileType>?,
     _ buffer: UnsafeMutablePointer<GifByteType>?,
     _ count: Int32

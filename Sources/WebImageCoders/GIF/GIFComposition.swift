@@ -1,3 +1,5 @@
+import Foundation
+
 /// Graphic control extension state for the next image.
 struct GIFFrameControl {
     var disposal = 0
@@ -47,17 +49,30 @@ struct GIFComposition {
         canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
     }
 
-    /// Draws the next image, covering `rect`, with `draw` and keeps the canvas as a frame, then
-    /// applies the control's disposal (2: clear the image's area; 3: back to the canvas before).
+    /// Whether composed frames are kept for ``image()`` (a whole decode) or only returned (a
+    /// frame source, which holds one canvas).
+    var keepsFrames = true
+
+    /// How long a frame with `control` shows: its delay, or 100 ms for a delay under 20 ms (as
+    /// browsers play them).
+    static func duration(of control: GIFFrameControl) -> TimeInterval {
+        let delay = control.delayCentiseconds * 10
+        return delay < 20 ? 0.1 : Double(delay) / 1000
+    }
+
+    /// Draws the next image, covering `rect`, with `draw` and returns the canvas as a frame
+    /// (kept too with ``keepsFrames``), then applies the control's disposal (2: clear the
+    /// image's area; 3: back to the canvas before).
+    @discardableResult
     mutating func addFrame(
         covering rect: PixelRect,
         _ draw: (inout Bitmap, inout [UInt8]) throws(CoderError) -> Void
-    ) throws(CoderError) {
+    ) throws(CoderError) -> DecodedImage.Frame {
         declaresTransparency = declaresTransparency || control.transparentIndex != nil
         let previous = control.disposal == 3 ? canvas : nil
         try draw(&canvas, &line)
-        let delay = control.delayCentiseconds * 10
-        frames.append(.init(bitmap: canvas, duration: delay < 20 ? 0.1 : Double(delay) / 1000))
+        let frame = DecodedImage.Frame(bitmap: canvas, duration: Self.duration(of: control))
+        if keepsFrames { frames.append(frame) }
         switch control.disposal {
         case 2:
             canvas.clear(rect)
@@ -66,6 +81,7 @@ struct GIFComposition {
         default: break
         }
         control = GIFFrameControl()
+        return frame
     }
 
     /// The decoded image: every frame with one alpha flag (transparency can only come from a

@@ -1,0 +1,216 @@
+import Foundation
+
+/// An animation decoded a frame at a time, on demand: what SDWebImage's `SDAnimatedImage` and
+/// Kingfisher's frame sources are. The facts (``info``: frame count, durations, loop count,
+/// canvas) come from the headers before any pixel is decoded; ``frame(at:)`` decodes one frame,
+/// holding one composed canvas and the codec's state, never the whole animation.
+///
+/// ```swift
+/// let animation = try AnimatedImage(data: gif, options: ImageDecodingOptions(thumbnailPixelSize: .init(width: 256, height: 256)))
+/// for index in 0..<animation.frameCount {
+///     let frame = try animation.frame(at: index)   // 256-pixel frame, its duration
+/// }
+/// ```
+///
+/// Frames come out as ``DecodedImage/frames`` of a whole decode with the same options would
+/// hold them: colour converted by ``ImageDecodingOptions/colorPolicy``, reduced to the
+/// thumbnail size or scale-down limit, turned by the EXIF orientation when
+/// ``ImageDecodingOptions/applyOrientation`` asks for it. Frames asked in order cost one
+/// frame's work each; asking for an earlier frame decodes again from the first.
+///
+/// GIF and animated WebP. Thread-safe: frames decode one at a time under the image's lock, on
+/// the calling thread (a C decode: call it from a work queue, not the Swift cooperative pool).
+/// ``ImageDecodingOptions/maxDecodeDuration`` and the cancellation bound each call.
+public final class AnimatedImage: Sendable {
+    /// The animation's facts, read when the image was made.
+    public let info: AnimationInfo
+    /// The decode settings every frame is made with.
+    public let options: ImageDecodingOptions
+    /// The encoded animation.
+    public let data: Data
+    private let colorProfile: ColorProfile?
+    private let cursor = Protected<FrameCursor?>(nil)
+
+    /// Reads the animation's headers; no frame is decoded.
+    /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF or an animated
+    ///   WebP; `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
+    ///   when the canvas is over ``ImageDecodingOptions/maxPixelCount``, the frames over
+    ///   ``ImageDecodingOptions/maxFrameCount``, or the memory one frame needs (the codec's
+    ///   canvas, the composed frame and the delivered one) over
+    ///   ``ImageDecodingOptions/maxAnimationBytes``.
+    public init(data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(CoderError) {
+        guard !data.isEmpty else { throw .emptyData }
+        let details = ImageFormatDetails(sniffing: data)
+        switch details.format {
+        case .gif:
+            info = try GIFFrameDecoder.info(of: data, options: options)
+            colorProfile = nil
+        case .webp where details.isAnimated:
+            info = try WebPFrameDecoder.info(of: data, options: options)
+            colorProfile = options.colorPolicy == .ignore ? nil : WebPCoder.embeddedProfile(in: data)
+        default:
+            throw .unsupportedFormat(details.format)
+        }
+        guard info.frameCount <= options.maxFrameCount else {
+            throw .limitExceeded(
+                info.format,
+                "\(info.frameCount) frames is over the \(options.maxFrameCount)-frame limit"
+            )
+        }
+        try options.checkAnimationLimits(
+            frameCount: Self.framesHeldAtOnce,
+            canvas: info.canvasSize,
+            format: info.format
+        )
+        self.data = data
+        self.options = options
+    }
+
+    /// Canvases one frame's decode holds at its peak: the codec's (and its previous one, for
+    /// disposal), the composed copy, the delivered frame.
+    static let framesHeldAtOnce = 3
+
+    /// Whether `data` is an animation this type decodes: a GIF or an animated WebP.
+    public static func canDecode(_ data: Data) -> Bool {
+        let details = ImageFormatDetails(sniffing: data)
+        return details.format == .gif || (details.format == .webp && details.isAnimated)
+    }
+
+    /// The frames the animation holds.
+    public var frameCount: Int { info.frameCount }
+
+    /// How many times it plays; 0 means forever.
+    public var loopCount: Int { info.loopCount }
+
+    /// How long frame `index` shows, in seconds.
+    public func duration(at index: Int) -> TimeInterval { info.durations[index] }
+
+    /// The size every frame is delivered at: the canvas reduced to the options' thumbnail size or
+    /// scale-down limit, turned when the orientation is applied.
+    public var frameSize: PixelSize {
+        let target = options.targetSize(forSource: info.canvasSize, orientation: info.orientation)
+        let turns = options.applyOrientation && info.orientation.swapsDimensions
+        return turns ? PixelSize(width: target.height, height: target.width) : target
+    }
+
+    /// The bytes one frame's decode holds at most (see ``init(data:options:)``).
+    public var bytesPerFrame: Int { Self.framesHeldAtOnce * info.canvasSize.pixelCount * 4 }
+
+    /// The first frame: the image to show when not animating.
+    public func posterFrame() throws(CoderError) -> DecodedImage.Frame { try frame(at: 0) }
+
+    /// Frame `index`, composed and finished by ``options``.
+    /// - Throws: `corruptData` for an index outside `0..<frameCount` or a frame that does not
+    ///   decode, `truncatedData` when the data ends before it, `limitExceeded` when the decode
+    ///   ran past ``ImageDecodingOptions/maxDecodeDuration`` or was cancelled.
+    public func frame(at index: Int) throws(CoderError) -> DecodedImage.Frame {
+        try finishedFrame(at: index, deadline: CodingDeadline(options)).frames[0]
+    }
+
+    /// Frame `index` as a one-frame image, finished within `deadline` (its colour profile as
+    /// the options leave it).
+    func finishedFrame(at index: Int, deadline: CodingDeadline) throws(CoderError) -> DecodedImage {
+        guard info.durations.indices.contains(index) else {
+            throw .corruptData(info.format, "frame \(index) asked of an animation of \(frameCount)")
+        }
+        let canvas = try cursor.withLock { (cursor) throws(CoderError) -> Bitmap in
+            do throws(CoderError) {
+                let decoder: any AnimationFrameDecoder
+                if let kept = cursor?.decoder {
+                    decoder = kept
+                } else {
+                    decoder = try makeDecoder()
+                    cursor = FrameCursor(decoder: decoder)
+                }
+                return try Self.canvas(at: index, from: decoder, deadline: deadline, format: info.format)
+            } catch {
+                cursor = nil  // a decoder that failed part-way starts again next time
+                throw error
+            }
+        }
+        var bitmap = canvas
+        bitmap.hasAlpha = info.mayHaveAlpha || canvas.containsTransparency
+        let image = DecodedImage(
+            frames: [DecodedImage.Frame(bitmap: bitmap, duration: info.durations[index])],
+            loopCount: info.loopCount,
+            format: info.format,
+            orientation: info.orientation,
+            sourceSize: info.canvasSize,
+            sourceFrameCount: info.frameCount,
+            colorProfile: colorProfile
+        )
+        return try image.finished(with: options, deadline: deadline)
+    }
+
+    private func makeDecoder() throws(CoderError) -> any AnimationFrameDecoder {
+        switch info.format {
+        case .gif: try GIFFrameDecoder(data: data, options: options)
+        default: try WebPFrameDecoder(data: data, options: options)
+        }
+    }
+
+    /// Moves `decoder` to frame `index` (from the first frame when it is past it) and decodes it.
+    private static func canvas(
+        at index: Int,
+        from decoder: any AnimationFrameDecoder,
+        deadline: CodingDeadline,
+        format: ImageFormat
+    ) throws(CoderError) -> Bitmap {
+        if decoder.position > index { try decoder.rewind() }
+        while true {
+            try deadline.check(format)
+            let position = decoder.position
+            guard let canvas = try decoder.nextCanvas() else {
+                throw .truncatedData(format, "the data ends after frame \(position) of the \(index + 1) asked for")
+            }
+            if position == index { return canvas }
+        }
+    }
+}
+
+/// The frame decoder an ``AnimatedImage`` keeps between calls.
+// Safety (@unchecked Sendable): `decoder` is not thread-safe; a `FrameCursor` is created, read
+// and replaced only inside `AnimatedImage.cursor.withLock` (a pthread mutex), and neither it
+// nor its decoder is returned out of that closure, so one thread at a time uses the decoder.
+private final class FrameCursor: @unchecked Sendable {
+    let decoder: any AnimationFrameDecoder
+    init(decoder: any AnimationFrameDecoder) { self.decoder = decoder }
+}
+
+extension AnimatedImage {
+    /// The whole decode of an animation whose frames come out smaller than its canvas (a
+    /// thumbnail or a scale-down), made frame by frame: each frame is reduced as soon as it is
+    /// composed, so only the small frames and one canvas's work are held, never every composed
+    /// canvas. `nil` when `data` is no animation this type reads, or the options keep the full
+    /// size or one frame (the one-pass decoders do those).
+    ///
+    /// The memory limit then applies to what is held: the reduced frames, and one frame's
+    /// canvases.
+    static func decodeReducingEachFrame(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage?
+    {
+        guard !options.firstFrameOnly, canDecode(data) else { return nil }
+        let animation = try AnimatedImage(data: data, options: options)
+        let target = options.targetSize(forSource: animation.info.canvasSize, orientation: animation.info.orientation)
+        guard animation.frameCount > 1, target.pixelCount < animation.info.canvasSize.pixelCount else { return nil }
+        try options.checkAnimationLimits(
+            frameCount: animation.frameCount,
+            canvas: target,
+            format: animation.info.format
+        )
+        let deadline = CodingDeadline(options)
+        var frames: [DecodedImage.Frame] = []
+        frames.reserveCapacity(animation.frameCount)
+        var last: DecodedImage?
+        for index in 0..<animation.frameCount {
+            let frame = try animation.finishedFrame(at: index, deadline: deadline)
+            frames.append(frame.frames[0])
+            last = frame
+        }
+        guard var image = last else { return nil }
+        let hasAlpha = frames.contains { $0.bitmap.hasAlpha }
+        for index in frames.indices { frames[index].bitmap.hasAlpha = hasAlpha }
+        image.frames = frames
+        if options.keepsMetadata, animation.info.format == .webp { image.exif = WebPCoder.exif(in: data) }
+        return image
+    }
+}
