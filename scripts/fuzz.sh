@@ -32,7 +32,7 @@ if [ -n "${WEBIMAGE_CORPUS:-}" ] && [ -d "$WEBIMAGE_CORPUS" ]; then
         -size -512k -exec cp {} "$work/seeds/" \;
 fi
 
-all_targets="sniff decode jpeg png gif webp avif heic jxl bmp ico tiff thumbnail progressive disk-entry http proxy-path render"
+all_targets="sniff decode jpeg png gif webp avif heic jxl bmp ico tiff thumbnail animated progressive disk-entry http proxy-path render"
 target=$1
 shift
 if [ "$target" = "--all" ]; then targets=$all_targets; else targets=$target; fi

@@ -35,12 +35,23 @@ enum FuzzTargets {
         "ico": { data in _ = try? ICOCoder().decode(data, options: limits) },
         "tiff": { data in _ = try? TIFFCoder().decode(data, options: limits) },
         "thumbnail": thumbnail,
+        "animated": animatedFrames,
         "progressive": progressive,
         "disk-entry": diskEntry,
         "http": http,
         "proxy-path": ProxyFuzzTargets.path,
         "render": ProxyFuzzTargets.render,
     ]
+
+    /// An animation a frame at a time: the first frames in order, then backwards (the frame
+    /// source goes back to the start), as a player or a resizer would ask for them.
+    static func animatedFrames(_ data: Data) {
+        guard let animation = try? AnimatedImage(data: data, options: limits) else { return }
+        let count = min(animation.frameCount, 8)
+        for index in 0..<count { _ = try? animation.frame(at: index) }
+        _ = try? animation.frame(at: count / 2)
+        _ = try? animation.posterFrame()
+    }
 
     /// Thumbnail decodes: the box size comes from the input's first bytes.
     static func thumbnail(_ data: Data) {
