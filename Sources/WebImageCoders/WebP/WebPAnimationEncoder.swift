@@ -2,45 +2,77 @@ import CWebP
 import Foundation
 
 /// Writes an animated WebP with libwebp's `WebPAnimEncoder` (which finds each frame's changed
-/// rectangle and picks blending itself).
-struct WebPAnimationEncoder {
-    let image: DecodedImage
-    let options: ImageEncodingOptions
+/// rectangle and picks blending itself), a frame at a time: the encoder keeps the previous
+/// canvas and its candidate encodings, never every frame.
+///
+/// Owns the `WebPAnimEncoder` (freed in `deinit`); libwebp copies each picture's pixels, so a
+/// frame's bitmap is free once ``add(_:)`` returns. Not thread-safe.
+final class WebPAnimationWriter {
+    private let encoder: OpaquePointer
+    private var config: WebPConfig
+    private let size: PixelSize
+    private let deadline: CodingDeadline
+    private var timestamp: Int32 = 0
+    private var added = 0
 
-    func encode() throws(CoderError) -> Data {
+    init(size: PixelSize, loopCount: Int, options: ImageEncodingOptions) throws(CoderError) {
         var encoderOptions = WebPAnimEncoderOptions()
         guard WebPAnimEncoderOptionsInit(&encoderOptions) != 0 else {
             throw .encodingFailed(.webp, "libwebp version mismatch")
         }
-        encoderOptions.anim_params.loop_count = Int32(max(0, min(0xFFFF, image.loopCount)))
-        guard let encoder = WebPAnimEncoderNew(Int32(image.width), Int32(image.height), &encoderOptions) else {
-            throw .encodingFailed(.webp, "cannot create an animation encoder for \(image.width)×\(image.height)")
+        encoderOptions.anim_params.loop_count = Int32(max(0, min(0xFFFF, loopCount)))
+        config = try WebPEncoding.config(for: options)
+        guard let encoder = WebPAnimEncoderNew(Int32(size.width), Int32(size.height), &encoderOptions) else {
+            throw .encodingFailed(.webp, "cannot create an animation encoder for \(size.width)×\(size.height)")
         }
-        defer { WebPAnimEncoderDelete(encoder) }
-        var config = try WebPEncoding.config(for: options)
-        var timestamp: Int32 = 0
-        let deadline = CodingDeadline(options)
-        for (index, frame) in image.frames.enumerated() {
-            try deadline.check(.webp, "encoding")
-            try WebPEncoding.withPicture(of: frame.bitmap) { (picture) throws(CoderError) in
-                guard WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
-                    throw .encodingFailed(.webp, "cannot add frame \(index + 1): \(Self.message(encoder))")
-                }
+        self.encoder = encoder
+        self.size = size
+        deadline = CodingDeadline(options)
+    }
+
+    deinit { WebPAnimEncoderDelete(encoder) }
+
+    /// Adds the next frame; its bitmap must have the animation's size.
+    func add(_ frame: DecodedImage.Frame) throws(CoderError) {
+        try deadline.check(.webp, "encoding")
+        guard frame.bitmap.width == size.width, frame.bitmap.height == size.height else {
+            throw .encodingFailed(
+                .webp,
+                "frame \(added + 1) is \(frame.bitmap.width)×\(frame.bitmap.height), not the animation's \(size)"
+            )
+        }
+        try WebPEncoding.withPicture(of: frame.bitmap) { (picture) throws(CoderError) in
+            guard WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
+                throw .encodingFailed(.webp, "cannot add frame \(added + 1): \(message)")
             }
-            timestamp += Int32((frame.duration * 1000).rounded())
         }
-        guard WebPAnimEncoderAdd(encoder, nil, timestamp, nil) != 0 else {
-            throw .encodingFailed(.webp, Self.message(encoder))
-        }
+        added += 1
+        timestamp += Int32((frame.duration * 1000).rounded())
+    }
+
+    /// The file, once every frame was added.
+    func finish() throws(CoderError) -> Data {
+        guard WebPAnimEncoderAdd(encoder, nil, timestamp, nil) != 0 else { throw .encodingFailed(.webp, message) }
         var output = WebPData()
         guard WebPAnimEncoderAssemble(encoder, &output) != 0, let bytes = output.bytes else {
-            throw .encodingFailed(.webp, Self.message(encoder))
+            throw .encodingFailed(.webp, message)
         }
         defer { WebPDataClear(&output) }
         return Data(bytes: bytes, count: output.size)
     }
 
-    private static func message(_ encoder: OpaquePointer) -> String {
-        WebPAnimEncoderGetError(encoder).map { String(cString: $0) } ?? "unknown error"
+    private var message: String { WebPAnimEncoderGetError(encoder).map { String(cString: $0) } ?? "unknown error" }
+}
+
+/// Writes a whole ``DecodedImage`` as an animated WebP.
+struct WebPAnimationEncoder {
+    let image: DecodedImage
+    let options: ImageEncodingOptions
+
+    func encode() throws(CoderError) -> Data {
+        let size = PixelSize(width: image.width, height: image.height)
+        let writer = try WebPAnimationWriter(size: size, loopCount: image.loopCount, options: options)
+        for frame in image.frames { try writer.add(frame) }
+        return try writer.finish()
     }
 }
