@@ -45,6 +45,17 @@ extension ImageProxy {
         guard let reservation = await configuration.memoryBudget.reserveUnlessCancelled(bytes) else {
             throw .cancelled
         }
+        if plan.rendersFrameByFrame {
+            return try await onDecodeQueue(holding: reservation) { (limits) throws(ProxyError) in
+                try Self.renderFrameByFrame(
+                    data,
+                    plan: plan,
+                    configuration: configuration,
+                    limits: limits,
+                    metrics: metrics
+                )
+            }
+        }
         return try await onDecodeQueue(holding: reservation) { (limits) throws(ProxyError) in
             let decodeStarted = ContinuousClock.now
             let image: DecodedImage
@@ -103,35 +114,55 @@ extension ImageProxy {
         limits: WorkLimits,
         metrics: ProxyMetrics
     ) throws(ProxyError) -> Rendered {
-        let options = plan.options
-        let request = plan.request
         let clock = ContinuousClock()
         var image = source
         if image.frames.count > configuration.limits.maxAnimationFrames {
             image.frames = Array(image.frames.prefix(configuration.limits.maxAnimationFrames))
         }
         let transformStarted = clock.now
+        let (processed, format) = try process(
+            image,
+            plan: plan,
+            configuration: configuration,
+            limits: limits,
+            metrics: metrics
+        )
+        let encodeStarted = clock.now
+        let encoded = try encode(processed, as: format, plan: plan, configuration: configuration, limits: limits)
+        let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
+        return Rendered(data: encoded, format: format, timings: timings)
+    }
+
+    /// Trims, resizes, crops, pads, strips and watermarks `image` (every frame it holds) as the
+    /// plan says; the format it is to be written in.
+    private static func process(
+        _ image: DecodedImage,
+        plan: RenderPlan,
+        configuration: ImageProxyConfiguration,
+        limits: WorkLimits,
+        metrics: ProxyMetrics
+    ) throws(ProxyError) -> (DecodedImage, ImageFormat) {
+        let options = plan.options
         // Trimmed first: the result's size is planned on what the trim keeps.
         guard let trimmed = ImageProcessor.trimmed(image, options: options, cancellation: limits.cancellation) else {
             throw .cancelled
         }
-        image = trimmed
         var untrimmed = options
         untrimmed.trim = nil
-        let format = plan.outputFormat(sourceHasAlpha: image.hasAlpha)
-        let plannedSize = ImageProcessor.plannedSize(of: image)
+        let format = plan.outputFormat(sourceHasAlpha: trimmed.hasAlpha)
+        let plannedSize = ImageProcessor.plannedSize(of: trimmed)
         let geometry: ResizeGeometry
-        if let planned = plan.geometry(for: plannedSize, orientation: image.orientation) {
+        if let planned = plan.geometry(for: plannedSize, orientation: trimmed.orientation) {
             geometry = planned
         } else {
             // Only the decoded pixels tell this size (a trim, a decoder that chose another).
             metrics.computedGeometry(count: 1)
-            geometry = ResizeGeometry(source: plannedSize, orientation: image.orientation, options: untrimmed)
+            geometry = ResizeGeometry(source: plannedSize, orientation: trimmed.orientation, options: untrimmed)
             try configuration.limits.checkResult(geometry.padded)
         }
         guard
             var processed = ImageProcessor.process(
-                image,
+                trimmed,
                 geometry: geometry,
                 options: untrimmed,
                 cancellation: limits.cancellation
@@ -139,7 +170,7 @@ extension ImageProxy {
             !limits.cancellation.isCancelled
         else { throw .cancelled }  // stopped: onDecodeQueue answers with the reason
         if options.stripMetadata { processed.stripMetadata(keepingCopyright: options.keepCopyright) }
-        if let watermark = options.watermark, let image = request.watermark {
+        if let watermark = options.watermark, let image = plan.request.watermark {
             processed = WatermarkComposer.apply(
                 try image.bitmap(),
                 to: processed,
@@ -148,25 +179,121 @@ extension ImageProxy {
                 dprScale: geometry.dprScale
             )
         }
-        let encodeStarted = clock.now
+        return (processed, format)
+    }
+
+    /// `processed` written as `format` at the plan's quality (within `maxBytes`).
+    private static func encode(
+        _ processed: DecodedImage,
+        as format: ImageFormat,
+        plan: RenderPlan,
+        configuration: ImageProxyConfiguration,
+        limits: WorkLimits
+    ) throws(ProxyError) -> Data {
         do {
-            let encoded = try Self.encode(
+            return try Self.encode(
                 processed,
                 as: format,
-                quality: request.quality,
-                maxBytes: options.maxBytes,
+                quality: plan.request.quality,
+                maxBytes: plan.options.maxBytes,
                 progressive: format == .jpeg
                     ? configuration.jpegProgressive : format == .png && configuration.pngInterlaced,
                 limits: limits
             )
-            let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
+        } catch {
+            throw encodeFailure(error)
+        }
+    }
+
+    /// A result the format cannot hold (an ICO over 256×256) is the request's limit; anything
+    /// else is the encoder failing.
+    private static func encodeFailure(_ error: any Error) -> ProxyError {
+        let code: ProxyError.Code =
+            if case .limitExceeded = error as? CoderError { .limitExceeded } else { .encodeFailed }
+        return ProxyError(code, "the result cannot be encoded: \(error)")
+    }
+
+    /// An animation rendered a frame at a time (``RenderPlan/rendersFrameByFrame``): each
+    /// source frame is decoded, processed and added to the encoder before the next one is
+    /// decoded, so the render holds one frame's canvases, one result frame and the encoder's
+    /// state whatever the frame count. At most `maxAnimationFrames` frames; the deadline and a
+    /// client that went away stop it between frames (and inside each stage).
+    private static func renderFrameByFrame(
+        _ data: Data,
+        plan: RenderPlan,
+        configuration: ImageProxyConfiguration,
+        limits: WorkLimits,
+        metrics: ProxyMetrics
+    ) throws(ProxyError) -> Rendered {
+        var decoding = plan.decoding
+        decoding.cancellation = limits.cancellation
+        decoding.colorPolicy = .convertToSRGB  // a streamed result carries no profile
+        let animation: AnimatedImage
+        do {
+            animation = try AnimatedImage(data: data, options: decoding)
+        } catch {
+            let code: ProxyError.Code = if case .limitExceeded = error { .limitExceeded } else { .notAnImage }
+            throw ProxyError(code, "the source cannot be decoded: \(error)")
+        }
+        let format = plan.request.choice.format
+        var encoding = ImageEncodingOptions(quality: Double(plan.request.quality) / 100, maxEncodeDuration: nil)
+        encoding.cancellation = limits.cancellation
+        let count = min(animation.frameCount, configuration.limits.maxAnimationFrames)
+        var timings = (decode: Duration.zero, transform: Duration.zero, encode: Duration.zero)
+        let clock = ContinuousClock()
+        var encoder: AnimationEncoder?
+        for index in 0..<count {
+            let started = clock.now
+            let frame: DecodedImage.Frame
+            do {
+                frame = try animation.frame(at: index)
+            } catch {
+                throw limits.cancellation.isCancelled
+                    ? .cancelled : ProxyError(.notAnImage, "the source cannot be decoded: \(error)")
+            }
+            let decoded = clock.now
+            let source = DecodedImage(
+                frames: [frame],
+                loopCount: animation.loopCount,
+                format: animation.info.format,
+                orientation: animation.info.orientation,
+                sourceSize: animation.info.canvasSize,
+                sourceFrameCount: animation.frameCount
+            )
+            let (processed, _) = try process(
+                source,
+                plan: plan,
+                configuration: configuration,
+                limits: limits,
+                metrics: metrics
+            )
+            let transformed = clock.now
+            do {
+                if encoder == nil {
+                    encoder = try AnimationEncoder(
+                        format: format,
+                        canvasSize: PixelSize(width: processed.width, height: processed.height),
+                        frameCount: count,
+                        loopCount: animation.loopCount,
+                        options: encoding
+                    )
+                }
+                try encoder?.add(processed.frames[0])
+            } catch {
+                throw limits.cancellation.isCancelled ? .cancelled : encodeFailure(error)
+            }
+            timings.decode += decoded - started
+            timings.transform += transformed - decoded
+            timings.encode += clock.now - transformed
+        }
+        let finishing = clock.now
+        do {
+            guard let encoder else { throw CoderError.encodingFailed(format, "the animation has no frame") }
+            let encoded = try encoder.finish()
+            timings.encode += clock.now - finishing
             return Rendered(data: encoded, format: format, timings: timings)
         } catch {
-            // A result the format cannot hold (an ICO over 256×256) is the request's limit;
-            // anything else is the encoder failing.
-            let code: ProxyError.Code =
-                if case .limitExceeded = error as? CoderError { .limitExceeded } else { .encodeFailed }
-            throw ProxyError(code, "the result cannot be encoded: \(error)")
+            throw encodeFailure(error)
         }
     }
 

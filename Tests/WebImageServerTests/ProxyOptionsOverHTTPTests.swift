@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WebImage
 import WebImageCoders
 import WebImageHTTP
 import WebImageOrigin
@@ -138,11 +139,12 @@ struct ProxyOptionsOverHTTPTests {
         "An animated source stays animated in GIF, WebP and PNG, within --max-animation-frames; JPEG takes the first frame"
     )
     func animations() async throws {
+        // Canvas-sized frames, each with its own mark (a frame identical to the one before
+        // would be folded into it by the WebP encoder).
         let frames = (0..<5).map { index in
-            DecodedImage.Frame(
-                bitmap: GeneratedImages.gradient(width: 80 + index, height: 60),
-                duration: 0.1 * Double(index + 1)
-            )
+            var bitmap = GeneratedImages.gradient(width: 80, height: 60)
+            for x in 0..<20 { bitmap[x + index * 12, 30] = RGBA(r: 255, g: 0, b: 0) }
+            return DecodedImage.Frame(bitmap: bitmap, duration: 0.1 * Double(index + 1))
         }
         let gif = try GIFCoder().encode(
             DecodedImage(frames: frames, format: .gif),
@@ -167,6 +169,67 @@ struct ProxyOptionsOverHTTPTests {
         #expect(info.statusCode == 200)
         let object = try JSONSerialization.jsonObject(with: facts) as? [String: Any]
         #expect(object?["frames"] as? Int == 5 && object?["animated"] as? Bool == true, "\(object ?? [:])")
+        await fixture.stop()
+    }
+}
+
+@Suite("webimage serve: animations a frame at a time", .timeLimit(.minutes(3)))
+struct FrameByFrameRenderTests {
+    @Test(
+        "An animation over the memory budget whole is resized a frame at a time: every frame, its duration, the loop count"
+    )
+    func overBudgetAnimation() async throws {
+        // 300×300 × 60 frames is 21.6 MB decoded whole, over a 12 MB budget; one frame's
+        // canvases (1 MB) and the results fit.
+        // Made off the cooperative pool: the other suites' servers need its threads.
+        let source = try await onOwnThread { GIFBuilder.checkerAnimation(width: 300, height: 300, frames: 60) }
+        let sourceDurations = try AnimatedImage(data: source).info.durations.map { ($0 * 100).rounded() }
+        let fixture = try await ImageProxyServerTests.start { configuration in
+            configuration.memoryBudget = DecodingMemoryBudget(limit: 12_000_000)
+            configuration.limits.maxAnimationFrames = 100
+        }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/big.gif", .data(source, contentType: "image/gif"))
+        for (suffix, type) in [("", "image/gif"), ("@webp", "image/webp")] {
+            let (response, body) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.gif", suffix: suffix))
+            #expect(response.statusCode == 200 && response.headers[.contentType] == type, "\(suffix)")
+            let image = try ImageCodersManager.shared.decode(body)
+            #expect(image.width == 64 && image.height == 64, "\(suffix)")
+            #expect(image.loopCount == 0, "\(suffix)")
+            // WebP folds a frame identical to the one before into its duration; none is here.
+            #expect(image.frames.count == 60, "\(suffix): \(image.frames.count) frames")
+            #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations, "\(suffix)")
+        }
+        // APNG is still rendered from the whole decode: over the budget, refused before any work.
+        let (apng, body) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.gif", suffix: "@png"))
+        #expect(apng.statusCode == 422)
+        #expect(String(decoding: body, as: UTF8.self).contains("over the budget"))
+        await fixture.stop()
+    }
+
+    @Test("The processing deadline stops a frame-by-frame render between frames: 504, and the server answers after")
+    func deadlineBetweenFrames() async throws {
+        // 200 frames of 600×600: seconds of work on any machine, stopped at 300 ms.
+        let source = try await onOwnThread { GIFBuilder.checkerAnimation(width: 600, height: 600, frames: 200) }
+        let budget = DecodingMemoryBudget(limit: 1 << 30)
+        let fixture = try await ImageProxyServerTests.start { configuration in
+            configuration.memoryBudget = budget
+            configuration.limits.processingTimeout = .milliseconds(300)
+            configuration.limits.maxAnimationFrames = 200
+            configuration.limits.maxSourceResolution = 100
+        }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/long.gif", .data(source, contentType: "image/gif"))
+        let (timedOut, _) = try await fixture.get(fixture.url("rs:fit:500:500", "/long.gif", suffix: "@webp"))
+        #expect(timedOut.statusCode == 504)
+        // The render stopped between frames: its reservation is back long before 200 frames.
+        #expect(await waitUntil({ budget.bytesInUse == 0 }, timeout: .seconds(10)))
+        fixture.origin.setRoute(
+            "/small.gif",
+            .data(GIFBuilder.checkerAnimation(width: 20, height: 20, frames: 3), contentType: "image/gif")
+        )
+        let (after, _) = try await fixture.get(fixture.url("rs:fit:10:10", "/small.gif"))
+        #expect(after.statusCode == 200)
         await fixture.stop()
     }
 }

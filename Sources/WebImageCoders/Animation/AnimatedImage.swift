@@ -68,7 +68,7 @@ public final class AnimatedImage: Sendable {
 
     /// Canvases one frame's decode holds at its peak: the codec's (and its previous one, for
     /// disposal), the composed copy, the delivered frame.
-    static let framesHeldAtOnce = 3
+    public static let framesHeldAtOnce = 3
 
     /// Whether `data` is an animation this type decodes: a GIF or an animated WebP.
     public static func canDecode(_ data: Data) -> Bool {

@@ -29,6 +29,10 @@ struct RenderPlan: Sendable {
     var geometries: [OrientedGeometry]
     /// The bytes the render reserves from the memory budget.
     var memory: Int
+    /// An animation rendered a frame at a time: a GIF or WebP source of several frames written
+    /// as GIF or WebP, without a trim (planned on the whole animation) or a byte limit (which
+    /// encodes again).
+    var rendersFrameByFrame = false
 
     var options: ProcessingOptions { request.options }
 
@@ -89,6 +93,10 @@ extension RenderPlan {
             geometries: geometries,
             memory: 0
         )
+        let streamable: Set<ImageFormat> = [.gif, .webp]
+        rendersFrameByFrame =
+            header.frameCount > 1 && streamable.contains(header.format) && streamable.contains(request.choice.format)
+            && !decoding.firstFrameOnly && request.options.trim == nil && request.options.maxBytes == 0
         memory = try Self.memory(of: self, header: header, limits: limits, budget: budget)
     }
 
@@ -141,7 +149,8 @@ extension RenderPlan {
 
     /// The bytes a render of `plan` will allocate at most: the decoded source, the result's
     /// frames, three transient canvases of the result's size (resize, crop or padding,
-    /// background) and the encoder's buffers, counted as one more canvas. A trimmed source counts
+    /// background) and the encoder's buffers, counted as one more canvas; frame by frame, one
+    /// frame's source canvases and one result frame instead of every frame. A trimmed source counts
     /// the largest result the trim can give.
     /// - Throws: ``ProxyError`` 422 `limitExceeded` when `budget` can never admit them.
     static func memory(
@@ -161,12 +170,18 @@ extension RenderPlan {
             }
         }
         let canvas = largest.pixelCount.multipliedReportingOverflow(by: 4)
-        let frames = plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
+        // Frame by frame: one frame's canvases of the source, one result frame and the
+        // encoder's (its previous canvas and candidate encodings, counted as three more).
+        let frames =
+            plan.rendersFrameByFrame
+            ? 1 + 3 : plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
             by: frames + 4 + (options.watermark == nil ? 0 : 1)
         )
-        let (bytes, overflow) = header.decodedByteCount(with: plan.decoding)
-            .addingReportingOverflow(results.partialValue)
+        let decoded =
+            plan.rendersFrameByFrame
+            ? AnimatedImage.framesHeldAtOnce * header.size.pixelCount * 4 : header.decodedByteCount(with: plan.decoding)
+        let (bytes, overflow) = decoded.addingReportingOverflow(results.partialValue)
         guard !canvas.overflow, !results.overflow, !overflow, budget.admits(bytes) else {
             throw ProxyError(
                 .limitExceeded,
