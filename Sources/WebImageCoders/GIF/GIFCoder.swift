@@ -179,9 +179,7 @@ struct GIFReader {
         into composition: inout GIFComposition,
         fail: () -> CoderError
     ) throws(CoderError) -> Bool {
-        guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
-        let desc = gif.pointee.Image
-        let rect = PixelRect(x: Int(desc.Left), y: Int(desc.Top), width: Int(desc.Width), height: Int(desc.Height))
+        let rect = try Self.readImageRect(gif, fail: fail)
         composition.frameCount += 1
         try deadline.check(.gif)
         if options.firstFrameOnly && !composition.frames.isEmpty {
@@ -203,6 +201,16 @@ struct GIFReader {
         }
         try Self.drawImage(gif, rect: rect, into: &composition, fail: fail)
         return true
+    }
+
+    /// Reads the next image descriptor: where the image goes on the canvas.
+    static func readImageRect(
+        _ gif: UnsafeMutablePointer<GifFileType>,
+        fail: () -> CoderError
+    ) throws(CoderError) -> PixelRect {
+        guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
+        let desc = gif.pointee.Image
+        return PixelRect(x: Int(desc.Left), y: Int(desc.Top), width: Int(desc.Width), height: Int(desc.Height))
     }
 
     /// Draws the image block whose descriptor was read (covering `rect`) onto the composition's

@@ -93,14 +93,7 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
                 try GIFReader.readExtension(gif, control: &control, loopCount: &loopCount, fail: fail)
                 (composition.control, composition.declaredLoopCount) = (control, loopCount)
             case IMAGE_DESC_RECORD_TYPE:
-                guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
-                let desc = gif.pointee.Image
-                let rect = PixelRect(
-                    x: Int(desc.Left),
-                    y: Int(desc.Top),
-                    width: Int(desc.Width),
-                    height: Int(desc.Height)
-                )
+                let rect = try GIFReader.readImageRect(gif, fail: fail)
                 guard rect.width > 0, rect.height > 0 else {
                     throw .corruptData(.gif, "frame \(position + 1) has an empty size \(rect.width)×\(rect.height)")
                 }
@@ -163,14 +156,7 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
             case EXTENSION_RECORD_TYPE:
                 try GIFReader.readExtension(gif, control: &control, loopCount: &loopCount, fail: fail)
             case IMAGE_DESC_RECORD_TYPE:
-                guard DGifGetImageDesc(gif) == GIF_OK else { throw fail() }
-                let desc = gif.pointee.Image
-                let rect = PixelRect(
-                    x: Int(desc.Left),
-                    y: Int(desc.Top),
-                    width: Int(desc.Width),
-                    height: Int(desc.Height)
-                )
+                let rect = try GIFReader.readImageRect(gif, fail: fail)
                 let coversCanvas =
                     rect.clipped(to: canvas) == PixelRect(x: 0, y: 0, width: canvas.width, height: canvas.height)
                 mayHaveAlpha =
