@@ -80,16 +80,17 @@ public struct ImageHeader: Sendable, Hashable {
     }
 
     /// A GIF or WebP animation reduced frame by frame (``AnimatedImage``): the reduced frames and
-    /// one frame's canvases, 0 when either is over the animation limit; `nil` when the options
-    /// keep the canvas size (or the format is decoded whole).
+    /// one frame's canvases, 0 when the reduced frames are over the animation limit; `nil` when
+    /// the options keep the canvas size, or one frame's canvases are over the limit (the
+    /// animation is then decoded whole, as the decoders do).
     private func reducedAnimationByteCount(with options: ImageDecodingOptions) -> Int? {
         guard format == .gif || format == .webp, size.pixelCount <= options.maxPixelCount else { return nil }
         let target = options.targetSize(forSource: size, orientation: orientation ?? .up)
         guard target.pixelCount < size.pixelCount else { return nil }
-        let reduced = target.pixelCount.multipliedReportingOverflow(by: 4 * frameCount)
         let working = AnimatedImage.framesHeldAtOnce * size.pixelCount * 4
-        guard frameCount <= options.maxFrameCount, !reduced.overflow, reduced.partialValue <= options.maxAnimationBytes,
-            working <= options.maxAnimationBytes
+        guard working <= options.maxAnimationBytes else { return nil }  // decoded whole (see the decoder)
+        let reduced = target.pixelCount.multipliedReportingOverflow(by: 4 * frameCount)
+        guard frameCount <= options.maxFrameCount, !reduced.overflow, reduced.partialValue <= options.maxAnimationBytes
         else { return 0 }
         return reduced.partialValue + working
     }

@@ -130,6 +130,27 @@ struct AnimatedImageTests {
         #expect(image.frames.map(\.duration) == delays)
     }
 
+    @Test(
+        "A still GIF, or an animation whose one frame's canvases are over the limit, still decodes whole to a thumbnail"
+    )
+    func reductionLeavesTheRestToTheWholeDecode() throws {
+        let box = PixelSize(width: 64, height: 64)
+        // One frame of 600×600 (1.44 MB): three canvases (4.3 MB) are over a 2 MB limit, which a
+        // still image does not count.
+        let still = GIFBuilder.checkerAnimation(width: 600, height: 600, frames: 1)
+        let stillImage = try ImageCodersManager.shared.decode(
+            still,
+            options: ImageDecodingOptions(thumbnailPixelSize: box, maxAnimationBytes: 2_000_000)
+        )
+        #expect(stillImage.frames.count == 1 && stillImage.width == 64)
+        // Two frames (2.9 MB whole) under a 3.5 MB limit: the whole decode's count admits them.
+        let pair = GIFBuilder.checkerAnimation(width: 600, height: 600, frames: 2)
+        let options = ImageDecodingOptions(thumbnailPixelSize: box, maxAnimationBytes: 3_500_000)
+        let pairImage = try ImageCodersManager.shared.decode(pair, options: options)
+        #expect(pairImage.frames.count == 2 && pairImage.width == 64)
+        #expect(try #require(ImageHeader(pair)).decodedByteCount(with: options) == 2 * 600 * 600 * 4)
+    }
+
     @Test("Data that is not an animation this type reads is refused by name")
     func refusals() throws {
         #expect(throws: CoderError.emptyData) { try AnimatedImage(data: Data()) }

@@ -188,7 +188,12 @@ extension AnimatedImage {
     /// canvases.
     static func decodeReducingEachFrame(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage?
     {
-        guard !options.firstFrameOnly, canDecode(data) else { return nil }
+        // Only animations whose one frame's canvases fit the limit: a still image, or one too
+        // large for this path, is the one-pass decoder's to judge.
+        guard !options.firstFrameOnly, canDecode(data), let header = ImageHeader(data), header.frameCount > 1,
+            header.size.pixelCount <= options.maxPixelCount,
+            framesHeldAtOnce * header.size.pixelCount * 4 <= options.maxAnimationBytes
+        else { return nil }
         let animation = try AnimatedImage(data: data, options: options)
         let target = options.targetSize(forSource: animation.info.canvasSize, orientation: animation.info.orientation)
         guard animation.frameCount > 1, target.pixelCount < animation.info.canvasSize.pixelCount else { return nil }

@@ -83,7 +83,9 @@ extension AnimatedImage {
     /// Runs on the calling thread (C decoding and encoding: call it from a work queue).
     /// - Parameters:
     ///   - format: `.webp` or `.gif`.
+    ///   - options: quality, time limit and cancellation of the whole encode.
     ///   - frameLimit: encode at most this many frames (the first ones); `nil`: all.
+    ///   - transform: the work on each decoded frame; default: none.
     /// - Throws: the decode's, the transform's and the encoder's ``CoderError``s.
     public func encode(
         as format: ImageFormat,
