@@ -172,6 +172,27 @@ struct AnimatedImageTests {
         }
     }
 
+    @Test("Frames asked from several threads at once each come out whole (one decoder, behind the lock)")
+    func concurrentFrames() async throws {
+        let data = GIFBuilder.checkerAnimation(width: 40, height: 40, frames: 16)
+        let whole = try ImageCodersManager.shared.decode(data)
+        let animation = try AnimatedImage(data: data)
+        let mismatches = await withTaskGroup(of: Int.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    var wrong = 0
+                    for step in 0..<16 {
+                        let index = (worker * 5 + step * 7) % 16
+                        if (try? animation.frame(at: index).bitmap) != whole.frames[index].bitmap { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(mismatches == 0)
+    }
+
     @Test("A cancelled decode stops between frames with limitExceeded")
     func cancellation() throws {
         let data = GIFBuilder.checkerAnimation(width: 64, height: 64, frames: 20)

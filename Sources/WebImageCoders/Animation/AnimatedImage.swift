@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An animation decoded a frame at a time, on demand: what SDWebImage's `SDAnimatedImage` and
 /// Kingfisher's frame sources are. The facts (``info``: frame count, durations, loop count,
@@ -29,7 +30,9 @@ public final class AnimatedImage: Sendable {
     /// The encoded animation.
     public let data: Data
     private let colorProfile: ColorProfile?
-    private let cursor = Protected<FrameCursor?>(nil)
+    /// The frame decoder kept between calls. A `Mutex` (not `Protected`, which needs a `Sendable`
+    /// value): the decoder is not thread-safe, and the mutex's `sending` rules keep it inside.
+    private let cursor = Mutex<(any AnimationFrameDecoder)?>(nil)
 
     /// Reads the animation's headers; no frame is decoded.
     /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF or an animated
@@ -115,14 +118,8 @@ public final class AnimatedImage: Sendable {
         }
         let canvas = try cursor.withLock { (cursor) throws(CoderError) -> Bitmap in
             do throws(CoderError) {
-                let decoder: any AnimationFrameDecoder
-                if let kept = cursor?.decoder {
-                    decoder = kept
-                } else {
-                    decoder = try makeDecoder()
-                    cursor = FrameCursor(decoder: decoder)
-                }
-                return try Self.canvas(at: index, from: decoder, deadline: deadline, format: info.format)
+                if cursor == nil { cursor = try makeDecoder() }
+                return try Self.canvas(at: index, from: cursor!, deadline: deadline, format: info.format)
             } catch {
                 cursor = nil  // a decoder that failed part-way starts again next time
                 throw error
@@ -166,15 +163,6 @@ public final class AnimatedImage: Sendable {
             if position == index { return canvas }
         }
     }
-}
-
-/// The frame decoder an ``AnimatedImage`` keeps between calls.
-// Safety (@unchecked Sendable): `decoder` is not thread-safe; a `FrameCursor` is created, read
-// and replaced only inside `AnimatedImage.cursor.withLock` (a pthread mutex), and neither it
-// nor its decoder is returned out of that closure, so one thread at a time uses the decoder.
-private final class FrameCursor: @unchecked Sendable {
-    let decoder: any AnimationFrameDecoder
-    init(decoder: any AnimationFrameDecoder) { self.decoder = decoder }
 }
 
 extension AnimatedImage {
