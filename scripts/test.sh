@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# nginx: the cluster tests put it in front of `webimage serve` nodes (scripts/cluster.sh).
-scripts/bootstrap.sh nginx python3-venv
+# nginx: the cluster tests put it in front of `webimage serve` nodes (scripts/cluster.sh). time:
+# GNU time measures a child's peak memory on its own (the footprint tests).
+scripts/bootstrap.sh nginx python3-venv time
 # moto[server]: the S3 source tests sign requests against it on loopback.
 WEBIMAGE_MOTO_VENV="$(scripts/moto.sh)"
 export WEBIMAGE_MOTO_VENV
