@@ -224,19 +224,15 @@ public final class ImageProxy: Sendable {
         return respond(with: rendered, for: request, source: fetched, headers: negotiated.headers)
     }
 
-    /// The source, timed, and checked against the resolution limit (its pixels, every frame
-    /// counted) before anything decodes it.
+    /// The source, timed, and checked against the resolution limits before anything decodes it:
+    /// its pixels with every frame counted, or each frame's when
+    /// ``ProxyLimits/maxAnimationFrameResolution`` is set and the source is animated.
     private func fetchWithinLimits(_ url: URL) async throws(ProxyError) -> FetchedSource {
         let fetchStarted = ContinuousClock.now
         let fetched = try await source(url)
         metrics.record(.fetch, ContinuousClock.now - fetchStarted)
-        let header = fetched.header
-        let pixels = Double(header.size.width) * Double(header.size.height) * Double(max(1, header.frameCount))
-        guard pixels <= configuration.limits.maxSourceResolution * 1_000_000 else {
-            throw ProxyError(
-                .limitExceeded,
-                "the source has \(String(format: "%.1f", pixels / 1_000_000)) megapixels, over the limit of \(configuration.limits.maxSourceResolution)"
-            )
+        if let refusal = configuration.limits.resolutionRefusal(of: fetched.header) {
+            throw ProxyError(.limitExceeded, refusal)
         }
         return fetched
     }

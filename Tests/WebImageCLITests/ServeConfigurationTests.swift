@@ -75,6 +75,7 @@ struct ServeConfigurationTests {
             ("IMGPROXY_MAX_SRC_RESOLUTION", "16.5", "max-src-resolution"),
             ("IMGPROXY_MAX_RESULT_DIMENSION", "4000", "max-result-dimension"),
             ("IMGPROXY_MAX_ANIMATION_FRAMES", "10", "max-animation-frames"),
+            ("IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION", "2.5", "max-animation-frame-resolution"),
             ("IMGPROXY_DOWNLOAD_TIMEOUT", "3", "download-timeout"),
             ("IMGPROXY_READ_REQUEST_TIMEOUT", "4", "read-request-timeout"),
             ("IMGPROXY_KEEP_ALIVE_TIMEOUT", "6", "keep-alive-timeout"),

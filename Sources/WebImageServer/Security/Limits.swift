@@ -1,3 +1,6 @@
+import Foundation
+import WebImageCoders
+
 /// What one request may cost the proxy, with imgproxy's defaults: the one place these limits and
 /// their defaults live. ``ImageProxyConfiguration/limits`` holds the server's; `webimage serve`
 /// starts its flags, environment variables and config keys from ``defaults``.
@@ -5,9 +8,15 @@ public struct ProxyLimits: Sendable, Equatable {
     /// The largest source in bytes (by `Content-Length`, then while streaming). Default 32 MiB
     /// (`IMGPROXY_MAX_SRC_FILE_SIZE`).
     public var maxSourceFileSize: Int64 = 33_554_432
-    /// The most source pixels, in megapixels, animation frames summed. Default 50
-    /// (`IMGPROXY_MAX_SRC_RESOLUTION`).
+    /// The most source pixels, in megapixels, animation frames summed (unless
+    /// ``maxAnimationFrameResolution`` is set). Default 50 (`IMGPROXY_MAX_SRC_RESOLUTION`).
     public var maxSourceResolution: Double = 50
+    /// The most pixels one frame of an animated source may have, in megapixels. Above 0, an
+    /// animation is checked a frame at a time against it instead of its frames summed against
+    /// ``maxSourceResolution``, as imgproxy does: animations are rendered a frame at a time, so
+    /// their length costs time (bounded by ``processingTimeout``), not memory. Default 0, off
+    /// (`IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION`).
+    public var maxAnimationFrameResolution: Double = 0
     /// The longest side a result may have. Default 8192 (`IMGPROXY_MAX_RESULT_DIMENSION`).
     public var maxResultDimension = 8192
     /// The most pixels a result may have, in megapixels (each frame of an animation). A request
@@ -28,6 +37,28 @@ public struct ProxyLimits: Sendable, Equatable {
 
     /// imgproxy's defaults, for a command line's help and for settings left unset.
     public static let defaults = ProxyLimits()
+}
+
+extension ProxyLimits {
+    /// Why a source of `header`'s size is refused before it is decoded, or `nil` when it is
+    /// within ``maxSourceResolution`` (frames summed) or, for an animation with
+    /// ``maxAnimationFrameResolution`` set, within that per frame.
+    func resolutionRefusal(of header: ImageHeader) -> String? {
+        let framePixels = Double(header.size.width) * Double(header.size.height)
+        let frames = max(1, header.frameCount)
+        if frames > 1 && maxAnimationFrameResolution > 0 {
+            guard framePixels > maxAnimationFrameResolution * 1_000_000 else { return nil }
+            return "each frame of the source has \(Self.megapixels(framePixels)) megapixels, over the frame limit of "
+                + "\(maxAnimationFrameResolution) (--max-animation-frame-resolution)"
+        }
+        let pixels = framePixels * Double(frames)
+        guard pixels > maxSourceResolution * 1_000_000 else { return nil }
+        let counted = frames > 1 ? " (\(frames) frames summed)" : ""
+        return "the source has \(Self.megapixels(pixels)) megapixels\(counted), over the limit of "
+            + "\(maxSourceResolution) (--max-src-resolution)"
+    }
+
+    private static func megapixels(_ pixels: Double) -> String { String(format: "%.1f", pixels / 1_000_000) }
 }
 
 /// The limits under their old names, kept for source compatibility: read and set them on

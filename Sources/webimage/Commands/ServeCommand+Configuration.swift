@@ -61,8 +61,7 @@ extension ServeCommand {
         return policy
     }
 
-    /// `--preset NAME=OPTIONS` entries (imgproxy's `IMGPROXY_PRESETS`, comma-separated), each
-    /// checked to parse.
+    /// `--preset NAME=OPTIONS` entries (`IMGPROXY_PRESETS`, comma-separated), each checked to parse.
     func presets(_ settings: ServeSettings) throws -> [String: [ProxyOption]] {
         var presets: [String: [ProxyOption]] = [:]
         for entry in try settings.list("preset", flags: preset, imgproxy: ["IMGPROXY_PRESETS"]) {
@@ -194,6 +193,29 @@ extension ServeCommand {
             imgproxy: ["IMGPROXY_MAX_SRC_FILE_SIZE"],
             parse: Self.sourceFileSize
         )
+        try applyPixelLimits(settings, to: &configuration)
+        configuration.limits.downloadTimeout = .seconds(
+            try settings.value(
+                "download-timeout",
+                flag: try ServeSettings.parsed(downloadTimeout, "download-timeout", Units.positiveSeconds),
+                default: defaults.downloadTimeout.seconds,
+                imgproxy: ["IMGPROXY_DOWNLOAD_TIMEOUT"],
+                parse: Units.positiveSeconds
+            )
+        )
+        configuration.limits.processingTimeout = .seconds(
+            try settings.value(
+                "processing-timeout",
+                flag: try ServeSettings.parsed(processingTimeout, "processing-timeout", Units.positiveSeconds),
+                default: defaults.processingTimeout.seconds,
+                parse: Units.positiveSeconds
+            )
+        )
+    }
+
+    /// Source and result resolution, animation frames.
+    func applyPixelLimits(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        let defaults = ProxyLimits.defaults
         configuration.limits.maxSourceResolution = try settings.value(
             "max-src-resolution",
             flag: maxSourceResolution,
@@ -203,6 +225,16 @@ extension ServeCommand {
         )
         guard configuration.limits.maxSourceResolution > 0 else {
             throw ValidationError("--max-src-resolution must be above 0")
+        }
+        configuration.limits.maxAnimationFrameResolution = try settings.value(
+            "max-animation-frame-resolution",
+            flag: maxAnimationFrameResolution,
+            default: defaults.maxAnimationFrameResolution,
+            imgproxy: ["IMGPROXY_MAX_ANIMATION_FRAME_RESOLUTION"],
+            parse: ServeSettings.number
+        )
+        guard configuration.limits.maxAnimationFrameResolution >= 0 else {
+            throw ValidationError("--max-animation-frame-resolution must be 0 (off) or above")
         }
         configuration.limits.maxResultDimension = try settings.value(
             "max-result-dimension",
@@ -233,23 +265,6 @@ extension ServeCommand {
         guard configuration.limits.maxAnimationFrames > 0 else {
             throw ValidationError("--max-animation-frames must be at least 1")
         }
-        configuration.limits.downloadTimeout = .seconds(
-            try settings.value(
-                "download-timeout",
-                flag: try ServeSettings.parsed(downloadTimeout, "download-timeout", Units.positiveSeconds),
-                default: defaults.downloadTimeout.seconds,
-                imgproxy: ["IMGPROXY_DOWNLOAD_TIMEOUT"],
-                parse: Units.positiveSeconds
-            )
-        )
-        configuration.limits.processingTimeout = .seconds(
-            try settings.value(
-                "processing-timeout",
-                flag: try ServeSettings.parsed(processingTimeout, "processing-timeout", Units.positiveSeconds),
-                default: defaults.processingTimeout.seconds,
-                parse: Units.positiveSeconds
-            )
-        )
     }
 
     /// How sources are fetched: patterns, redirects and headers.

@@ -111,6 +111,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-animation-frames"), help: "Most frames an animated result keeps (256).")
     var maxAnimationFrames: Int?
 
+    @Option(
+        name: .customLong("max-animation-frame-resolution"),
+        help: "Most megapixels of one frame of an animated source; above 0 it replaces the summed check (0: off)."
+    )
+    var maxAnimationFrameResolution: Double?
+
     @Option(name: .customLong("download-timeout"), help: "Time allowed for fetching a source, e.g. 5s (the default).")
     var downloadTimeout: String?
 
