@@ -62,7 +62,7 @@ public struct ImageHeader: Sendable, Hashable {
 
     /// The most bytes of decoded pixels a decode of this image with `options` holds at once
     /// (RGBA, 4 bytes a pixel): every frame at full size, or one with
-    /// ``ImageDecodingOptions/firstFrameOnly``; a GIF or WebP animation delivered smaller than
+    /// ``ImageDecodingOptions/firstFrameOnly``; a GIF, APNG or WebP animation delivered smaller than
     /// its canvas, every reduced frame and one frame's canvases (it is reduced frame by frame). A JPEG decoded smaller (a thumbnail, a scale-down
     /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
     /// full frame (by the decoder's own N/8 rule). 0 when the options' pixel, frame or animation
@@ -79,12 +79,12 @@ public struct ImageHeader: Sendable, Hashable {
         return frame.width * frame.height * 4 * frames
     }
 
-    /// A GIF or WebP animation reduced frame by frame (``AnimatedImage``): the reduced frames and
+    /// A GIF, APNG or WebP animation reduced frame by frame (``AnimatedImage``): the reduced frames and
     /// one frame's canvases, 0 when the reduced frames are over the animation limit; `nil` when
     /// the options keep the canvas size, or one frame's canvases are over the limit (the
     /// animation is then decoded whole, as the decoders do).
     private func reducedAnimationByteCount(with options: ImageDecodingOptions) -> Int? {
-        guard format == .gif || format == .webp, size.pixelCount <= options.maxPixelCount else { return nil }
+        guard [.gif, .webp, .png].contains(format), size.pixelCount <= options.maxPixelCount else { return nil }
         let target = options.targetSize(forSource: size, orientation: orientation ?? .up)
         guard target.pixelCount < size.pixelCount else { return nil }
         let working = AnimatedImage.framesHeldAtOnce * size.pixelCount * 4

@@ -7,10 +7,10 @@ import WebImageTestSupport
 /// frame at a time.
 @Suite("AnimatedImage: frames on demand")
 struct AnimatedImageTests {
-    /// The corpus's animations this type decodes (GIF, animated WebP) that decode whole.
+    /// The corpus's animations this type decodes (GIF, APNG, animated WebP) that decode whole.
     static let animations: [Corpus.Entry] = Corpus.entriesOrNote.filter { entry in
         entry.expected == "decode-ok" && (entry.format == "gif" || entry.traits.contains("animated"))
-            && ["gif", "webp"].contains(entry.format)
+            && ["gif", "webp", "apng"].contains(entry.format)
     }
 
     /// Frame `index` of `animation` matches frame `index` of `whole`: pixels, size, duration.
@@ -28,7 +28,7 @@ struct AnimatedImageTests {
     }
 
     @Test(
-        "Every corpus GIF and animated WebP: the facts before any pixel, each frame as the whole decode has it, in order and out of order",
+        "Every corpus GIF, APNG and animated WebP: the facts before any pixel, each frame as the whole decode has it, in order and out of order",
         arguments: animations
     )
     func corpusFramesMatchWholeDecode(entry: Corpus.Entry) throws {
@@ -60,6 +60,26 @@ struct AnimatedImageTests {
             let frame = try animation.frame(at: index)
             #expect(frame.bitmap == whole.frames[index].bitmap)
         }
+    }
+
+    @Test("An APNG thumbnail is reduced a frame at a time: every frame as the frame source gives it")
+    func apngThumbnail() throws {
+        let gif = GIFBuilder.checkerAnimation(width: 96, height: 64, frames: 6)
+        let full = try ImageCodersManager.shared.decode(gif)
+        let apng = try ImageCodersManager.shared.encode(full, as: .png, options: ImageEncodingOptions())
+        #expect(AnimatedImage.canDecode(apng))
+        let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 24, height: 24))
+        let whole = try ImageCodersManager.shared.decode(apng, options: options)
+        #expect(whole.frames.count == 6 && whole.width == 24 && whole.height == 16)
+        #expect(whole.format == .png && whole.sourceSize == PixelSize(width: 96, height: 64))
+        let animation = try AnimatedImage(data: apng, options: options)
+        #expect(animation.info.durations == full.frames.map(\.duration))
+        for index in [5, 0, 3, 4] {
+            #expect(try animation.frame(at: index).bitmap == whole.frames[index].bitmap, "frame \(index)")
+        }
+        // At full size the frames are the GIF's own, composed again from the APNG's rectangles.
+        let fullSize = try AnimatedImage(data: apng)
+        for index in 0..<6 { #expect(try fullSize.frame(at: index).bitmap.pixels == full.frames[index].bitmap.pixels) }
     }
 
     @Test("Frame 37 of a 48-frame GIF before frame 36; an index past the end names the count")

@@ -19,7 +19,7 @@ import Synchronization
 /// ``ImageDecodingOptions/applyOrientation`` asks for it. Frames asked in order cost one
 /// frame's work each; asking for an earlier frame decodes again from the first.
 ///
-/// GIF and animated WebP. Thread-safe: frames decode one at a time under the image's lock, on
+/// GIF, APNG and animated WebP. Thread-safe: frames decode one at a time under the image's lock, on
 /// the calling thread (a C decode: call it from a work queue, not the Swift cooperative pool).
 /// ``ImageDecodingOptions/maxDecodeDuration`` and the cancellation bound each call.
 public final class AnimatedImage: Sendable {
@@ -35,8 +35,8 @@ public final class AnimatedImage: Sendable {
     private let cursor = Mutex<(any AnimationFrameDecoder)?>(nil)
 
     /// Reads the animation's headers; no frame is decoded.
-    /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF or an animated
-    ///   WebP; `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
+    /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF, an APNG or an
+    ///   animated WebP; `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
     ///   when the canvas is over ``ImageDecodingOptions/maxPixelCount``, the frames over
     ///   ``ImageDecodingOptions/maxFrameCount``, or the memory one frame needs (the codec's
     ///   canvas, the composed frame and the delivered one) over
@@ -51,6 +51,9 @@ public final class AnimatedImage: Sendable {
         case .webp where details.isAnimated:
             info = try WebPFrameDecoder.info(of: data, options: options)
             colorProfile = options.colorPolicy == .ignore ? nil : WebPCoder.embeddedProfile(in: data)
+        case .png where details.isAnimated:
+            info = try APNGFrameDecoder.info(of: data, options: options)
+            colorProfile = nil  // read by libpng with the first frame (the decoder's)
         default:
             throw .unsupportedFormat(details.format)
         }
@@ -73,10 +76,10 @@ public final class AnimatedImage: Sendable {
     /// disposal), the composed copy, the delivered frame.
     public static let framesHeldAtOnce = 3
 
-    /// Whether `data` is an animation this type decodes: a GIF or an animated WebP.
+    /// Whether `data` is an animation this type decodes: a GIF, an APNG or an animated WebP.
     public static func canDecode(_ data: Data) -> Bool {
         let details = ImageFormatDetails(sniffing: data)
-        return details.format == .gif || (details.format == .webp && details.isAnimated)
+        return details.format == .gif || ([.webp, .png].contains(details.format) && details.isAnimated)
     }
 
     /// The frames the animation holds.
@@ -116,10 +119,11 @@ public final class AnimatedImage: Sendable {
         guard info.durations.indices.contains(index) else {
             throw .corruptData(info.format, "frame \(index) asked of an animation of \(frameCount)")
         }
-        let canvas = try cursor.withLock { (cursor) throws(CoderError) -> Bitmap in
+        let (canvas, decoderProfile) = try cursor.withLock { (cursor) throws(CoderError) -> (Bitmap, ColorProfile?) in
             do throws(CoderError) {
                 if cursor == nil { cursor = try makeDecoder() }
-                return try Self.canvas(at: index, from: cursor!, deadline: deadline, format: info.format)
+                let canvas = try Self.canvas(at: index, from: cursor!, deadline: deadline, format: info.format)
+                return (canvas, cursor!.colorProfile)
             } catch {
                 cursor = nil  // a decoder that failed part-way starts again next time
                 throw error
@@ -134,7 +138,7 @@ public final class AnimatedImage: Sendable {
             orientation: info.orientation,
             sourceSize: info.canvasSize,
             sourceFrameCount: info.frameCount,
-            colorProfile: colorProfile
+            colorProfile: colorProfile ?? decoderProfile
         )
         return try image.finished(with: options, deadline: deadline)
     }
@@ -142,6 +146,7 @@ public final class AnimatedImage: Sendable {
     private func makeDecoder() throws(CoderError) -> any AnimationFrameDecoder {
         switch info.format {
         case .gif: try GIFFrameDecoder(data: data, options: options)
+        case .png: try APNGFrameDecoder(data: data, options: options)
         default: try WebPFrameDecoder(data: data, options: options)
         }
     }
@@ -157,7 +162,7 @@ public final class AnimatedImage: Sendable {
         while true {
             try deadline.check(format)
             let position = decoder.position
-            guard let canvas = try decoder.nextCanvas() else {
+            guard let canvas = try decoder.nextCanvas(within: deadline) else {
                 throw .truncatedData(format, "the data ends after frame \(position) of the \(index + 1) asked for")
             }
             if position == index { return canvas }

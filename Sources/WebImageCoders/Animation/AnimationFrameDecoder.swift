@@ -3,13 +3,22 @@
 ///
 /// Not thread-safe: one owner at a time (``AnimatedImage`` keeps it behind its lock).
 protocol AnimationFrameDecoder: AnyObject {
-    /// The index of the frame ``nextCanvas()`` returns.
+    /// The index of the frame ``nextCanvas(within:)`` returns.
     var position: Int { get }
 
+    /// The colour profile the frames are in, when the codec reads it with the frames (APNG's
+    /// iCCP chunk); `nil` otherwise.
+    var colorProfile: ColorProfile? { get }
+
     /// The next frame's composed canvas as the codec gives it (before colour conversion,
-    /// resizing and orientation); `nil` after the last frame.
-    func nextCanvas() throws(CoderError) -> Bitmap?
+    /// resizing and orientation); `nil` after the last frame. A codec that checks a deadline
+    /// inside one frame's decode checks `deadline`.
+    func nextCanvas(within deadline: CodingDeadline) throws(CoderError) -> Bitmap?
 
     /// Goes back to the first frame.
     func rewind() throws(CoderError)
+}
+
+extension AnimationFrameDecoder {
+    var colorProfile: ColorProfile? { nil }
 }

@@ -71,7 +71,7 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
         return composition
     }
 
-    func nextCanvas() throws(CoderError) -> Bitmap? {
+    func nextCanvas(within deadline: CodingDeadline) throws(CoderError) -> Bitmap? {
         guard !ended else { return nil }
         guard let gif else { throw .corruptData(.gif, "the GIF could not be read again") }
         let source = source

@@ -96,8 +96,7 @@ struct APNGAnimation {
     }
 }
 
-/// Composes APNG frames on a canvas: each frame is decoded by libpng as a standalone PNG, then
-/// blended (source or over) and disposed (none, background, previous) as the APNG spec says.
+/// Decodes a whole APNG: every frame composed by ``APNGFrameDecoder``, kept in order.
 struct APNGDecoder {
     let animation: APNGAnimation
     let data: Data
@@ -105,50 +104,23 @@ struct APNGDecoder {
     let deadline: CodingDeadline
 
     func decode() throws(CoderError) -> DecodedImage {
-        let canvasSize = animation.canvas
-        try options.checkPixelLimit(canvasSize, format: .png)
-        guard animation.sawEnd else { throw .truncatedData(.png, "the animation ends before its IEND chunk") }
-        guard !animation.frames.isEmpty else { throw .corruptData(.png, "the APNG has no frame data") }
+        let decoder = try APNGFrameDecoder(animation: animation, data: data, options: options)
         let frameLimit = options.firstFrameOnly ? 1 : animation.frames.count
-        try options.checkAnimationLimits(frameCount: frameLimit, canvas: canvasSize, format: .png)
-
-        var canvas = Bitmap(width: canvasSize.width, height: canvasSize.height)
+        try options.checkAnimationLimits(frameCount: frameLimit, canvas: animation.canvas, format: .png)
         var output: [DecodedImage.Frame] = []
         var hasTransparency = animation.hasAlpha
-        var profile: ColorProfile?
-        for (index, frame) in animation.frames.prefix(frameLimit).enumerated() {
-            guard frame.rect.width > 0, frame.rect.height > 0,
-                frame.rect.clipped(to: canvasSize) == frame.rect
-            else {
-                throw .corruptData(.png, "frame \(index) (\(frame.rect)) lies outside the \(canvasSize) canvas")
-            }
-            try deadline.check(.png)
-            // Frames are composed in the file's colour space; the policy converts each one after.
-            let bitmap = try PNGCoder.decodeStill(
-                frameStream(for: frame),
-                options: options,
-                deadline: deadline,
-                profile: &profile
-            )
-            let dispose: APNGAnimation.Dispose = index == 0 && frame.dispose == .previous ? .background : frame.dispose
-            let saved = dispose == .previous ? canvas.cropped(to: frame.rect) : nil
-            canvas.draw(bitmap, atX: frame.rect.x, y: frame.rect.y, blend: frame.blendOver && index > 0)
+        while output.count < frameLimit, let canvas = try decoder.nextCanvas(within: deadline) {
             hasTransparency = hasTransparency || canvas.containsTransparency
-            output.append(.init(bitmap: canvas, duration: Self.duration(frame)))
-            switch dispose {
-            case .none: break
-            case .background: canvas.clear(frame.rect)
-            case .previous: canvas.draw(saved!, atX: frame.rect.x, y: frame.rect.y, blend: false)
-            }
+            output.append(.init(bitmap: canvas, duration: Self.duration(animation.frames[output.count])))
         }
         for index in output.indices { output[index].bitmap.hasAlpha = hasTransparency }
         return try DecodedImage(
             frames: output,
             loopCount: animation.playCount,
             format: .png,
-            sourceSize: canvasSize,
+            sourceSize: animation.canvas,
             sourceFrameCount: animation.frames.count,
-            colorProfile: profile
+            colorProfile: decoder.colorProfile
         ).finished(with: options, deadline: deadline)
     }
 
@@ -156,6 +128,98 @@ struct APNGDecoder {
     static func duration(_ frame: APNGAnimation.Frame) -> TimeInterval {
         let seconds = Double(frame.delayNumerator) / Double(frame.delayDenominator)
         return seconds <= 0.010 ? 0.1 : seconds
+    }
+}
+
+/// Composes APNG frames on a canvas one at a time: each frame is decoded by libpng as a
+/// standalone PNG, then blended (source or over) onto the canvas, and disposed of (none,
+/// background, previous) before the next one, as the APNG spec says. Holds the canvas and, for
+/// a frame disposed to the previous state, the area it covers. Not thread-safe.
+final class APNGFrameDecoder: AnimationFrameDecoder {
+    let animation: APNGAnimation
+    let data: Data
+    let options: ImageDecodingOptions
+    private(set) var position = 0
+    /// The iCCP profile, once the first frame is decoded (unless the options ignore profiles).
+    private(set) var colorProfile: ColorProfile?
+    private var canvas: Bitmap
+    /// The last frame's disposal, done before the next frame is drawn: its area cleared, or
+    /// given back what it covered.
+    private var disposal: (rect: PixelRect, covered: Bitmap?)?
+
+    /// - Throws: `limitExceeded` for a canvas over the pixel limit, `truncatedData` without an
+    ///   IEND chunk, `corruptData` without frame data.
+    init(animation: APNGAnimation, data: Data, options: ImageDecodingOptions) throws(CoderError) {
+        try options.checkPixelLimit(animation.canvas, format: .png)
+        guard animation.sawEnd else { throw .truncatedData(.png, "the animation ends before its IEND chunk") }
+        guard !animation.frames.isEmpty else { throw .corruptData(.png, "the APNG has no frame data") }
+        self.animation = animation
+        self.data = data
+        self.options = options
+        canvas = Bitmap(width: animation.canvas.width, height: animation.canvas.height)
+    }
+
+    /// The frame decoder of an APNG file.
+    /// - Throws: `corruptData` when `data` is no APNG, and as ``init(animation:data:options:)``.
+    convenience init(data: Data, options: ImageDecodingOptions) throws(CoderError) {
+        let animation: APNGAnimation? = try data.withBytes { (bytes) throws(CoderError) in
+            try APNGAnimation(parsing: bytes)
+        }
+        guard let animation else { throw .corruptData(.png, "the PNG is not animated (no acTL chunk before IDAT)") }
+        try self.init(animation: animation, data: data, options: options)
+    }
+
+    /// What the chunks say: canvas, durations, play count, alpha.
+    static func info(of data: Data, options: ImageDecodingOptions) throws(CoderError) -> AnimationInfo {
+        let decoder = try APNGFrameDecoder(data: data, options: options)
+        let animation = decoder.animation
+        return AnimationInfo(
+            format: .png,
+            canvasSize: animation.canvas,
+            durations: animation.frames.map(APNGDecoder.duration),
+            loopCount: animation.playCount,
+            mayHaveAlpha: animation.hasAlpha,
+            orientation: .up
+        )
+    }
+
+    func nextCanvas(within deadline: CodingDeadline) throws(CoderError) -> Bitmap? {
+        guard position < animation.frames.count else { return nil }
+        let frame = animation.frames[position]
+        guard frame.rect.width > 0, frame.rect.height > 0, frame.rect.clipped(to: animation.canvas) == frame.rect else {
+            throw .corruptData(.png, "frame \(position) (\(frame.rect)) lies outside the \(animation.canvas) canvas")
+        }
+        try deadline.check(.png)
+        // Frames are composed in the file's colour space; the policy converts each one after.
+        let bitmap = try PNGCoder.decodeStill(
+            frameStream(for: frame),
+            options: options,
+            deadline: deadline,
+            profile: &colorProfile
+        )
+        if let last = disposal {
+            if let covered = last.covered {
+                canvas.draw(covered, atX: last.rect.x, y: last.rect.y, blend: false)
+            } else {
+                canvas.clear(last.rect)
+            }
+            disposal = nil
+        }
+        let dispose: APNGAnimation.Dispose = position == 0 && frame.dispose == .previous ? .background : frame.dispose
+        switch dispose {
+        case .none: break
+        case .background: disposal = (frame.rect, nil)
+        case .previous: disposal = (frame.rect, canvas.cropped(to: frame.rect))
+        }
+        canvas.draw(bitmap, atX: frame.rect.x, y: frame.rect.y, blend: frame.blendOver && position > 0)
+        position += 1
+        return canvas
+    }
+
+    func rewind() throws(CoderError) {
+        position = 0
+        disposal = nil
+        canvas = Bitmap(width: animation.canvas.width, height: animation.canvas.height)
     }
 
     /// A standalone PNG holding just this frame: IHDR with the frame's size, PLTE/tRNS, IDAT, IEND.

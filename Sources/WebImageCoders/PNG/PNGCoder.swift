@@ -30,6 +30,8 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
             return try APNGAnimation(parsing: bytes)
         }
         if let animation {
+            // Frames delivered smaller than the canvas are reduced one at a time as they are composed.
+            if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
             return try APNGDecoder(animation: animation, data: data, options: options, deadline: deadline).decode()
         }
         var profile: ColorProfile?

@@ -45,7 +45,7 @@ final class WebPFrameDecoder: AnimationFrameDecoder {
         bytes.deallocate()
     }
 
-    func nextCanvas() throws(CoderError) -> Bitmap? {
+    func nextCanvas(within deadline: CodingDeadline) throws(CoderError) -> Bitmap? {
         guard WebPAnimDecoderHasMoreFrames(decoder) != 0 else { return nil }
         var buffer: UnsafeMutablePointer<UInt8>?
         var timestamp: Int32 = 0
