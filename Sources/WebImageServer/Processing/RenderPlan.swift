@@ -29,8 +29,8 @@ struct RenderPlan: Sendable {
     var geometries: [OrientedGeometry]
     /// The bytes the render reserves from the memory budget.
     var memory: Int
-    /// An animation rendered a frame at a time: a GIF or WebP source of several frames written
-    /// as GIF or WebP, without a trim (planned on the whole animation) or a byte limit (which
+    /// An animation rendered a frame at a time: a GIF, WebP or APNG source of several frames
+    /// written as GIF or WebP, without a trim (planned on the whole animation) or a byte limit (which
     /// encodes again).
     var rendersFrameByFrame = false
 
@@ -93,9 +93,10 @@ extension RenderPlan {
             geometries: geometries,
             memory: 0
         )
-        let streamable: Set<ImageFormat> = [.gif, .webp]
+        // Read a frame at a time: GIF, WebP and APNG (a PNG of several frames); written so: GIF, WebP.
+        let (readable, writable): (Set<ImageFormat>, Set<ImageFormat>) = ([.gif, .webp, .png], [.gif, .webp])
         rendersFrameByFrame =
-            header.frameCount > 1 && streamable.contains(header.format) && streamable.contains(request.choice.format)
+            header.frameCount > 1 && readable.contains(header.format) && writable.contains(request.choice.format)
             && !decoding.firstFrameOnly && request.options.trim == nil && request.options.maxBytes == 0
         memory = try Self.memory(of: self, header: header, limits: limits, budget: budget)
     }
