@@ -26,7 +26,7 @@ swift format lint --strict --recursive --parallel Package.swift Sources Tests Be
 # own pass, they do not take the two cores from the network suites' in-process origins and
 # timeouts. The hang-up suite keeps `webimage serve` encoding large results on both cores for
 # two minutes, so it runs alone.
-cpu_bound='WebImageCodersTests|StoppedEncodeTests|ImageProcessorTests|MemoryFootprintTests|FrameByFrameRenderTests'
+cpu_bound='WebImageCodersTests|StoppedEncodeTests|ImageProcessorTests|MemoryFootprintTests|FrameByFrameRenderTests|AnimationFootprintTests'
 heavy="$cpu_bound|ServeHangUpTests"
 echo "==> swift test (warnings as errors): network, cache, pipeline and CLI suites" >&2
 swift test -Xswiftc -warnings-as-errors --skip "$heavy" "$@"

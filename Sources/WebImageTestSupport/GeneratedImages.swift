@@ -1,3 +1,4 @@
+import Foundation
 import WebImageCoders
 
 /// Deterministic test pictures, made in memory.
@@ -70,6 +71,43 @@ public enum GeneratedImages {
             loopCount: loopCount,
             format: format
         )
+    }
+
+    /// An animated WebP or GIF of `frames` frames of `width`×`height`, written a frame at a time
+    /// (never held whole): grey bands under a square that moves and changes shade every frame,
+    /// so no two frames are alike. Frame *i* shows for 40 + 10·(*i* mod 4) ms; it loops 3 times.
+    public static func movingSquareAnimation(
+        width: Int,
+        height: Int,
+        frames: Int,
+        format: ImageFormat
+    ) throws -> Data {
+        var options = ImageEncodingOptions()
+        options.maxEncodeDuration = nil  // a fixture takes what the machine needs
+        let encoder = try AnimationEncoder(
+            format: format,
+            canvasSize: PixelSize(width: width, height: height),
+            frameCount: frames,
+            loopCount: 3,
+            options: options
+        )
+        let side = max(1, min(width, height) / 4)
+        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        for index in 0..<frames {
+            let (left, top) = ((index * 37) % max(1, width - side), (index * 23) % max(1, height - side))
+            pixels.withUnsafeMutableBytes { bytes in
+                for row in 0..<height {
+                    let start = bytes.baseAddress! + row * width * 4
+                    memset(start, Int32(row / 32 % 2 == 0 ? 60 : 190), width * 4)
+                    if (top..<top + side).contains(row) {
+                        memset(start + left * 4, Int32(index * 53 % 256), side * 4)
+                    }
+                }
+            }
+            let bitmap = Bitmap(width: width, height: height, hasAlpha: false, pixels: pixels)
+            try encoder.add(.init(bitmap: bitmap, duration: 0.04 + 0.01 * Double(index % 4)))
+        }
+        return try encoder.finish()
     }
 
     /// The largest per-channel difference between two same-size bitmaps.
