@@ -161,6 +161,14 @@ struct ProxyLayoutOptionsTests {
             "\(fittedBody.count) bytes for a limit of \(limit)"
         )
         #expect(try ImageCodersManager.shared.decode(fittedBody).width == 600)
+        // A limit the result is under is encoded once, as without it (imgproxy takes any byte
+        // count: 10 MB here, past the 65,535 of a dimension); a negative one is refused.
+        let (roomy, roomyBody) = try await fixture.get(
+            fixture.url("w:600/q:95/mb:10000000", "/photo.jpg", suffix: "@jpg")
+        )
+        #expect(roomy.statusCode == 200 && roomyBody == fullBody)
+        let (negative, _) = try await fixture.get(fixture.url("w:600/mb:-1", "/photo.jpg", suffix: "@jpg"))
+        #expect(negative.statusCode == 400)
         // A limit nothing reaches: imgproxy's steps from the default 80 (a quarter while over 3×:
         // 20, then 5) stop at the first quality of 10 or less.
         let (floor, floorBody) = try await fixture.get(fixture.url("w:600/mb:10", "/photo.jpg", suffix: "@jpg"))

@@ -121,7 +121,7 @@ extension ProcessingOptions {
             returnAttachment = try arguments.bool(0) ?? returnAttachment
         case "max_bytes", "mb":
             try arguments.expect(1...1)
-            maxBytes = try arguments.size(0) ?? maxBytes
+            maxBytes = try arguments.byteCount(0) ?? maxBytes
         case "skip_processing", "skp":
             guard !option.arguments.isEmpty else { throw .badOption("\(option.name): name at least one format") }
             for name in option.arguments {

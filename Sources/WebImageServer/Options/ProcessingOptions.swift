@@ -413,6 +413,13 @@ struct ArgumentReader {
         return value
     }
 
+    /// A count of bytes: any whole number from 0 (`max_bytes`).
+    func byteCount(_ index: Int) throws(ProxyError) -> Int? {
+        guard let text = argument(index) else { return nil }
+        guard let value = Int(text), value >= 0 else { throw invalid(index, "a byte count of 0 or more") }
+        return value
+    }
+
     func integer(_ index: Int) throws(ProxyError) -> Int? {
         guard let text = argument(index) else { return nil }
         guard let value = Int(text) else { throw invalid(index, "a whole number") }
