@@ -545,6 +545,13 @@ struct FetchCommandTests {
         #expect(filled.width == 30 && filled.height == 30 && filled.bitmap[3, 3] == colors[0])
         let forced = try await run(["--resize", "30x30", "--fit", "force"])
         #expect(forced.width == 30 && forced.height == 30)
+        // An animation is transformed too, every frame (SDWebImage leaves animations alone unless
+        // asked: a command line asked).
+        let animation = folder.file("moving.gif")
+        try GIFBuilder.checkerAnimation(width: 60, height: 40, frames: 5).write(to: animation)
+        let resizedAnimation = try await run(["--resize", "30x30"], input: animation)
+        #expect(resizedAnimation.width == 30 && resizedAnimation.height == 20)
+        #expect(resizedAnimation.frames.count == 5)
         let turned = try await run(["--rotate", "90"])
         // clockwise: the bottom-left block (0, 1) comes to the top left
         #expect(turned.width == 40 && turned.height == 60 && turned.bitmap[5, 5] == colors[1])

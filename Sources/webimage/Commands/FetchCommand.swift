@@ -97,7 +97,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "Lossy quality of written JPEG, WebP and AVIF images, 1 to 100 (default 90).")
     var quality: Int?
 
-    @Option(help: "Resize to WxH (after any --crop), as --fit says.")
+    @Option(help: "Resize to WxH (after any --crop), as --fit says; every frame of an animation.")
     var resize: String?
 
     @Option(
@@ -361,7 +361,8 @@ struct FetchCommand: AsyncParsableCommand {
         let fileFormat = singleFile.flatMap { Self.outputFormat(URL(fileURLWithPath: $0).pathExtension) }
         let job = FetchJob(
             manager: manager,
-            options: loading.imageOptions,
+            // --resize and the other operations apply to every frame of an animation too.
+            options: transformer == nil ? loading.imageOptions : loading.imageOptions.union(.transformAnimatedImage),
             context: context,
             destination: destination,
             output: FetchJob.OutputSettings(
