@@ -22,13 +22,14 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
+
+from fetch_cost import run
+from serve import free_port, rss_kib, wait_for
 
 
 def write_gif(path, width, height, frames):
@@ -78,34 +79,6 @@ def write_gif(path, width, height, frames):
         f.write(data)
 
 
-def run(argv):
-    """Runs argv to its end; returns (seconds, peak RSS in MB). Fails loudly on a non-zero exit."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - started
-    stderr = process.stderr.read().decode(errors="replace")
-    process.stderr.close()
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"animation: {' '.join(argv)} exited {code}: {stderr[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def peak_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def frame_count(webimage, path):
     """Frames of an image file, by `webimage info --json`."""
     out = subprocess.run([webimage, "info", "--json", "file://" + path], capture_output=True, text=True,
@@ -125,22 +98,14 @@ def proxy_row(webimage, folder, scratch, path, rounds):
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base + "/health", timeout=5).read()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    sys.exit("animation: webimage serve did not start")
-                time.sleep(0.1)
+        wait_for(base + "/health")
         times, size = [], 0
         for _ in range(rounds):
             started = time.perf_counter()
             with urllib.request.urlopen(base + path, timeout=300) as response:
                 size = len(response.read())
             times.append(time.perf_counter() - started)
-        return statistics.median(times), peak_mb(server.pid), size
+        return statistics.median(times), rss_kib(server.pid, "VmHWM") / 1024, size
     finally:
         server.terminate()
         server.wait(timeout=30)
