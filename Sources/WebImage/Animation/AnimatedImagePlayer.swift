@@ -1,7 +1,7 @@
 import Foundation
 import WebImageCoders
 
-/// Plays an ``AnimatedImage`` from a frame buffer of bounded size: SDWebImage's
+/// Plays an `AnimatedImage` from a frame buffer of bounded size: SDWebImage's
 /// `SDAnimatedImagePlayer` with its `maxBufferSize`.
 ///
 /// The player decodes the frames just ahead of the one shown, in the order they play, on a
@@ -64,7 +64,7 @@ public final class AnimatedImagePlayer: Sendable {
     public var currentFrameIndex: Int { state.withLock { $0.current } }
     /// How many times the animation has played to its end and started again.
     public var currentLoop: Int { state.withLock { $0.loop } }
-    /// Whether it played its ``AnimatedImage/loopCount`` loops (never for 0, forever).
+    /// Whether it played its `AnimatedImage.loopCount` loops (never for 0, forever).
     public var isFinished: Bool { state.withLock { $0.finished } }
     /// Speed: 1 plays the frames at their durations, 2 twice as fast. Default 1.
     public var playbackRate: Double {
