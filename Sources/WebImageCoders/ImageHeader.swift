@@ -84,7 +84,7 @@ public struct ImageHeader: Sendable, Hashable {
     /// the options keep the canvas size, or one frame's canvases are over the limit (the
     /// animation is then decoded whole, as the decoders do).
     private func reducedAnimationByteCount(with options: ImageDecodingOptions) -> Int? {
-        guard [.gif, .webp, .png].contains(format), size.pixelCount <= options.maxPixelCount else { return nil }
+        guard AnimatedImage.formats.contains(format), size.pixelCount <= options.maxPixelCount else { return nil }
         let target = options.targetSize(forSource: size, orientation: orientation ?? .up)
         guard target.pixelCount < size.pixelCount else { return nil }
         let working = AnimatedImage.framesHeldAtOnce * size.pixelCount * 4

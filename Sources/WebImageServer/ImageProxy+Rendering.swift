@@ -99,9 +99,14 @@ extension ImageProxy {
         do {
             return try ImageCodersManager.shared.decode(data, options: decoding)
         } catch {
-            let code: ProxyError.Code = if case .limitExceeded = error { .limitExceeded } else { .notAnImage }
-            throw ProxyError(code, "the source cannot be decoded: \(error)")
+            throw decodeFailure(error)
         }
+    }
+
+    /// A source over a decoding limit is `limitExceeded`; any other failure `notAnImage` (422).
+    private static func decodeFailure(_ error: CoderError) -> ProxyError {
+        let code: ProxyError.Code = if case .limitExceeded = error { .limitExceeded } else { .notAnImage }
+        return ProxyError(code, "the source cannot be decoded: \(error)")
     }
 
     /// Processes and encodes a decoded source. An animation keeps its first `maxAnimationFrames`
@@ -232,8 +237,7 @@ extension ImageProxy {
         do {
             animation = try AnimatedImage(data: data, options: decoding)
         } catch {
-            let code: ProxyError.Code = if case .limitExceeded = error { .limitExceeded } else { .notAnImage }
-            throw ProxyError(code, "the source cannot be decoded: \(error)")
+            throw decodeFailure(error)
         }
         let format = plan.request.choice.format
         var encoding = ImageEncodingOptions(quality: Double(plan.request.quality) / 100, maxEncodeDuration: nil)
@@ -248,8 +252,7 @@ extension ImageProxy {
             do {
                 frame = try animation.frame(at: index)
             } catch {
-                throw limits.cancellation.isCancelled
-                    ? .cancelled : ProxyError(.notAnImage, "the source cannot be decoded: \(error)")
+                throw limits.cancellation.isCancelled ? .cancelled : decodeFailure(error)
             }
             let decoded = clock.now
             let source = DecodedImage(

@@ -76,10 +76,14 @@ public final class AnimatedImage: Sendable {
     /// disposal), the composed copy, the delivered frame.
     public static let framesHeldAtOnce = 3
 
+    /// The formats whose animations this type reads a frame at a time: GIF, APNG (`.png`) and
+    /// WebP.
+    public static let formats: Set<ImageFormat> = [.gif, .png, .webp]
+
     /// Whether `data` is an animation this type decodes: a GIF, an APNG or an animated WebP.
     public static func canDecode(_ data: Data) -> Bool {
         let details = ImageFormatDetails(sniffing: data)
-        return details.format == .gif || ([.webp, .png].contains(details.format) && details.isAnimated)
+        return details.format == .gif || (formats.contains(details.format) && details.isAnimated)
     }
 
     /// The frames the animation holds.

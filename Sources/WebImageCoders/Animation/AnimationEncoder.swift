@@ -19,6 +19,9 @@ public final class AnimationEncoder {
         case gif(GIFAnimationWriter)
     }
 
+    /// The formats it writes: WebP and GIF.
+    public static let formats: Set<ImageFormat> = [.webp, .gif]
+
     private let writer: Writer
     private var finished = false
 

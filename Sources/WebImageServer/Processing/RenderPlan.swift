@@ -93,10 +93,9 @@ extension RenderPlan {
             geometries: geometries,
             memory: 0
         )
-        // Read a frame at a time: GIF, WebP and APNG (a PNG of several frames); written so: GIF, WebP.
-        let (readable, writable): (Set<ImageFormat>, Set<ImageFormat>) = ([.gif, .webp, .png], [.gif, .webp])
         rendersFrameByFrame =
-            header.frameCount > 1 && readable.contains(header.format) && writable.contains(request.choice.format)
+            header.frameCount > 1 && AnimatedImage.formats.contains(header.format)
+            && AnimationEncoder.formats.contains(request.choice.format)
             && !decoding.firstFrameOnly && request.options.trim == nil && request.options.maxBytes == 0
         memory = try Self.memory(of: self, header: header, limits: limits, budget: budget)
     }
