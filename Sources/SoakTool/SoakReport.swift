@@ -52,6 +52,8 @@ struct SoakReport: Sendable {
     var socketsWhileIdle = 0
     var leakedSockets = 0
     var openCacheFiles = 0
+    /// The cache files still open at the end (named in ``problems``).
+    var openCacheFilePaths: [String] = []
     var liveDownloadOperations = 0
     var liveLoadOperations = 0
     var liveHTTPTasks = 0
@@ -70,7 +72,8 @@ struct SoakReport: Sendable {
         }
         let sockets = { (list: [String]) in list.filter { $0.hasPrefix("socket:") }.count }
         leakedSockets = sockets(after) - sockets(before)
-        openCacheFiles = after.filter { $0.hasPrefix(cacheFolder.path) }.count
+        openCacheFilePaths = after.filter { $0.hasPrefix(cacheFolder.path) }
+        openCacheFiles = openCacheFilePaths.count
         peakRSS = ProcessStats.statusBytes("VmHWM")
         rssAtEnd = ProcessStats.statusBytes("VmRSS")
     }
@@ -91,7 +94,11 @@ struct SoakReport: Sendable {
             )
         }
         if leakedSockets > 0 { problems.append("\(leakedSockets) sockets open after shutdown") }
-        if openCacheFiles > 0 { problems.append("\(openCacheFiles) cache files open at the end") }
+        if openCacheFiles > 0 {
+            problems.append(
+                "\(openCacheFiles) cache files open at the end: \(openCacheFilePaths.joined(separator: ", "))"
+            )
+        }
         if memoryCost > settings.memoryLimit { problems.append("memory cache at \(memoryCost) bytes, over its limit") }
         if diskBytesAfterTrim > settings.diskLimit {
             problems.append("disk cache at \(diskBytesAfterTrim) bytes after trim")

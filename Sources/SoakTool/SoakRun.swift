@@ -124,7 +124,7 @@ struct SoakRun: Sendable {
         try await settle(stack, into: &report)
         report.record(
             descriptorsBefore: descriptorsBefore,
-            after: ProcessStats.openDescriptors(),
+            after: await Self.descriptorsOnceCacheIsQuiet(stack),
             cacheFolder: stack.folder
         )
         report.tally = stack.tally.withLock { $0 }
@@ -397,6 +397,24 @@ struct SoakRun: Sendable {
         case .memory: return .memory
         case .disk: return .disk
         case .none, .all: return .network
+        }
+    }
+
+    /// The open descriptors once no cache file is open, or after 10 s of asking. A cancelled
+    /// load's disk read may still be running, and the cache's cleanup timer lists the folder now
+    /// and then: both close their files within moments; a leaked descriptor stays open for good.
+    private static func descriptorsOnceCacheIsQuiet(_ stack: Stack) async -> [String] {
+        let readQueue = stack.cache.configuration.diskReadQueue
+        let clock = ContinuousClock()
+        let end = clock.now + .seconds(10)
+        while true {
+            await waitUntil { readQueue.runningCount == 0 && readQueue.waitingCount == 0 }
+            await withCheckedContinuation { done in stack.cache.flush { done.resume() } }
+            let descriptors = ProcessStats.openDescriptors()
+            if clock.now >= end || !descriptors.contains(where: { $0.hasPrefix(stack.folder.path) }) {
+                return descriptors
+            }
+            try? await Task.sleep(for: .milliseconds(50))
         }
     }
 
