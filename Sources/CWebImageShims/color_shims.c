@@ -1,11 +1,15 @@
 // Colour management through Little CMS 2. lcms returns errors (NULL, FALSE); it never jumps.
+// A transform takes one of three paths: matrix-shaper RGB profiles through tables of their own
+// (color_matrix_shaper.c), gray profiles through a 256-level table lcms fills, everything else
+// (CMYK, profiles with look-up tables, black-point compensation asked for) through lcms itself.
 // Who owns what: profiles opened here are closed here on every path (`cmsCloseProfile` right
 // after the transform is built, which keeps what it needs); a `wi_color_transform` is the
-// caller's, freed with `wi_color_transform_destroy` (which deletes the lcms transform); profile
-// bytes saved by `wi_save_profile` are malloc'ed and the caller's. Pixels are transformed in the
-// caller's buffer.
+// caller's, freed with `wi_color_transform_destroy` (which frees whichever path it holds);
+// profile bytes saved by `wi_save_profile` are malloc'ed and the caller's. Pixels are
+// transformed in the caller's buffer.
 
 #include "CWebImageShims.h"
+#include "color_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +18,28 @@
 #include <lcms2.h>
 
 struct wi_color_transform {
+    /// Exactly one of the three is set.
     cmsHTRANSFORM transform;
+    wi_matrix_shaper *shaper;
+    /// Gray level → sRGB red, green, blue (lcms's answer for each of the 256 levels).
+    uint8_t (*gray)[3];
     wi_pixel_layout layout;
 };
+
+/// lcms's answer for each gray level, read from `transform` (gray in the first of 4 bytes).
+static uint8_t (*wi_gray_table(cmsHTRANSFORM transform))[3] {
+    uint8_t pixels[256 * 4];
+    for (int level = 0; level < 256; level++) {
+        pixels[level * 4] = (uint8_t)level;
+        pixels[level * 4 + 1] = pixels[level * 4 + 2] = 0;
+        pixels[level * 4 + 3] = 255;
+    }
+    cmsDoTransform(transform, pixels, pixels, 256);
+    uint8_t(*table)[3] = malloc(256 * sizeof *table);
+    if (table == NULL) return NULL;
+    for (int level = 0; level < 256; level++) memcpy(table[level], pixels + level * 4, 3);
+    return table;
+}
 
 static wi_profile_space wi_space_of(cmsHPROFILE profile) {
     switch (cmsGetColorSpace(profile)) {
@@ -40,7 +63,8 @@ wi_profile_space wi_color_profile_inspect(const uint8_t *icc, size_t size, int *
     return space;
 }
 
-wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, wi_pixel_layout layout, char *message) {
+wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, wi_pixel_layout layout,
+                                              wi_color_options options, char *message) {
     message[0] = 0;
     if (icc == NULL || size < 128 || size > UINT32_MAX) {
         snprintf(message, WI_MESSAGE_CAPACITY, "the ICC profile is too short (%zu bytes)", size);
@@ -53,7 +77,8 @@ wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, w
     }
     wi_profile_space space = wi_space_of(source);
     cmsUInt32Number input;
-    cmsUInt32Number flags = cmsFLAGS_NOCACHE | cmsFLAGS_BLACKPOINTCOMPENSATION;
+    cmsUInt32Number flags = cmsFLAGS_NOCACHE;
+    if (options & WI_COLOR_BLACK_POINT_COMPENSATION) flags |= cmsFLAGS_BLACKPOINTCOMPENSATION;
     switch (layout) {
     // In place, lcms leaves the extra (alpha) byte as it was: cmsFLAGS_COPY_ALPHA would copy it
     // onto itself in a second pass (15 % of the transform's time).
@@ -74,24 +99,51 @@ wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, w
     cmsHPROFILE srgb = cmsCreate_sRGBProfile();
     cmsHTRANSFORM transform =
         srgb == NULL ? NULL : cmsCreateTransform(source, input, srgb, TYPE_RGBA_8, INTENT_RELATIVE_COLORIMETRIC, flags);
+    wi_matrix_shaper *shaper = NULL;
+    uint8_t(*gray)[3] = NULL;
+    int tables = transform != NULL && !(options & (WI_COLOR_BLACK_POINT_COMPENSATION | WI_COLOR_LCMS_ONLY));
+    if (tables && layout == WI_PIXELS_RGBA) shaper = wi_matrix_shaper_create(source, srgb, transform);
+    if (tables && layout == WI_PIXELS_GRAY_IN_RGBA) gray = wi_gray_table(transform);
     cmsCloseProfile(source);
     if (srgb != NULL) cmsCloseProfile(srgb);
     if (transform == NULL) {
         snprintf(message, WI_MESSAGE_CAPACITY, "lcms cannot build a transform from the ICC profile to sRGB");
         return NULL;
     }
+    if (shaper != NULL || gray != NULL) {
+        cmsDeleteTransform(transform);
+        transform = NULL;
+    }
     wi_color_transform *result = malloc(sizeof *result);
     if (result == NULL) {
-        cmsDeleteTransform(transform);
+        if (transform != NULL) cmsDeleteTransform(transform);
+        wi_matrix_shaper_destroy(shaper);
+        free(gray);
         snprintf(message, WI_MESSAGE_CAPACITY, "out of memory");
         return NULL;
     }
     result->transform = transform;
+    result->shaper = shaper;
+    result->gray = gray;
     result->layout = layout;
     return result;
 }
 
+wi_color_path wi_color_transform_path(const wi_color_transform *transform) {
+    return transform->shaper != NULL ? WI_COLOR_PATH_MATRIX_SHAPER
+           : transform->gray != NULL ? WI_COLOR_PATH_GRAY_TABLE
+                                     : WI_COLOR_PATH_LCMS;
+}
+
 void wi_color_transform_apply(const wi_color_transform *transform, uint8_t *pixels, size_t pixel_count) {
+    if (transform->shaper != NULL) {
+        wi_matrix_shaper_apply(transform->shaper, pixels, pixel_count);
+        return;
+    }
+    if (transform->gray != NULL) {
+        for (size_t i = 0; i < pixel_count; i++) memcpy(pixels + i * 4, transform->gray[pixels[i * 4]], 3);
+        return;
+    }
     // In place: input and output take 4 bytes a pixel. lcms counts pixels in 32 bits.
     const size_t chunk = (size_t)1 << 24;
     for (size_t done = 0; done < pixel_count; done += chunk) {
@@ -106,7 +158,9 @@ void wi_color_transform_apply(const wi_color_transform *transform, uint8_t *pixe
 
 void wi_color_transform_destroy(wi_color_transform *transform) {
     if (transform == NULL) return;
-    cmsDeleteTransform(transform->transform);
+    if (transform->transform != NULL) cmsDeleteTransform(transform->transform);
+    wi_matrix_shaper_destroy(transform->shaper);
+    free(transform->gray);
     free(transform);
 }
 

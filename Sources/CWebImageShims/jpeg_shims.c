@@ -164,7 +164,7 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
 }
 
 wi_status wi_jpeg_read_rows(wi_jpeg_decoder *decoder, uint8_t *dst, size_t stride, uint32_t max_rows,
-                            uint32_t *rows_read) {
+                            const wi_color_transform *transform, uint32_t *rows_read) {
     *rows_read = 0;
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     struct jpeg_decompress_struct *info = &decoder->info;
@@ -175,6 +175,10 @@ wi_status wi_jpeg_read_rows(wi_jpeg_decoder *decoder, uint8_t *dst, size_t strid
         for (uint32_t i = 0; i < batch; i++) rows[i] = dst + (size_t)(*rows_read + i) * stride;
         JDIMENSION got = jpeg_read_scanlines(info, rows, batch);
         if (got == 0) break;
+        // Converted while the rows are still in cache: one pass over the image instead of two.
+        for (JDIMENSION i = 0; transform != NULL && i < got; i++) {
+            wi_color_transform_apply(transform, rows[i], info->output_width);
+        }
         *rows_read += got;
     }
     return WI_OK;

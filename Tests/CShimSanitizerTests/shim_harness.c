@@ -147,6 +147,8 @@ typedef struct {
     size_t size;
     uint32_t width, height;
     int cmyk;
+    /// Converts each batch of rows as it is decoded, or NULL.
+    const wi_color_transform *transform;
 } jpeg_decode_job;
 
 static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
@@ -170,7 +172,7 @@ static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t bud
         while (status == WI_OK && done < info->output_height) {
             uint32_t rows = 0;
             uint32_t batch = info->output_height - done < 64 ? info->output_height - done : 64;
-            status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, batch, &rows);
+            status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, batch, job->transform, &rows);
             if (rows == 0) break;
             done += rows;
         }
@@ -249,8 +251,19 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
         size_t length = 0;
         uint8_t *data = encode_jpeg(photo, sources[i].progressive, sources[i].model, icc, icc_length, &length);
         if (data == NULL) continue;
-        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK};
+        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK, NULL};
         sweep(sources[i].name, run_jpeg_decode, &job, "stopped");
+        // Again with the rows converted as they come (the P3 tables; lcms for CMYK's naive case
+        // has no profile here, so RGB only).
+        if (sources[i].model == WI_JPEG_RGB) {
+            char why[WI_MESSAGE_CAPACITY];
+            wi_color_transform *transform = wi_color_transform_create(icc, icc_length, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, why);
+            CHECK(transform != NULL, "%s: no P3 transform: %s", sources[i].name, why);
+            job.transform = transform;
+            if (transform != NULL) sweep(sources[i].name, run_jpeg_decode, &job, "stopped");
+            wi_color_transform_destroy(transform);
+            job.transform = NULL;
+        }
 
         // The profile comes back whole.
         wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, length);
@@ -274,14 +287,14 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
         for (int trial = 0; trial < 40; trial++) {
             memcpy(damaged, data, length);
             for (int flips = 0; flips < 8; flips++) damaged[next_random() % length] ^= (uint8_t)(1 + next_random() % 255);
-            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk};
+            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk, NULL};
             char ignored[WI_MESSAGE_CAPACITY];
             (void)run_jpeg_decode(&broken, NULL, 0, ignored);
         }
         free(damaged);
         // Not a JPEG at all.
         static const uint8_t junk[] = "this is not a JPEG file at all";
-        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0};
+        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0, NULL};
         char junk_message[WI_MESSAGE_CAPACITY];
         CHECK(run_jpeg_decode(&not_jpeg, NULL, 0, junk_message) == WI_ERROR && junk_message[0] != 0,
               "junk decoded as JPEG");
@@ -507,42 +520,61 @@ static void test_color(const uint8_t *p3, size_t p3_length) {
     size_t count = 300001;  // odd, and not a multiple of any vector width
     uint8_t *pixels = malloc(count * 4);
     for (size_t i = 0; i < count * 4; i++) pixels[i] = (uint8_t)next_random();
-    wi_color_transform *transform = wi_color_transform_create(p3, p3_length, WI_PIXELS_RGBA, message);
-    CHECK(transform != NULL, "no transform from Display P3: %s", message);
-    if (transform != NULL) {
-        uint8_t alpha = pixels[3];
+    // The tables and lcms on the same random pixels: within one level, alpha untouched.
+    wi_color_transform *transform = wi_color_transform_create(p3, p3_length, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message);
+    wi_color_transform *reference = wi_color_transform_create(p3, p3_length, WI_PIXELS_RGBA, WI_COLOR_LCMS_ONLY, message);
+    wi_color_transform *compensated =
+        wi_color_transform_create(p3, p3_length, WI_PIXELS_RGBA, WI_COLOR_BLACK_POINT_COMPENSATION, message);
+    CHECK(transform != NULL && reference != NULL && compensated != NULL, "no transform from Display P3: %s", message);
+    if (transform != NULL && reference != NULL && compensated != NULL) {
+        CHECK(wi_color_transform_path(transform) == WI_COLOR_PATH_MATRIX_SHAPER, "P3 did not take the tables");
+        CHECK(wi_color_transform_path(reference) == WI_COLOR_PATH_LCMS, "LCMS_ONLY took the tables");
+        CHECK(wi_color_transform_path(compensated) == WI_COLOR_PATH_LCMS, "BPC took the tables");
+        uint8_t *expected = malloc(count * 4);
+        memcpy(expected, pixels, count * 4);
         wi_color_transform_apply(transform, pixels, count);
-        CHECK(pixels[3] == alpha, "the transform changed alpha");
-        wi_color_transform_destroy(transform);
+        wi_color_transform_apply(reference, expected, count);
+        int worst = 0;
+        for (size_t i = 0; i < count * 4; i++) {
+            int difference = abs((int)pixels[i] - (int)expected[i]);
+            if (difference > worst) worst = difference;
+        }
+        CHECK(worst <= 1, "the P3 tables are %d levels from lcms", worst);
+        wi_color_transform_apply(compensated, expected, count);
+        free(expected);
     }
+    wi_color_transform_destroy(transform);
+    wi_color_transform_destroy(reference);
+    wi_color_transform_destroy(compensated);
     uint8_t *gray = NULL;
     size_t gray_length = 0;
     CHECK(wi_color_profile_create_gray(1.8, &gray, &gray_length) == WI_OK, "no gray profile");
-    transform = wi_color_transform_create(gray, gray_length, WI_PIXELS_GRAY_IN_RGBA, message);
-    CHECK(transform != NULL, "no gray transform: %s", message);
+    transform = wi_color_transform_create(gray, gray_length, WI_PIXELS_GRAY_IN_RGBA, WI_COLOR_DEFAULT, message);
+    CHECK(transform != NULL && wi_color_transform_path(transform) == WI_COLOR_PATH_GRAY_TABLE,
+          "no gray table transform: %s", message);
     if (transform != NULL) wi_color_transform_apply(transform, pixels, count);
     wi_color_transform_destroy(transform);
     // Each way a profile can be refused: mismatched layout, too short, garbage, truncated.
-    CHECK(wi_color_transform_create(p3, p3_length, WI_PIXELS_CMYK, message) == NULL && message[0] != 0,
+    CHECK(wi_color_transform_create(p3, p3_length, WI_PIXELS_CMYK, WI_COLOR_DEFAULT, message) == NULL && message[0] != 0,
           "an RGB profile made a CMYK transform");
-    CHECK(wi_color_transform_create(gray, gray_length, WI_PIXELS_RGBA, message) == NULL, "gray profile for RGBA");
-    CHECK(wi_color_transform_create(p3, 100, WI_PIXELS_RGBA, message) == NULL, "a 100-byte profile");
-    CHECK(wi_color_transform_create(NULL, 0, WI_PIXELS_RGBA, message) == NULL, "no profile");
+    CHECK(wi_color_transform_create(gray, gray_length, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message) == NULL, "gray profile for RGBA");
+    CHECK(wi_color_transform_create(p3, 100, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message) == NULL, "a 100-byte profile");
+    CHECK(wi_color_transform_create(NULL, 0, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message) == NULL, "no profile");
     uint8_t *garbage = malloc(p3_length);
     for (size_t i = 0; i < p3_length; i++) garbage[i] = (uint8_t)next_random();
-    CHECK(wi_color_transform_create(garbage, p3_length, WI_PIXELS_RGBA, message) == NULL, "a garbage profile");
+    CHECK(wi_color_transform_create(garbage, p3_length, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message) == NULL, "a garbage profile");
     int is_srgb = 1;
     CHECK(wi_color_profile_inspect(garbage, p3_length, &is_srgb) == WI_PROFILE_UNREADABLE && is_srgb == 0,
           "garbage inspected as a profile");
     for (size_t cut = 128; cut < p3_length; cut += 37) {
-        wi_color_transform_destroy(wi_color_transform_create(p3, cut, WI_PIXELS_RGBA, message));
+        wi_color_transform_destroy(wi_color_transform_create(p3, cut, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message));
         (void)wi_color_profile_inspect(p3, cut, &is_srgb);
     }
     uint8_t *damaged = malloc(p3_length);
     for (int trial = 0; trial < 200; trial++) {
         memcpy(damaged, p3, p3_length);
         for (int flips = 0; flips < 3; flips++) damaged[next_random() % p3_length] ^= (uint8_t)(1 + next_random() % 255);
-        wi_color_transform *attempt = wi_color_transform_create(damaged, p3_length, WI_PIXELS_RGBA, message);
+        wi_color_transform *attempt = wi_color_transform_create(damaged, p3_length, WI_PIXELS_RGBA, WI_COLOR_DEFAULT, message);
         if (attempt != NULL) wi_color_transform_apply(attempt, pixels, 1000);
         wi_color_transform_destroy(attempt);
     }

@@ -157,9 +157,10 @@ int direct_color_transform_prepare(const uint8_t *icc, size_t size) {
     cmsHPROFILE source = cmsOpenProfileFromMem(icc, (cmsUInt32Number)size);
     cmsHPROFILE srgb = cmsCreate_sRGBProfile();
     if (source == NULL || srgb == NULL) return -1;
-    // The flags a C program converting to sRGB as libvips does would pass, in place.
+    // What libvips's icc_transform asks of lcms (relative colorimetric, no black-point
+    // compensation), in place.
     direct_srgb_transform = cmsCreateTransform(source, TYPE_RGBA_8, srgb, TYPE_RGBA_8, INTENT_RELATIVE_COLORIMETRIC,
-                                               cmsFLAGS_NOCACHE | cmsFLAGS_BLACKPOINTCOMPENSATION);
+                                               cmsFLAGS_NOCACHE);
     cmsCloseProfile(source);
     cmsCloseProfile(srgb);
     return direct_srgb_transform == NULL ? -1 : 0;

@@ -66,10 +66,12 @@ struct jpeg_decompress_struct *wi_jpeg_decoder_info(wi_jpeg_decoder *decoder);
 wi_status wi_jpeg_read_header(wi_jpeg_decoder *decoder);
 /// Sets the output colour space: 0 = RGBA (from YCbCr, RGB or gray), 1 = CMYK as stored.
 wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output);
+typedef struct wi_color_transform wi_color_transform;
 /// Reads rows into `dst` (output_width × 4 bytes each, `stride` apart) until `max_rows`
-/// or the end of the image; `rows_read` gets the count.
+/// or the end of the image; `rows_read` gets the count. A `transform` (or NULL) converts each
+/// batch of rows as soon as it is decoded.
 wi_status wi_jpeg_read_rows(wi_jpeg_decoder *decoder, uint8_t *dst, size_t stride, uint32_t max_rows,
-                            uint32_t *rows_read);
+                            const wi_color_transform *transform, uint32_t *rows_read);
 wi_status wi_jpeg_finish(wi_jpeg_decoder *decoder);
 /// The first saved APP1 marker whose payload starts with "Exif\0\0", or NULL.
 const uint8_t *wi_jpeg_exif(wi_jpeg_decoder *decoder, size_t *length);
@@ -195,10 +197,31 @@ wi_profile_space wi_color_profile_inspect(const uint8_t *icc, size_t size, int *
 
 typedef struct wi_color_transform wi_color_transform;
 
-/// A transform from `icc` (in `layout`) to sRGB RGBA8: relative colorimetric with black-point
-/// compensation, as libvips does. Safe to apply from several threads at once (no cache). NULL
-/// when the profile cannot be read or does not fit the layout; `message` says why.
-wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, wi_pixel_layout layout, char *message);
+/// How a colour transform is built.
+typedef enum {
+    WI_COLOR_DEFAULT = 0,
+    /// Black-point compensation (off by default: libvips's and so imgproxy's intent is relative
+    /// colorimetric without it). Always converts through lcms.
+    WI_COLOR_BLACK_POINT_COMPENSATION = 1,
+    /// lcms for every profile, never the table paths (the reference the tables are checked against).
+    WI_COLOR_LCMS_ONLY = 2,
+} wi_color_options;
+
+/// Which path a transform converts through.
+typedef enum {
+    WI_COLOR_PATH_LCMS = 0,
+    WI_COLOR_PATH_MATRIX_SHAPER = 1,  // an RGB matrix-shaper profile: tables, within one level of lcms
+    WI_COLOR_PATH_GRAY_TABLE = 2,     // a gray profile: lcms's answer for each of the 256 levels
+} wi_color_path;
+
+/// A transform from `icc` (in `layout`) to sRGB RGBA8, relative colorimetric as libvips
+/// converts (black-point compensation only when `options` asks). Safe to apply from several
+/// threads at once (no cache). NULL when the profile cannot be read or does not fit the layout;
+/// `message` says why.
+wi_color_transform *wi_color_transform_create(const uint8_t *icc, size_t size, wi_pixel_layout layout,
+                                              wi_color_options options, char *message);
+/// The path `transform` converts through.
+wi_color_path wi_color_transform_path(const wi_color_transform *transform);
 /// Transforms `pixel_count` pixels in place (4 bytes each).
 void wi_color_transform_apply(const wi_color_transform *transform, uint8_t *pixels, size_t pixel_count);
 void wi_color_transform_destroy(wi_color_transform *transform);

@@ -123,13 +123,20 @@ public struct ColorProfile: Sendable, Hashable {
 
 /// What a decode does with an embedded colour profile.
 public enum ColorPolicy: String, Sendable, Hashable, CaseIterable {
-    /// Convert the pixels to sRGB with the profile (relative colorimetric with black-point
-    /// compensation, as libvips does) and drop it. Untagged and sRGB-tagged images are left as
-    /// they are. The default.
+    /// Convert the pixels to sRGB with the profile, relative colorimetric without black-point
+    /// compensation (libvips's `icc_transform`, so imgproxy's colours), and drop it. Untagged and
+    /// sRGB-tagged images are left as they are. The default.
     case convertToSRGB = "srgb"
+    /// ``convertToSRGB`` with black-point compensation (lcms's `cmsFLAGS_BLACKPOINTCOMPENSATION`):
+    /// a source's black maps to sRGB's black. Differs from the default mostly for CMYK and
+    /// print profiles, whose black is not zero; always converts through Little CMS.
+    case convertToSRGBWithBlackPointCompensation = "srgb-bpc"
     /// Leave the pixels as stored and carry the profile on ``DecodedImage/colorProfile`` (the
     /// encoders write it back).
     case keep
     /// Leave the pixels as stored and drop the profile (the numbers as if they were sRGB).
     case ignore
+
+    /// Whether the pixels end in sRGB (either conversion).
+    public var convertsToSRGB: Bool { self == .convertToSRGB || self == .convertToSRGBWithBlackPointCompensation }
 }

@@ -2,17 +2,22 @@ import CWebImageShims
 import Foundation
 import Synchronization
 
-/// An lcms transform from one profile to sRGB RGBA8, built once per distinct profile and pixel
-/// layout and reused (building one costs milliseconds).
+/// A transform from one profile to sRGB RGBA8, built once per distinct profile, pixel layout and
+/// options and reused (building one costs milliseconds). Matrix-shaper RGB and gray profiles
+/// convert through tables (`wi_color_transform_path`), the rest through Little CMS.
 final class ColorTransform: Sendable {
-    /// The lcms transform. Safe to share: it is created with `cmsFLAGS_NOCACHE`, so
-    /// `cmsDoTransform` keeps no state in it and may run on several threads at once; the pointer
-    /// never changes after `init` and is freed in `deinit`, when no thread can hold this object.
+    /// The C transform. Safe to share: its tables are immutable once built, and its lcms
+    /// transform (if any) is created with `cmsFLAGS_NOCACHE`, so `cmsDoTransform` keeps no state in
+    /// it and may run on several threads at once; the pointer never changes after `init` and is
+    /// freed in `deinit`, when no thread can hold this object.
     nonisolated(unsafe) private let transform: OpaquePointer
 
     private init(_ transform: OpaquePointer) { self.transform = transform }
 
     deinit { wi_color_transform_destroy(transform) }
+
+    /// The path this transform converts through.
+    var path: wi_color_path { wi_color_transform_path(transform) }
 
     /// Converts `bitmap`'s pixels in place.
     func apply(to bitmap: inout Bitmap) {
@@ -27,12 +32,40 @@ final class ColorTransform: Sendable {
         wi_color_transform_apply(transform, pixels.baseAddress?.assumingMemoryBound(to: UInt8.self), count)
     }
 
+    /// The transform `policy` asks for on RGBA pixels (or gray ones in the first byte, or CMYK
+    /// ones stored as `cmykLayout` says) tagged with `profile`; `nil` when there is nothing to
+    /// convert: a policy that keeps or ignores the profile, an sRGB profile, a CMYK one without a
+    /// `cmykLayout`, or one lcms cannot use.
+    static func toSRGB(
+        from profile: ColorProfile,
+        policy: ColorPolicy,
+        cmykLayout: wi_pixel_layout? = nil
+    ) -> ColorTransform? {
+        guard policy.convertsToSRGB, !profile.isSRGB else { return nil }
+        let layout: wi_pixel_layout?
+        switch profile.colorSpace {
+        case .rgb: layout = WI_PIXELS_RGBA
+        case .gray: layout = WI_PIXELS_GRAY_IN_RGBA
+        case .cmyk: layout = cmykLayout
+        case .other: layout = nil
+        }
+        return layout.flatMap { toSRGB(from: profile, layout: $0, options: policy.transformOptions) }
+    }
+
+    /// Calls `body` with the C transform, kept alive meanwhile.
+    func withCTransform<Result, Failure: Error>(
+        _ body: (OpaquePointer) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withExtendedLifetime(self) { () throws(Failure) -> Result in try body(transform) }
+    }
+
     private struct Key: Hashable {
         /// The profile's bytes as an array: `Data` keeps its storage behind an enum whose tag
         /// bits hide the pointer from LeakSanitizer, which then reports a process-long cache as a
         /// leak (the fuzz targets run with it).
         var profile: [UInt8]
         var layout: UInt32
+        var options: UInt32
     }
 
     /// The transforms built so far (a few distinct profiles in practice; emptied past 32).
@@ -40,8 +73,12 @@ final class ColorTransform: Sendable {
 
     /// The transform for `profile` read in `layout`, from the cache or built now; `nil` when lcms
     /// cannot build one (an unreadable profile, or one that does not fit the pixels).
-    static func toSRGB(from profile: ColorProfile, layout: wi_pixel_layout) -> ColorTransform? {
-        let key = Key(profile: [UInt8](profile.data), layout: layout.rawValue)
+    static func toSRGB(
+        from profile: ColorProfile,
+        layout: wi_pixel_layout,
+        options: wi_color_options = WI_COLOR_DEFAULT
+    ) -> ColorTransform? {
+        let key = Key(profile: [UInt8](profile.data), layout: layout.rawValue, options: options.rawValue)
         if let cached = cache.withLock({ $0[key] }) { return cached }
         var message = [CChar](repeating: 0, count: Int(WI_MESSAGE_CAPACITY))
         let built = profile.data.withUnsafeBytes { bytes in
@@ -49,6 +86,7 @@ final class ColorTransform: Sendable {
                 bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
                 bytes.count,
                 layout,
+                options,
                 &message
             )
         }
@@ -78,14 +116,7 @@ extension DecodedImage {
     mutating func applyColorPolicy(_ policy: ColorPolicy, deadline: CodingDeadline) throws(CoderError) {
         guard let profile = colorProfile, policy != .keep else { return }
         colorProfile = nil
-        guard policy == .convertToSRGB, !profile.isSRGB else { return }
-        let layout: wi_pixel_layout
-        switch profile.colorSpace {
-        case .rgb: layout = WI_PIXELS_RGBA
-        case .gray: layout = WI_PIXELS_GRAY_IN_RGBA
-        case .cmyk, .other: return
-        }
-        guard let transform = ColorTransform.toSRGB(from: profile, layout: layout) else { return }
+        guard let transform = ColorTransform.toSRGB(from: profile, policy: policy) else { return }
         // Take the frames out (a 1×1 stand-in meanwhile), so the array and its bitmaps are
         // uniquely referenced here and converted in place.
         var converted = frames
@@ -105,5 +136,12 @@ extension DecodedImage {
     func withProfileFitting(_ space: ColorProfile.ColorSpace?) throws(CoderError) -> DecodedImage {
         guard let profile = colorProfile, profile.colorSpace != space else { return self }
         return try applyingColorPolicy(.convertToSRGB, deadline: CodingDeadline(ImageDecodingOptions()))
+    }
+}
+
+extension ColorPolicy {
+    /// How this policy's transforms are built.
+    var transformOptions: wi_color_options {
+        self == .convertToSRGBWithBlackPointCompensation ? WI_COLOR_BLACK_POINT_COMPENSATION : WI_COLOR_DEFAULT
     }
 }

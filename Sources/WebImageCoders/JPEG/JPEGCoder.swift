@@ -117,27 +117,29 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
         let width = Int(info.pointee.output_width)
         let height = Int(info.pointee.output_height)
         let invertedCMYK = wi_jpeg_saw_adobe_marker(decoder) != 0
-        // CMYK goes to RGB here, through its profile when it has one and sRGB is asked for.
-        let cmykTransform =
-            isCMYK && options.colorPolicy == .convertToSRGB
-            ? profile.flatMap {
-                ColorTransform.toSRGB(from: $0, layout: invertedCMYK ? WI_PIXELS_CMYK_INVERTED : WI_PIXELS_CMYK)
-            } : nil
+        // Rows go to sRGB as they are decoded, while they are in cache (CMYK through a CMYK profile).
+        let rowTransform = profile.flatMap {
+            let cmykLayout = invertedCMYK ? WI_PIXELS_CMYK_INVERTED : WI_PIXELS_CMYK
+            return ColorTransform.toSRGB(from: $0, policy: options.colorPolicy, cmykLayout: cmykLayout)
+        }
 
         let bitmap = try Bitmap(width: width, height: height, hasAlpha: false) { (buffer) throws(CoderError) in
             var rowsRead: UInt32 = 0
-            guard wi_jpeg_read_rows(decoder, buffer.baseAddress, width * 4, UInt32(height), &rowsRead) == WI_OK
-            else { throw failure() }
+            let status = Self.readRows(
+                decoder,
+                into: buffer,
+                width: width,
+                height: height,
+                transform: rowTransform,
+                rowsRead: &rowsRead
+            )
+            guard status == WI_OK else { throw failure() }
             if Int(rowsRead) < height {
                 // Only reachable when libjpeg stops early; keep the rest defined.
                 let start = Int(rowsRead) * width * 4
                 buffer.baseAddress!.advanced(by: start).initialize(repeating: 0x80, count: buffer.count - start)
             }
-            if let cmykTransform {
-                cmykTransform.apply(to: UnsafeMutableRawBufferPointer(buffer), count: width * height)
-            } else if isCMYK {
-                Self.convertCMYKToRGBA(buffer, inverted: invertedCMYK)
-            }
+            if isCMYK && rowTransform == nil { Self.convertCMYKToRGBA(buffer, inverted: invertedCMYK) }
         }
         let truncated = wi_jpeg_decoder_hit_end_of_data(decoder) != 0
         guard wi_jpeg_finish(decoder) == WI_OK || truncated else { throw failure() }
@@ -150,11 +152,29 @@ public struct JPEGCoder: ImageCoding, ProgressiveImageDecoding {
             orientation: orientation,
             isPartial: truncated,
             sourceSize: source,
-            // A CMYK profile was used above (or cannot describe RGB pixels): not carried on.
-            colorProfile: isCMYK ? nil : profile
+            // A profile used above (or a CMYK one, which cannot describe RGB pixels) is not carried
+            // on; one the policy keeps, or sRGB's, is (the policy drops it later if asked).
+            colorProfile: isCMYK || rowTransform != nil ? nil : profile
         )
         image.exif = keptEXIF
         return try (consume image).finished(with: options, deadline: deadline)
+    }
+
+    /// Reads every row into `buffer`, converting each batch with `transform` when there is one.
+    private static func readRows(
+        _ decoder: OpaquePointer,
+        into buffer: UnsafeMutableBufferPointer<UInt8>,
+        width: Int,
+        height: Int,
+        transform: ColorTransform?,
+        rowsRead: inout UInt32
+    ) -> wi_status {
+        guard let transform else {
+            return wi_jpeg_read_rows(decoder, buffer.baseAddress, width * 4, UInt32(height), nil, &rowsRead)
+        }
+        return transform.withCTransform { pointer in
+            wi_jpeg_read_rows(decoder, buffer.baseAddress, width * 4, UInt32(height), pointer, &rowsRead)
+        }
     }
 
     /// The APP2 ICC profile when it fits the JPEG's colour space (RGB for YCbCr and RGB files,

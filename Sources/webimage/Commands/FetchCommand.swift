@@ -128,7 +128,8 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            What to do with an embedded colour profile: srgb (convert to sRGB, the default), keep (the \
+            What to do with an embedded colour profile: srgb (convert to sRGB, relative colorimetric as \
+            libvips does; the default), srgb-bpc (the same with black-point compensation), keep (the \
             pixels as stored, the profile written back) or ignore (the numbers as stored, untagged). \
             srgb and ignore given explicitly re-encode written images.
             """
@@ -168,7 +169,7 @@ struct FetchCommand: AsyncParsableCommand {
         let writes = outputFolder != nil || singleFile != nil || remoteName || outputTemplate != nil
         if format != nil && !writes { throw ValidationError("--format needs --output-dir DIR, -o FILE or -O") }
         if let color, ColorPolicy(rawValue: color.lowercased()) == nil {
-            throw ValidationError("--color '\(color)' is not one of srgb, keep, ignore")
+            throw ValidationError("--color '\(color)' is not one of srgb, srgb-bpc, keep, ignore")
         }
         if let quality {
             guard (1...100).contains(quality) else {

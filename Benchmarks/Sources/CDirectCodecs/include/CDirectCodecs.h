@@ -20,7 +20,7 @@ int direct_heif_decode(const uint8_t *data, size_t size, uint32_t *width, uint32
 int direct_jxl_decode(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
 
 /// Builds the profile-to-sRGB transform direct_jpeg_decode_to_srgb applies (relative
-/// colorimetric with black-point compensation, RGBA8 in place, as libvips converts).
+/// colorimetric without black-point compensation, RGBA8 in place, as libvips converts).
 int direct_color_transform_prepare(const uint8_t *icc, size_t size);
 /// A full-size JPEG decode to RGBA, then Little CMS's cmsDoTransform over the pixels.
 int direct_jpeg_decode_to_srgb(const uint8_t *data, size_t size, uint32_t *width, uint32_t *height);
