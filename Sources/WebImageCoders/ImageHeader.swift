@@ -28,6 +28,10 @@ public struct ImageHeader: Sendable, Hashable {
     /// `Exif` APP1 segment (`.up` without one, as the decoder reads it). `nil` for the other
     /// formats (not read).
     public var orientation: ImageOrientation?
+    /// Bytes the decoder holds besides the pixels while it decodes: a progressive JPEG's
+    /// whole-image coefficient buffer (2 bytes a coefficient, every component at its stored
+    /// resolution whatever the DCT scale: 3 bytes a pixel for 4:2:0, 6 for 4:4:4); 0 otherwise.
+    public var decoderWorkingBytes = 0
 
     /// Reads the header of `data`; `nil` for SVG, PDF and unrecognised data, or when the header
     /// is truncated or invalid (zero dimensions included).
@@ -65,7 +69,8 @@ public struct ImageHeader: Sendable, Hashable {
     /// ``ImageDecodingOptions/firstFrameOnly``; a GIF, APNG or WebP animation delivered smaller than
     /// its canvas, every reduced frame and one frame's canvases (it is reduced frame by frame). A JPEG decoded smaller (a thumbnail, a scale-down
     /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
-    /// full frame (by the decoder's own N/8 rule). 0 when the options' pixel, frame or animation
+    /// full frame (by the decoder's own N/8 rule), and a progressive one its coefficient buffer
+    /// (``decoderWorkingBytes``). 0 when the options' pixel, frame or animation
     /// limits refuse the image (its decoder stops before allocating pixels).
     public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
         let frames = options.firstFrameOnly ? 1 : frameCount
@@ -76,7 +81,7 @@ public struct ImageHeader: Sendable, Hashable {
             !animation.overflow, frames == 1 || animation.partialValue <= options.maxAnimationBytes
         else { return 0 }
         let frame = decodedFrameSize(with: options)
-        return frame.width * frame.height * 4 * frames
+        return frame.width * frame.height * 4 * frames + decoderWorkingBytes
     }
 
     /// A GIF, APNG or WebP animation reduced frame by frame (``AnimatedImage``): the reduced frames and
@@ -214,12 +219,18 @@ private struct HeaderReader {
                 continue
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 guard let height = uint16BE(offset + 5), let width = uint16BE(offset + 7) else { return nil }
-                return ImageHeader(
+                var header = ImageHeader(
                     format: .jpeg,
                     size: PixelSize(width: width, height: height),
                     frameCount: 1,
                     orientation: orientation ?? .up
                 )
+                // Progressive frames (SOF2, SOF6, SOF10, SOF14) are decoded through a buffer of
+                // every coefficient.
+                if [0xC2, 0xC6, 0xCA, 0xCE].contains(marker) {
+                    header.decoderWorkingBytes = jpegCoefficientBytes(frame: offset, width: width, height: height)
+                }
+                return header
             case 0xD9, 0xDA:  // end of image or start of scan before any frame header
                 return nil
             default:
@@ -233,6 +244,25 @@ private struct HeaderReader {
             }
         }
         return nil
+    }
+
+    /// The size of libjpeg's whole-image coefficient buffer for the frame header at `frame`: per
+    /// component, its 8×8 blocks (rounded up to its sampling factors) of 64 two-byte coefficients.
+    private func jpegCoefficientBytes(frame: Int, width: Int, height: Int) -> Int {
+        guard let count = byte(frame + 9), count > 0 else { return 0 }
+        var factors: [(h: Int, v: Int)] = []
+        for index in 0..<count {
+            guard let packed = byte(frame + 11 + 3 * index) else { return 0 }
+            factors.append((max(packed >> 4, 1), max(packed & 15, 1)))
+        }
+        let maxH = factors.map(\.h).max() ?? 1
+        let maxV = factors.map(\.v).max() ?? 1
+        func roundUp(_ value: Int, _ multiple: Int) -> Int { (value + multiple - 1) / multiple * multiple }
+        return factors.reduce(0) { total, factor in
+            let columns = (width * factor.h + maxH * 8 - 1) / (maxH * 8)
+            let rows = (height * factor.v + maxV * 8 - 1) / (maxV * 8)
+            return total + roundUp(columns, factor.h) * roundUp(rows, factor.v) * 64 * 2
+        }
     }
 
     /// The orientation in an APP1 segment's `length` bytes at `start`, when they are EXIF (the

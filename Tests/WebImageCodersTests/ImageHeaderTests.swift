@@ -92,6 +92,24 @@ struct ImageHeaderTests {
         #expect(seen.count == 8, "every N/8 scale was reached: \(seen)")
     }
 
+    @Test("A progressive JPEG counts libjpeg's coefficient buffer, whatever the DCT scale; baseline counts none")
+    func progressiveWorkingMemory() throws {
+        let image = DecodedImage(bitmap: GeneratedImages.gradient(width: 1000, height: 600), format: .jpeg)
+        let progressive = try JPEGCoder().encode(image, as: .jpeg, options: .init(progressive: true))
+        let baseline = try JPEGCoder().encode(image, as: .jpeg, options: .init())
+        let header = try #require(ImageHeader(progressive))
+        // libjpeg's default 4:2:0: luma 125×75 blocks rounded up to its 2×2 sampling (126×76),
+        // each chroma plane 63×38; 64 coefficients of 2 bytes a block.
+        #expect(header.decoderWorkingBytes == (126 * 76 + 2 * 63 * 38) * 128)
+        #expect(try #require(ImageHeader(baseline)).decoderWorkingBytes == 0)
+        var thumbnail = ImageDecodingOptions()
+        thumbnail.thumbnailPixelSize = PixelSize(width: 100, height: 60)
+        let scaled = header.decodedFrameSize(with: thumbnail)
+        #expect(scaled == PixelSize(width: 125, height: 75), "the 1/8 DCT scale")
+        #expect(header.decodedByteCount(with: thumbnail) == 125 * 75 * 4 + header.decoderWorkingBytes)
+        #expect(header.decodedByteCount(with: .init()) == 1000 * 600 * 4 + header.decoderWorkingBytes)
+    }
+
     static func littleEndian(_ value: Int, _ bytes: Int) -> [UInt8] {
         (0..<bytes).map { UInt8(value >> (8 * $0) & 0xFF) }
     }

@@ -77,7 +77,8 @@ struct ProgressiveTests {
             "/p.jpg",
             .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(5)))
         )
-        let budget = DecodingMemoryBudget(limit: 160 * 120 * 4)
+        // Room for one decode exactly: the pixels and the progressive file's coefficient buffer.
+        let budget = DecodingMemoryBudget(limit: try #require(ImageHeader(jpeg)).decodedByteCount(with: .init()))
         let held = try #require(budget.reserveIfAvailable(1))
         var context = ImageContext()
         context.decodingMemoryBudget = budget
