@@ -253,7 +253,9 @@ struct FetchCommandTests {
         #expect(keptImage.colorProfile?.data == ColorProfile.displayP3.data)
         #expect(keptImage.bitmap.pixels == stored.bitmap.pixels)
         let badColor = try await CLIRunner.runDetached(["fetch", "--color", "cmyk", "-o", keptFile.path, p3])
-        #expect(badColor.status == 2 && badColor.stderr.contains("--color 'cmyk' is not one of srgb, srgb-bpc, keep, ignore"))
+        #expect(
+            badColor.status == 2 && badColor.stderr.contains("--color 'cmyk' is not one of srgb, srgb-bpc, keep, ignore")
+        )
     }
 
     @Test(
