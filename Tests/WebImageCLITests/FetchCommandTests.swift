@@ -253,9 +253,8 @@ struct FetchCommandTests {
         #expect(keptImage.colorProfile?.data == ColorProfile.displayP3.data)
         #expect(keptImage.bitmap.pixels == stored.bitmap.pixels)
         let badColor = try await CLIRunner.runDetached(["fetch", "--color", "cmyk", "-o", keptFile.path, p3])
-        #expect(
-            badColor.status == 2 && badColor.stderr.contains("--color 'cmyk' is not one of srgb, srgb-bpc, keep, ignore")
-        )
+        let usage = "--color 'cmyk' is not one of srgb, srgb-bpc, keep, ignore"
+        #expect(badColor.status == 2 && badColor.stderr.contains(usage))
     }
 
     @Test(
