@@ -13,6 +13,10 @@ public struct ImageContext: Sendable {
     public var priority: ImagePriority?
     /// Changes the request before it is sent, or returns `nil` to cancel the load.
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
+    /// This load's cache key for its URL (SDWebImage's context `cacheKeyFilter`), in place of
+    /// the manager's ``ImageManager/Configuration/cacheKeyFilter``; the thumbnail, colour policy
+    /// and transformer are still added to it. Default `nil`: the manager's, else the URL.
+    public var cacheKeyFilter: (@Sendable (URL) -> String)?
     /// What decodes do with an embedded colour profile (default: convert to sRGB). Another
     /// policy gives a derived image, cached under its own key.
     public var colorPolicy: ColorPolicy = .convertToSRGB

@@ -129,10 +129,12 @@ public final class ImageCache: ImageCaching {
             let disk = diskCache
             let queue = writeQueue
             let logger = configuration.logger
+            let memory = memoryCache
             cleanupTask = Task.detached(priority: .background) {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
                     if Task.isCancelled { break }
+                    memory.removeIdleImages()
                     queue.async {
                         let result = disk.removeExpiredEntries()
                         logger.debug(
@@ -459,8 +461,10 @@ public final class ImageCache: ImageCaching {
         }
     }
 
+    /// Drops memory images idle past ``MemoryCache/Limits/maxIdleAge``, then
     /// ``deleteOldFiles(completion:)`` without its figures.
     public func removeExpired(completion: @escaping @Sendable () -> Void) {
+        memoryCache.removeIdleImages()
         deleteOldFiles { _ in completion() }
     }
 

@@ -157,9 +157,11 @@ enum MemoryCacheShard {
 
         /// The image for `key`, marked most recently used; an expired entry is removed instead
         /// (a weakly held one too) and the lookup misses.
-        mutating func lookUp(_ key: Key) -> (DecodedImage?, Change) {
+        mutating func lookUp(_ key: Key, idleBefore cutoff: UInt64 = 0) -> (DecodedImage?, Change) {
             if let slot = index[key] {
-                guard !Self.hasExpired(nodes[slot].expiry) else { return (nil, remove(key).1) }
+                guard !Self.hasExpired(nodes[slot].expiry), nodes[slot].stamp >= cutoff else {
+                    return (nil, remove(key).1)
+                }
                 touch(slot)
                 return (nodes[slot].image, .none)
             }
@@ -218,6 +220,21 @@ enum MemoryCacheShard {
             nodes[slot].key = Key("")
             free.append(slot)
             return image
+        }
+
+        /// Removes the entries last used before `cutoff` (monotonic nanoseconds; 0 removes none),
+        /// least recently used first: they are gone, not kept weakly.
+        mutating func removeIdle(before cutoff: UInt64) -> Change {
+            var change = Change.none
+            while oldest >= 0, nodes[oldest].stamp < cutoff {
+                let slot = oldest
+                change.cost -= nodes[slot].cost
+                change.count -= 1
+                index[nodes[slot].key] = nil
+                evicted[nodes[slot].key] = nil
+                _ = release(slot)
+            }
+            return change
         }
 
         /// Evicts the least recently used entry (kept weakly when that is on).

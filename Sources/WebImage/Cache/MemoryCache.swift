@@ -29,13 +29,32 @@ public final class MemoryCache: Sendable {
         public var costAfterPurge: Int
         /// The most images held. Default: no limit.
         public var countLimit: Int
+        /// How long an image may go unused before it is dropped (Kingfisher's memory
+        /// expiration; SDWebImage's seed text: what was not used in the last 30 minutes). A lookup
+        /// of an idle image misses and removes it; stores and ``MemoryCache/removeIdleImages()``
+        /// free the rest. `nil` (default): no age limit.
+        public var maxIdleAge: Duration?
 
         /// Limits; `nil` takes the defaults documented on each property.
-        public init(costLimit: Int? = nil, costAfterPurge: Int? = nil, countLimit: Int = .max) {
+        public init(
+            costLimit: Int? = nil,
+            costAfterPurge: Int? = nil,
+            countLimit: Int = .max,
+            maxIdleAge: Duration? = nil
+        ) {
             let limit = costLimit ?? Self.defaultCostLimit
             self.costLimit = max(0, limit)
             self.costAfterPurge = min(max(0, costAfterPurge ?? limit / 10 * 6), max(0, limit))
             self.countLimit = max(0, countLimit)
+            self.maxIdleAge = maxIdleAge.map { max($0, .zero) }
+        }
+
+        /// ``maxIdleAge`` in nanoseconds; 0 when there is none.
+        var maxIdleNanoseconds: UInt64 {
+            guard let maxIdleAge else { return 0 }
+            let (seconds, attoseconds) = maxIdleAge.components
+            let nanoseconds = Double(seconds) * 1e9 + Double(attoseconds) / 1e9
+            return nanoseconds >= Double(UInt64.max / 2) ? UInt64.max / 2 : max(1, UInt64(nanoseconds))
         }
 
         /// A quarter of ``SystemMemory/limit`` (the cgroup's limit when lower than RAM), at most 1 GiB.
@@ -50,6 +69,8 @@ public final class MemoryCache: Sendable {
     private let shardMask: Int
     private let keepsEvicted: Bool
     private let currentLimits: Protected<Limits>
+    /// ``Limits/maxIdleAge`` in nanoseconds (0: none), read by every lookup without a lock.
+    private let maxIdleNanoseconds = Atomic<UInt64>(0)
     /// The shards' totals, kept beside them so limits are checked without visiting each shard.
     private let totalCostCounter = Atomic<Int>(0)
     private let countCounter = Atomic<Int>(0)
@@ -61,6 +82,7 @@ public final class MemoryCache: Sendable {
     /// A cache with `limits`; `keepsEvictedImagesInUse` turns the weak map on (default).
     public init(limits: Limits = Limits(), keepsEvictedImagesInUse: Bool = true) {
         currentLimits = Protected(limits)
+        maxIdleNanoseconds.store(limits.maxIdleNanoseconds, ordering: .relaxed)
         keepsEvicted = keepsEvictedImagesInUse
         shards = MemoryCacheShards(count: Self.shardCount, keepsEvicted: keepsEvictedImagesInUse)
         shardMask = Self.shardCount - 1
@@ -76,15 +98,18 @@ public final class MemoryCache: Sendable {
         get { currentLimits.withLock { $0 } }
         set {
             currentLimits.withLock { $0 = newValue }
+            maxIdleNanoseconds.store(newValue.maxIdleNanoseconds, ordering: .relaxed)
             purgeIfNeeded()
         }
     }
 
     /// The image for `key`, marking it most recently used; an evicted image still held elsewhere
-    /// is put back. An image past its expiry is removed, and the lookup misses.
+    /// is put back. An image past its expiry, or idle longer than ``Limits/maxIdleAge``, is
+    /// removed, and the lookup misses.
     public func image(forKey key: String) -> DecodedImage? {
         let key = MemoryCacheShard.Key(key)
-        let (image, change) = shards.withLock(shard(for: key)) { $0.lookUp(key) }
+        let cutoff = idleCutoff()
+        let (image, change) = shards.withLock(shard(for: key)) { $0.lookUp(key, idleBefore: cutoff) }
         if change != .none { apply(change) }
         return image
     }
@@ -108,7 +133,32 @@ public final class MemoryCache: Sendable {
         }
         let key = MemoryCacheShard.Key(key)
         let expiry = expiresAt?.timeIntervalSince1970 ?? .infinity
-        apply(shards.withLock(shard(for: key)) { $0.insert(image, cost: cost, expiry: expiry, forKey: key) })
+        let cutoff = idleCutoff()
+        apply(
+            shards.withLock(shard(for: key)) { store in
+                let inserted = store.insert(image, cost: cost, expiry: expiry, forKey: key)
+                let idle = store.removeIdle(before: cutoff)
+                return MemoryCacheShard.Change(cost: inserted.cost + idle.cost, count: inserted.count + idle.count)
+            }
+        )
+    }
+
+    /// Removes every image idle longer than ``Limits/maxIdleAge`` (none without one): what
+    /// ``ImageCache/removeExpired(completion:)`` and its cleanup timer call.
+    public func removeIdleImages() {
+        let cutoff = idleCutoff()
+        guard cutoff > 0 else { return }
+        for shard in 0..<shards.count {
+            apply(shards.withLock(shard) { $0.removeIdle(before: cutoff) }, purges: false)
+        }
+    }
+
+    /// Last uses before this monotonic instant are too old; 0 without an age limit.
+    private func idleCutoff() -> UInt64 {
+        let age = maxIdleNanoseconds.load(ordering: .relaxed)
+        guard age > 0 else { return 0 }
+        let now = monotonicNanoseconds()
+        return now > age ? now - age : 0
     }
 
     /// Removes and returns the image for `key`.

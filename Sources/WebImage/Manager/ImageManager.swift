@@ -136,7 +136,8 @@ public final class ImageManager: Sendable {
 
     // MARK: Keys and state
 
-    /// The cache key for `url`: ``cacheKeyFilter`` or the absolute URL, then the thumbnail size,
+    /// The cache key for `url`: the context's ``ImageContext/cacheKeyFilter``, the manager's
+    /// ``Configuration/cacheKeyFilter`` or the absolute URL, then the thumbnail size,
     /// a colour policy other than the default and the transformers' keys when the context has
     /// them (``ImageCacheKey/rawValue``).
     public func cacheKey(for url: URL?, context: ImageContext? = nil) -> String {
@@ -147,7 +148,7 @@ public final class ImageManager: Sendable {
     /// The typed cache key for `url` with `context`'s thumbnail, colour policy and transformer.
     public func imageCacheKey(for url: URL, context: ImageContext? = nil) -> ImageCacheKey {
         ImageCacheKey(
-            source: configuration.cacheKeyFilter?(url) ?? url.absoluteString,
+            source: (context?.cacheKeyFilter ?? configuration.cacheKeyFilter)?(url) ?? url.absoluteString,
             thumbnail: context?.thumbnailPixelSize,
             colorPolicy: context?.colorPolicy ?? .convertToSRGB,
             transformerKeys: context?.transformer.map(ImageCacheKey.keys(of:)) ?? []

@@ -29,6 +29,37 @@ struct MemoryCacheTests {
         #expect(!cache.contains("k2"))
     }
 
+    @Test("maxIdleAge: an image unused for longer misses and is freed; one in use stays; off by default")
+    func idleAge() async throws {
+        // The image dropped idles 400 ms at least; the ones kept are looked up well inside a minute.
+        let short = MemoryCache(limits: .init(costLimit: 1 << 20, maxIdleAge: .milliseconds(200)))
+        let long = MemoryCache(limits: .init(costLimit: 1 << 20, maxIdleAge: .seconds(60)))
+        let unlimited = MemoryCache(limits: .init(costLimit: 1 << 20))
+        #expect(unlimited.limits.maxIdleAge == nil)
+        for cache in [short, long, unlimited] {
+            for key in ["idle", "stale", "swept"] { cache.setImage(costImage(10), forKey: key) }
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(short.image(forKey: "idle") == nil, "idle past its age: a miss")
+        #expect(!short.contains("idle"), "and removed")
+        #expect(short.count == 2 && short.totalCost == 80)
+        short.setImage(costImage(10), forKey: "fresh")  // a store frees its shard's idle entries
+        short.removeIdleImages()
+        #expect(short.count == 1 && short.totalCost == 40 && short.keysByRecency == ["fresh"])
+        for key in ["idle", "stale", "swept"] {
+            #expect(long.image(forKey: key) != nil, "\(key) within its age")
+            #expect(unlimited.image(forKey: key) != nil, "\(key) without an age limit")
+        }
+        long.removeIdleImages()
+        #expect(long.count == 3)
+        // Lowering the limit applies to what is already stored.
+        try await Task.sleep(for: .milliseconds(50))
+        long.limits.maxIdleAge = .milliseconds(1)
+        try await Task.sleep(for: .milliseconds(50))
+        long.removeIdleImages()
+        #expect(long.count == 0 && long.totalCost == 0)
+    }
+
     @Test("An image over the whole cost limit is not kept, not even weakly, and drops the key's older image")
     func oversizedImage() {
         let cache = MemoryCache(limits: .init(costLimit: 1000))

@@ -404,6 +404,33 @@ struct ImageManagerTests {
         await origin.stop()
     }
 
+    @Test("A load's own cache key filter wins over the manager's: two query strings share one entry")
+    func perLoadCacheKeyFilter() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/k.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        var configuration = ImageManager.Configuration()
+        configuration.cacheKeyFilter = { "manager:" + $0.absoluteString }
+        let fixture = try ManagerFixture(configuration: configuration)
+        defer { fixture.folder.remove() }
+        var context = ImageContext()
+        context.cacheKeyFilter = { "load:" + $0.path }
+        let signed = origin.url("/k.png?signature=1")
+        let resigned = origin.url("/k.png?signature=2")
+        #expect(fixture.manager.cacheKey(for: signed, context: context) == "load:/k.png")
+        #expect(fixture.manager.cacheKey(for: signed) == "manager:" + signed.absoluteString)
+        let first = try await fixture.manager.loadImage(with: signed, context: context)
+        let second = try await fixture.manager.loadImage(with: resigned, context: context)
+        #expect(first.cacheType == .none && second.cacheType == .memory, "the second URL found the first's entry")
+        #expect(origin.requestCount(for: "/k.png") == 1)
+        #expect(fixture.cache.imageFromMemoryCache(forKey: "load:/k.png") != nil)
+        // Without the context, the manager's filter: another key, so another download.
+        let third = try await fixture.manager.loadImage(with: resigned)
+        #expect(third.cacheType == .none)
+        #expect(origin.requestCount(for: "/k.png") == 2)
+        await fixture.settle()
+        await origin.stop()
+    }
+
     @Test("Hooks: cache key filter, should-download, transform before caching, cache serializer, saveImageToCache")
     func hooks() async throws {
         let origin = try await OriginServer.start()
