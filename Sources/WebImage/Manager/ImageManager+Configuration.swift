@@ -26,6 +26,10 @@ extension ImageManager {
         /// Transforms each downloaded image before it is cached (animated images only with
         /// ``ImageOptions/transformAnimatedImage``). Default `nil`: ask the ``delegate``, else none.
         public var transformDownloadedImage: (@Sendable (DecodedImage, URL) -> DecodedImage?)?
+        /// Whether a loaded image is kept in the cache at all (AFImageDownloader's and
+        /// AFAutoPurgingImageCache's `shouldCacheImage`); `false` delivers it and stores nothing,
+        /// in memory or on disk. Default `nil`: every image is cached as the options say.
+        public var shouldCacheImage: (@Sendable (DecodedImage, URL) -> Bool)?
         /// Where completions and progress run; `nil` (default) runs them on the producing thread.
         public var callbackQueue: DispatchQueue?
         /// Receives each load's outcome at `.debug` and blacklisted URLs at `.notice`. Default: none.

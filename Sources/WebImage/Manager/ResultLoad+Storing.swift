@@ -106,11 +106,17 @@ extension ResultLoad {
         if !waits { broadcast(.image(result, final: true)) }
     }
 
-    /// Where the image may be kept: nowhere for a response that says `no-store` or `Vary: *`;
-    /// memory only for `cacheMemoryOnly` and what its loader keeps off disk (a `data:` URL's
-    /// bytes); else the context's store type.
+    /// Where the image may be kept: nowhere for a response that says `no-store` or `Vary: *`, or
+    /// an image ``ImageManager/Configuration/shouldCacheImage`` declines; memory only for
+    /// `cacheMemoryOnly` and what its loader keeps off disk (a `data:` URL's bytes); else the
+    /// context's store type.
     private func storeType(for loaded: Loaded) -> ImageCacheType {
         if loaded.metadata.freshness?.isStorable == false { return .none }
+        if let shouldCache = inputs.configuration.shouldCacheImage, let image = loaded.image,
+            !shouldCache(image, url)
+        {
+            return .none
+        }
         let storeType = inputs.context.storeCacheType
         let memoryOnly =
             inputs.options.contains(.cacheMemoryOnly) || !inputs.loader.storesOnDisk(url)

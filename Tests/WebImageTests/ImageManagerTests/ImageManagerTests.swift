@@ -404,6 +404,39 @@ struct ImageManagerTests {
         await origin.stop()
     }
 
+    @Test("shouldCacheImage: a declined image is delivered and stored nowhere; an accepted one is cached")
+    func shouldCacheImage() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/keep.png", .data(ManagerImages.redPNG, contentType: "image/png"))
+        origin.setRoute("/skip.png", .data(ManagerImages.bluePNG, contentType: "image/png"))
+        let asked = Locked<[String]>([])
+        var configuration = ImageManager.Configuration()
+        configuration.shouldCacheImage = { image, url in
+            asked.withLock { $0.append(url.path) }
+            return image.bitmap[0, 0].r == 255  // red is kept, blue is not
+        }
+        let fixture = try ManagerFixture(configuration: configuration)
+        defer { fixture.folder.remove() }
+        for path in ["/keep.png", "/skip.png"] {
+            let result = try await fixture.manager.loadImage(with: origin.url(path))
+            #expect(result.image != nil && result.cacheType == .none, "\(path) delivered from the network")
+        }
+        await fixture.settle()
+        #expect(asked.value.sorted() == ["/keep.png", "/skip.png"])
+        let keepKey = fixture.manager.cacheKey(for: origin.url("/keep.png"))
+        let skipKey = fixture.manager.cacheKey(for: origin.url("/skip.png"))
+        #expect(fixture.cache.imageFromMemoryCache(forKey: keepKey) != nil)
+        #expect(fixture.cache.diskImageData(forKey: keepKey) != nil)
+        #expect(fixture.cache.imageFromMemoryCache(forKey: skipKey) == nil)
+        #expect(fixture.cache.diskImageData(forKey: skipKey) == nil)
+        // Loaded again: the kept one from memory, the declined one from the network.
+        #expect(try await fixture.manager.loadImage(with: origin.url("/keep.png")).cacheType == .memory)
+        #expect(try await fixture.manager.loadImage(with: origin.url("/skip.png")).cacheType == .none)
+        #expect(origin.requestCount(for: "/keep.png") == 1 && origin.requestCount(for: "/skip.png") == 2)
+        await fixture.settle()
+        await origin.stop()
+    }
+
     @Test("A load's own cache key filter wins over the manager's: two query strings share one entry")
     func perLoadCacheKeyFilter() async throws {
         let origin = try await OriginServer.start()
