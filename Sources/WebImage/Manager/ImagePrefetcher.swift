@@ -47,6 +47,18 @@ public final class ImagePrefetcher: Sendable {
 
     private let settings = Protected(Settings())
     private let tokens = Protected<Set<ImagePrefetchToken>>([])
+    private let delegateReference = Protected(WeakDelegate())
+
+    private struct WeakDelegate {
+        weak var delegate: (any ImagePrefetcherDelegate)?
+    }
+
+    /// Told of each URL as it ends and of each prefetch's end (SDWebImagePrefetcherDelegate);
+    /// held weakly. Called on the loads' threads, never with one of the prefetcher's locks held.
+    public var delegate: (any ImagePrefetcherDelegate)? {
+        get { delegateReference.withLock { $0.delegate } }
+        set { delegateReference.withLock { $0.delegate = newValue } }
+    }
 
     /// A prefetcher loading through `manager`.
     public init(manager: ImageManager) { self.manager = manager }
@@ -89,10 +101,21 @@ public final class ImagePrefetcher: Sendable {
             options: (options ?? settings.options).union(.waitStoreCache),
             context: context ?? settings.context,
             maxConcurrent: settings.maxConcurrent,
-            progress: progress
+            progress: { [weak self] url, counts in
+                progress?(counts.finished, counts.total)
+                guard let self, let delegate else { return }
+                delegate.imagePrefetcher(
+                    self,
+                    didPrefetchURL: url,
+                    finishedCount: counts.finished,
+                    totalCount: counts.total
+                )
+            }
         ) { [weak self] token, counts in
             _ = self?.tokens.withLock { $0.remove(token) }
             completed?(counts.finished, counts.failed)
+            guard let self, let delegate else { return }
+            delegate.imagePrefetcher(self, didFinishWithTotalCount: counts.total, skippedCount: counts.failed)
         }
         tokens.withLock { _ = $0.insert(token) }
         token.begin()
@@ -140,7 +163,8 @@ public final class ImagePrefetchToken: Sendable, Hashable {
     private let options: ImageOptions
     private let context: ImageContext?
     private let maxConcurrent: Int
-    private let progress: (@Sendable (Int, Int) -> Void)?
+    /// After each URL ends: the URL and the counts then.
+    private let progress: @Sendable (URL?, ImagePrefetcher.Progress) -> Void
     private let completion: @Sendable (ImagePrefetchToken, ImagePrefetcher.Progress) -> Void
     private let state: Protected<State>
 
@@ -150,7 +174,7 @@ public final class ImagePrefetchToken: Sendable, Hashable {
         options: ImageOptions,
         context: ImageContext?,
         maxConcurrent: Int,
-        progress: (@Sendable (Int, Int) -> Void)?,
+        progress: @escaping @Sendable (URL?, ImagePrefetcher.Progress) -> Void,
         completion: @escaping @Sendable (ImagePrefetchToken, ImagePrefetcher.Progress) -> Void
     ) {
         self.urls = urls
@@ -186,6 +210,7 @@ public final class ImagePrefetchToken: Sendable, Hashable {
 
     private func startNext() {
         let index = state.withLock { state -> Int? in
+            while state.next < urls.count && state.done.contains(state.next) { state.next += 1 }  // cancelled
             guard !state.ended, state.next < urls.count else { return nil }
             defer { state.next += 1 }
             return state.next
@@ -206,7 +231,7 @@ public final class ImagePrefetchToken: Sendable, Hashable {
                 return state.counts
             }
             guard let counts else { return }
-            progress?(counts.finished, counts.total)
+            progress(urls[index], counts)
             if counts.finished == counts.total { end() } else { startNext() }
         }
         state.withLock { state in
@@ -222,6 +247,31 @@ public final class ImagePrefetchToken: Sendable, Hashable {
         }
         end()
         for operation in running { operation.cancel() }
+    }
+
+    /// Stops prefetching `url`, at every place it has in the list (Nuke's
+    /// `stopPrefetching(with:)`): a running load is cancelled and a waiting one never starts; each
+    /// counts as finished and failed with ``WebImageError/Code/cancelled``, and the rest go on.
+    public func cancel(_ url: URL) {
+        let (operations, ended) = state.withLock {
+            state -> ([ImageLoadOperation], [ImagePrefetcher.Progress]) in
+            guard !state.ended else { return ([], []) }
+            var operations: [ImageLoadOperation] = []
+            var ended: [ImagePrefetcher.Progress] = []
+            for index in urls.indices where urls[index] == url && state.done.insert(index).inserted {
+                if let operation = state.running.removeValue(forKey: index) { operations.append(operation) }
+                state.counts.finished += 1
+                state.counts.failed += 1
+                state.failures.append(ImagePrefetcher.Failure(index: index, url: url, error: .cancelled(url)))
+                ended.append(state.counts)
+            }
+            return (operations, ended)
+        }
+        for operation in operations { operation.cancel() }
+        for counts in ended { progress(url, counts) }
+        guard let last = ended.last else { return }
+        if last.finished == last.total { return end() }
+        for _ in operations { startNext() }  // their places go to the URLs waiting
     }
 
     private func end() {
@@ -240,4 +290,29 @@ public final class ImagePrefetchToken: Sendable, Hashable {
 
     public static func == (lhs: ImagePrefetchToken, rhs: ImagePrefetchToken) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+/// What an ``ImagePrefetcher`` tells its ``ImagePrefetcher/delegate``
+/// (SDWebImagePrefetcherDelegate); both methods have empty defaults. Called on the loads'
+/// threads, never with one of the prefetcher's locks held.
+public protocol ImagePrefetcherDelegate: AnyObject, Sendable {
+    /// `url` ended (loaded, found in the cache, failed or cancelled): `finishedCount` of the
+    /// prefetch's `totalCount` URLs are done.
+    func imagePrefetcher(_ prefetcher: ImagePrefetcher, didPrefetchURL url: URL?, finishedCount: Int, totalCount: Int)
+    /// A prefetch ended, every URL done or the prefetch cancelled; `skippedCount` failed.
+    func imagePrefetcher(_ prefetcher: ImagePrefetcher, didFinishWithTotalCount totalCount: Int, skippedCount: Int)
+}
+
+extension ImagePrefetcherDelegate {
+    public func imagePrefetcher(
+        _ prefetcher: ImagePrefetcher,
+        didPrefetchURL url: URL?,
+        finishedCount: Int,
+        totalCount: Int
+    ) {}
+    public func imagePrefetcher(
+        _ prefetcher: ImagePrefetcher,
+        didFinishWithTotalCount totalCount: Int,
+        skippedCount: Int
+    ) {}
 }

@@ -76,6 +76,66 @@ struct PrefetchAndTargetTests {
         await origin.stop()
     }
 
+    /// Records what an ``ImagePrefetcherDelegate`` hears.
+    final class PrefetchEvents: ImagePrefetcherDelegate {
+        let urls = Locked<[(path: String, finished: Int, total: Int)]>([])
+        let ends = Locked<[(total: Int, skipped: Int)]>([])
+
+        func imagePrefetcher(
+            _ prefetcher: ImagePrefetcher,
+            didPrefetchURL url: URL?,
+            finishedCount: Int,
+            totalCount: Int
+        ) {
+            urls.withLock { $0.append((url?.path ?? "nil", finishedCount, totalCount)) }
+        }
+
+        func imagePrefetcher(_ prefetcher: ImagePrefetcher, didFinishWithTotalCount totalCount: Int, skippedCount: Int)
+        {
+            ends.withLock { $0.append((totalCount, skippedCount)) }
+        }
+    }
+
+    @Test(
+        "One URL cancelled: its running load stops, a waiting one never starts, the rest finish; the delegate hears each"
+    )
+    func cancelOneURL() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        let gate = OriginGate()
+        origin.setRoute("/held.png", .data(ManagerImages.redPNG, contentType: "image/png", behavior: .init(gate: gate)))
+        for path in ["/first.png", "/after.png", "/waiting.png"] {
+            origin.setRoute(path, .data(ManagerImages.redPNG, contentType: "image/png"))
+        }
+        let prefetcher = ImagePrefetcher(manager: fixture.manager)
+        prefetcher.maxConcurrentPrefetchCount = 1
+        let events = PrefetchEvents()
+        prefetcher.delegate = events
+        let urls = ["/first.png", "/held.png", "/waiting.png", "/after.png"].map { origin.url($0) }
+        let done = Locked<Bool>(false)
+        let token = prefetcher.prefetchURLs(urls, completed: { _, _ in done.withLock { $0 = true } })
+        // One at a time: /held.png is running (its response held), the two behind it wait.
+        await DownloaderFixtures.wait { origin.requestCount(for: "/held.png") == 1 }
+        token.cancel(urls[2])
+        token.cancel(urls[1])
+        await DownloaderFixtures.wait { done.value }
+        gate.open()
+        #expect(done.value)
+        #expect(token.counts.finished == 4 && token.counts.failed == 2)
+        #expect(token.failures.map(\.url?.path).sorted { ($0 ?? "") < ($1 ?? "") } == ["/held.png", "/waiting.png"])
+        #expect(token.failures.allSatisfy { $0.error.code == .cancelled })
+        #expect(origin.requestCount(for: "/waiting.png") == 0, "a cancelled URL that had not started never starts")
+        #expect(origin.requestCount(for: "/after.png") == 1, "the URLs behind the cancelled ones still load")
+        let heard = events.urls.value
+        #expect(heard.map(\.finished) == [1, 2, 3, 4] && heard.allSatisfy { $0.total == 4 })
+        #expect(Set(heard.map(\.path)) == ["/first.png", "/held.png", "/waiting.png", "/after.png"])
+        #expect(
+            events.ends.value.count == 1 && events.ends.value.first?.total == 4 && events.ends.value.first?.skipped == 2
+        )
+        await origin.stop()
+    }
+
     @Test("A target loading A then B at once ends showing B, never A")
     func targetReuse() async throws {
         let fixture = try ManagerFixture()
