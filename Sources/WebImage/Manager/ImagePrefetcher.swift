@@ -95,22 +95,23 @@ public final class ImagePrefetcher: Sendable {
         completed: (@Sendable (Int, Int) -> Void)? = nil
     ) -> ImagePrefetchToken {
         let settings = settings.withLock { $0 }
+        let urlEnded: @Sendable (URL?, Progress) -> Void = { [weak self] url, counts in
+            progress?(counts.finished, counts.total)
+            guard let self, let delegate else { return }
+            delegate.imagePrefetcher(
+                self,
+                didPrefetchURL: url,
+                finishedCount: counts.finished,
+                totalCount: counts.total
+            )
+        }
         let token = ImagePrefetchToken(
             urls: urls,
             manager: manager,
             options: (options ?? settings.options).union(.waitStoreCache),
             context: context ?? settings.context,
             maxConcurrent: settings.maxConcurrent,
-            progress: { [weak self] url, counts in
-                progress?(counts.finished, counts.total)
-                guard let self, let delegate else { return }
-                delegate.imagePrefetcher(
-                    self,
-                    didPrefetchURL: url,
-                    finishedCount: counts.finished,
-                    totalCount: counts.total
-                )
-            }
+            progress: urlEnded
         ) { [weak self] token, counts in
             _ = self?.tokens.withLock { $0.remove(token) }
             completed?(counts.finished, counts.failed)
