@@ -7,7 +7,9 @@
 // from lcms's own curves and colorants, and `wi_matrix_shaper_create` compares the result
 // with lcms's on a grid of inputs before it is used.
 // Who owns what: a `wi_matrix_shaper` and its encode table are malloc'ed here and freed by
-// `wi_matrix_shaper_destroy`; profiles and transforms passed in stay the caller's.
+// `wi_matrix_shaper_destroy` (on every failed build path too); profiles and transforms passed in
+// stay the caller's; tone curves and colorants from `cmsReadTag` belong to their profile (never
+// freed here); the reversed curve from `cmsReverseToneCurve` is ours, freed before returning.
 
 #include "color_internal.h"
 

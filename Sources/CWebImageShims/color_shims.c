@@ -4,7 +4,8 @@
 // (CMYK, profiles with look-up tables, black-point compensation asked for) through lcms itself.
 // Who owns what: profiles opened here are closed here on every path (`cmsCloseProfile` right
 // after the transform is built, which keeps what it needs); a `wi_color_transform` is the
-// caller's, freed with `wi_color_transform_destroy` (which frees whichever path it holds);
+// caller's, freed with `wi_color_transform_destroy` (which frees whichever path it holds: the
+// lcms transform, the matrix-shaper tables, or the malloc'ed gray table);
 // profile bytes saved by `wi_save_profile` are malloc'ed and the caller's. Pixels are
 // transformed in the caller's buffer.
 
