@@ -106,6 +106,10 @@ extension HTTPSession {
         /// `completionGroup.wait()` or `notify` follows the handlers of the tasks started so far.
         /// Default `nil`.
         public var completionGroup: DispatchGroup?
+        /// The ``HTTPSessionTask/taskDescription`` every new task starts with
+        /// (AFURLSessionManager's `taskDescriptionForSessionTasks`): a way to tell this session's
+        /// tasks apart in the task notifications. Default `nil`.
+        public var taskDescription: String?
 
         public init() {}
 

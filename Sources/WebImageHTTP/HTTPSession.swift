@@ -166,20 +166,11 @@ public final class HTTPSession: Sendable {
             runner: { [self] task in await run(task, delegate: delegate, collect: body) },
             onFinish: { task, error in
                 let data = body.take()
-                if let delegate {
-                    delegate.task(
-                        task,
-                        didCompleteWith: error,
-                        metrics: body.metrics
-                            ?? .init(
-                                startDate: Date(),
-                                duration: .zero,
-                                redirectCount: 0,
-                                bytesReceived: 0,
-                                bytesSent: 0
-                            )
-                    )
-                }
+                let metrics =
+                    body.metrics
+                    ?? .init(startDate: Date(), duration: .zero, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+                delegate?.task(task, didCompleteWith: error, metrics: metrics)
+                task.postCompletion(error: error, metrics: metrics, body: data)
                 guard let completion else { return }
                 Self.deliver(delivery, by: configuration) { completion(data, task.response, error) }
             }
@@ -269,6 +260,11 @@ public final class HTTPSession: Sendable {
                         )
                 }
                 delegate?.task(task, didCompleteWith: outcome, metrics: sink.metrics ?? .empty)
+                task.postCompletion(
+                    error: outcome,
+                    metrics: sink.metrics ?? .empty,
+                    file: outcome == nil ? destination : nil
+                )
                 guard let completion else { return }
                 let error = outcome
                 Self.deliver(delivery, by: configuration) {

@@ -79,3 +79,95 @@ struct CompletionQueueTests {
         await context.finish()
     }
 }
+
+/// AFNetworking's task notifications and `taskDescriptionForSessionTasks`.
+@Suite("HTTPSession task notifications and descriptions", .timeLimit(.minutes(1)))
+struct TaskNotificationTests {
+    /// What one notification said.
+    struct Seen: Sendable {
+        var name: Notification.Name
+        var body: Data?
+        var status: Int?
+        var bytesReceived: Int64?
+        var error: HTTPSessionError?
+        var file: URL?
+    }
+
+    /// Every notification about `task`, in order.
+    final class Observer {
+        let seen = Locked<[Seen]>([])
+        private var tokens: [any NSObjectProtocol] = []
+
+        init(_ task: HTTPSessionTask) {
+            let names = [
+                HTTPSessionTask.didResumeNotification, HTTPSessionTask.didSuspendNotification,
+                HTTPSessionTask.didCompleteNotification,
+            ]
+            for name in names {
+                let token = NotificationCenter.default.addObserver(forName: name, object: task, queue: nil) {
+                    [seen] note in
+                    typealias Key = HTTPSessionTask.NotificationKey
+                    let info = note.userInfo ?? [:]
+                    let entry = Seen(
+                        name: note.name,
+                        body: info[Key.responseData] as? Data,
+                        status: (info[Key.response] as? HTTPSession.Response)?.statusCode,
+                        bytesReceived: (info[Key.metrics] as? HTTPTaskMetrics)?.bytesReceived,
+                        error: info[Key.error] as? HTTPSessionError,
+                        file: info[Key.downloadedFile] as? URL
+                    )
+                    seen.withLock { $0.append(entry) }
+                }
+                tokens.append(token)
+            }
+        }
+
+        func stop() { for token in tokens { NotificationCenter.default.removeObserver(token) } }
+    }
+
+    @Test(
+        "Resume, suspend and completion are posted with the body, response, metrics or error; descriptions label tasks"
+    )
+    func notifications() async throws {
+        var configuration = HTTPSession.Configuration()
+        configuration.taskDescription = "avatars"
+        let context = try await HTTPTestContext.make(configuration: configuration)
+        context.origin.setRoute("/n", .data(Data("body".utf8), contentType: "text/plain"))
+        let task = context.session.dataTask(with: .init(url: context.origin.url("/n")))
+        #expect(task.taskDescription == "avatars")
+        task.taskDescription = "avatar 1"
+        #expect(task.taskDescription == "avatar 1")
+        let observer = Observer(task)
+        defer { observer.stop() }
+        let events = task.events
+        task.resume()
+        for await _ in events {}
+        let seen = observer.seen.value
+        #expect(seen.map(\.name) == [HTTPSessionTask.didResumeNotification, HTTPSessionTask.didCompleteNotification])
+        let completion = seen.last
+        #expect(completion?.body == Data("body".utf8))
+        #expect(completion?.status == 200)
+        #expect(completion?.bytesReceived == 4)
+        #expect(completion?.error == nil)
+
+        // A failure carries its error; a suspended and resumed task posts both.
+        let missing = context.session.downloadTask(
+            with: .init(url: context.origin.url("/missing")),
+            to: FileManager.default.temporaryDirectory.appendingPathComponent("never-\(UUID().uuidString)")
+        )
+        let failedObserver = Observer(missing)
+        defer { failedObserver.stop() }
+        let failedEvents = missing.events
+        missing.resume()
+        missing.suspend()
+        missing.resume()
+        for await _ in failedEvents {}
+        let failed = failedObserver.seen.value
+        #expect(failed.first?.name == HTTPSessionTask.didResumeNotification)
+        #expect(failed.last?.name == HTTPSessionTask.didCompleteNotification)
+        #expect(failed.filter { $0.name == HTTPSessionTask.didCompleteNotification }.count == 1)
+        #expect(failed.last?.error?.code == .unacceptableStatusCode)
+        #expect(failed.last?.status == 404 && failed.last?.file == nil)
+        await context.finish()
+    }
+}
