@@ -98,6 +98,18 @@ extension HTTPSession {
         /// Headers every request gets unless it sets them itself: `User-Agent`,
         /// `Accept-Language` and `Accept-Encoding` by default.
         public var defaultHeaders: HTTPFields = Configuration.standardHeaders
+        /// Where task completion handlers run (AFURLSessionManager's `completionQueue`). Default
+        /// `nil`: on the thread that finished the task (an event loop or the session's own
+        /// thread: keep such handlers short).
+        public var completionQueue: DispatchQueue?
+        /// A group every completion handler runs in (AFURLSessionManager's `completionGroup`):
+        /// `completionGroup.wait()` or `notify` follows the handlers of the tasks started so far.
+        /// Default `nil`.
+        public var completionGroup: DispatchGroup?
+        /// The ``HTTPSessionTask/taskDescription`` every new task starts with
+        /// (AFURLSessionManager's `taskDescriptionForSessionTasks`): a way to tell this session's
+        /// tasks apart in the task notifications. Default `nil`.
+        public var taskDescription: String?
 
         public init() {}
 

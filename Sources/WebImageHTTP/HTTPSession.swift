@@ -131,37 +131,70 @@ public final class HTTPSession: Sendable {
     // MARK: Tasks
 
     /// A data task that collects the body. It starts suspended: call `resume()`. `completion`
-    /// runs once, with the body, the response and any error.
+    /// runs once, with the body, the response and any error, on ``Configuration/completionQueue``
+    /// when there is one, within ``Configuration/completionGroup``.
     public func dataTask(
         with request: Request,
         delegate: (any HTTPSessionTaskDelegate)? = nil,
         completion: (@Sendable (Data, Response?, HTTPSessionError?) -> Void)? = nil
     ) -> HTTPSessionTask {
+        dataTask(with: request, delegate: delegate, delivery: .configured, completion: completion)
+    }
+
+    /// Where a task's completion handler runs.
+    package enum CompletionDelivery: Sendable {
+        /// ``Configuration/completionQueue`` and ``Configuration/completionGroup``.
+        case configured
+        /// The thread that finished the task, before the task's Swift task ends: what the
+        /// session's async methods and the image downloader need.
+        case finishingThread
+    }
+
+    /// ``dataTask(with:delegate:completion:)`` with its completion delivered as `delivery` says.
+    package func dataTask(
+        with request: Request,
+        delegate: (any HTTPSessionTaskDelegate)?,
+        delivery: CompletionDelivery,
+        completion: (@Sendable (Data, Response?, HTTPSessionError?) -> Void)?
+    ) -> HTTPSessionTask {
         let body = CollectedBody()
         let delegate = effectiveDelegate(delegate)
+        let configuration = configuration
         return HTTPSessionTask(
             request: request,
             session: self,
             runner: { [self] task in await run(task, delegate: delegate, collect: body) },
             onFinish: { task, error in
                 let data = body.take()
-                if let delegate {
-                    delegate.task(
-                        task,
-                        didCompleteWith: error,
-                        metrics: body.metrics
-                            ?? .init(
-                                startDate: Date(),
-                                duration: .zero,
-                                redirectCount: 0,
-                                bytesReceived: 0,
-                                bytesSent: 0
-                            )
-                    )
-                }
-                completion?(data, task.response, error)
+                let metrics =
+                    body.metrics
+                    ?? .init(startDate: Date(), duration: .zero, redirectCount: 0, bytesReceived: 0, bytesSent: 0)
+                delegate?.task(task, didCompleteWith: error, metrics: metrics)
+                task.postCompletion(error: error, metrics: metrics, body: data)
+                guard let completion else { return }
+                Self.deliver(delivery, by: configuration) { completion(data, task.response, error) }
             }
         )
+    }
+
+    /// Runs a completion handler as `delivery` says: on ``Configuration/completionQueue`` (else
+    /// here) within ``Configuration/completionGroup``, or here.
+    private static func deliver(
+        _ delivery: CompletionDelivery,
+        by configuration: Configuration,
+        _ handler: @escaping @Sendable () -> Void
+    ) {
+        guard delivery == .configured else { return handler() }
+        switch (configuration.completionQueue, configuration.completionGroup) {
+        case (let queue?, let group):
+            queue.async(group: group, execute: handler)
+        case (nil, let group?):
+            group.enter()
+            handler()
+            group.leave()
+        case (nil, nil):
+            handler()
+        }
     }
 
     /// A download task: the body streams to a temporary file beside `destination` (memory stays
@@ -175,8 +208,29 @@ public final class HTTPSession: Sendable {
         delegate: (any HTTPSessionTaskDelegate)? = nil,
         completion: (@Sendable (URL?, Response?, HTTPSessionError?) -> Void)? = nil
     ) -> HTTPSessionTask {
+        downloadTask(
+            with: request,
+            to: destination,
+            resume: resume,
+            delegate: delegate,
+            delivery: .configured,
+            completion: completion
+        )
+    }
+
+    /// ``downloadTask(with:to:resume:delegate:completion:)`` with its completion delivered as
+    /// `delivery` says.
+    private func downloadTask(
+        with request: Request,
+        to destination: URL,
+        resume: Bool,
+        delegate: (any HTTPSessionTaskDelegate)?,
+        delivery: CompletionDelivery,
+        completion: (@Sendable (URL?, Response?, HTTPSessionError?) -> Void)?
+    ) -> HTTPSessionTask {
         let sink = FileBodySink(destination: destination)
         let delegate = effectiveDelegate(delegate)
+        let configuration = configuration
         var request = request
         if resume { for (name, value) in sink.resumeHeaders(for: request) { request.headers[name] = value } }
         return HTTPSessionTask(
@@ -206,7 +260,16 @@ public final class HTTPSession: Sendable {
                         )
                 }
                 delegate?.task(task, didCompleteWith: outcome, metrics: sink.metrics ?? .empty)
-                completion?(outcome == nil ? destination : nil, task.response, outcome)
+                task.postCompletion(
+                    error: outcome,
+                    metrics: sink.metrics ?? .empty,
+                    file: outcome == nil ? destination : nil
+                )
+                guard let completion else { return }
+                let error = outcome
+                Self.deliver(delivery, by: configuration) {
+                    completion(error == nil ? destination : nil, task.response, error)
+                }
             }
         )
     }
@@ -222,7 +285,13 @@ public final class HTTPSession: Sendable {
         let holder = TaskHolder()
         let result: Result<(URL, Response), HTTPSessionError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let task = downloadTask(with: request, to: destination, resume: resume) { url, response, error in
+                let task = downloadTask(
+                    with: request,
+                    to: destination,
+                    resume: resume,
+                    delegate: nil,
+                    delivery: .finishingThread
+                ) { url, response, error in
                     if let url, let response, error == nil {
                         continuation.resume(returning: .success((url, response)))
                     } else {
@@ -267,7 +336,7 @@ public final class HTTPSession: Sendable {
         -> (Data, Response)
     {
         let outcome = Protected<Result<(Data, Response), HTTPSessionError>?>(nil)
-        let task = dataTask(with: request, delegate: delegate) { data, response, error in
+        let task = dataTask(with: request, delegate: delegate, delivery: .finishingThread) { data, response, error in
             let result: Result<(Data, Response), HTTPSessionError> =
                 if let error { .failure(error) } else if let response { .success((data, response)) } else {
                     .failure(.cancelled(request.url))

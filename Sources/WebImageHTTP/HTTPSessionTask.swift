@@ -30,6 +30,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         /// Made on first use, so tasks nobody watches pay nothing for Foundation's Progress.
         var downloadProgress: Progress?
         var uploadProgress: Progress?
+        var taskDescription: String?
     }
 
     private static let nextIdentifier = Atomic<Int>(1)
@@ -78,7 +79,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
         originalRequest = request
         sessionBox = Protected(WeakSession(session: session))
-        storage = Protected(Storage(currentRequest: request))
+        storage = Protected(Storage(currentRequest: request, taskDescription: session.configuration.taskDescription))
         self.runner = runner
         self.onFinish = onFinish
     }
@@ -136,6 +137,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
             return (action, action == .unpause ? storage.pausedRunner : nil)
         }
         parked?.resume()
+        if action != .none { post(Self.didResumeNotification) }
         guard action == .start else { return }
         let work = Task { await runner(self) }
         storage.withLock { $0.work = work }
@@ -146,6 +148,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     func runInCurrentTask() async {
         let action = storage.withLock { $0.machine.resume() }
         guard action == .start else { return }
+        post(Self.didResumeNotification)
         await withTaskCancellationHandler {
             await runner(self)
         } onCancel: {
@@ -154,7 +157,12 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     }
 
     /// Pauses the task: nothing is started, and a running task stops reading its body.
-    public func suspend() { storage.withLock { _ = $0.machine.suspend() } }
+    public func suspend() {
+        let paused = storage.withLock { storage in
+            storage.machine.state == .running(paused: false) && storage.machine.suspend()
+        }
+        if paused { post(Self.didSuspendNotification) }
+    }
 
     /// Cancels the task; it completes with a `cancelled` error (once).
     public func cancel() {
@@ -171,6 +179,13 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         case .none:
             break
         }
+    }
+
+    /// A label for the task, free for the caller (URLSessionTask's `taskDescription`). Default:
+    /// the session's ``HTTPSession/Configuration/taskDescription``.
+    public var taskDescription: String? {
+        get { storage.withLock { $0.taskDescription } }
+        set { storage.withLock { $0.taskDescription = newValue } }
     }
 
     public var description: String {
@@ -276,4 +291,48 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
 struct WeakSession {
     weak var session: HTTPSession?
+}
+
+// MARK: Notifications
+
+extension HTTPSessionTask {
+    /// Posted on `NotificationCenter.default` when a task starts or continues after
+    /// ``suspend()`` (AFNetworking's `AFNetworkingTaskDidResumeNotification`); the object is the
+    /// task. Posted on the thread that resumed it.
+    public static let didResumeNotification = Notification.Name("swift-web-image.HTTPSessionTask.didResume")
+    /// Posted when a running task is suspended (`AFNetworkingTaskDidSuspendNotification`); the
+    /// object is the task.
+    public static let didSuspendNotification = Notification.Name("swift-web-image.HTTPSessionTask.didSuspend")
+    /// Posted once when a data, upload or download task completes, before its completion handler
+    /// (`AFNetworkingTaskDidCompleteNotification`); the object is the task and `userInfo` holds
+    /// the ``NotificationKey`` values that apply. Posted on the thread that finished the task.
+    public static let didCompleteNotification = Notification.Name("swift-web-image.HTTPSessionTask.didComplete")
+
+    /// The `userInfo` keys of ``didCompleteNotification``.
+    public enum NotificationKey {
+        /// The body a data or upload task received (`Data`; AF's `…ResponseDataKey`).
+        public static let responseData = "responseData"
+        /// Where a download task's file is (`URL`, on success; AF's `…AssetPathKey`).
+        public static let downloadedFile = "downloadedFile"
+        /// The last response head (`HTTPSession.Response`), when one arrived.
+        public static let response = "response"
+        /// The failure (`HTTPSessionError`), when the task failed (AF's `…ErrorKey`).
+        public static let error = "error"
+        /// The task's ``HTTPTaskMetrics`` (AF's `…SessionTaskMetrics`).
+        public static let metrics = "metrics"
+    }
+
+    func post(_ name: Notification.Name, userInfo: [String: Any]? = nil) {
+        NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
+    }
+
+    /// Posts ``didCompleteNotification`` with the values there are.
+    func postCompletion(error: HTTPSessionError?, metrics: HTTPTaskMetrics, body: Data? = nil, file: URL? = nil) {
+        var userInfo: [String: Any] = [NotificationKey.metrics: metrics]
+        if let body { userInfo[NotificationKey.responseData] = body }
+        if let file { userInfo[NotificationKey.downloadedFile] = file }
+        if let response { userInfo[NotificationKey.response] = response }
+        if let error { userInfo[NotificationKey.error] = error }
+        post(Self.didCompleteNotification, userInfo: userInfo)
+    }
 }

@@ -213,7 +213,8 @@ public final class DownloadOperation: DownloadOperationProtocol {
         )
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
         // there is off the loops and serial for this operation.
-        let task = session.dataTask(with: sent, delegate: delegate) { [self, url] data, response, error in
+        let task = session.dataTask(with: sent, delegate: delegate, delivery: .finishingThread) {
+            [self, url] data, response, error in
             events(.stopped(url))
             let (data, response, resumed) = Self.joining(partial, data: data, response: response, error: error)
             if resumed == false {
