@@ -17,6 +17,21 @@ struct HTTPTestContext {
         return HTTPTestContext(origin: origin, session: session)
     }
 
+    /// Runs `body` with a fresh context and stops both servers on every path, failures included.
+    static func with(
+        configuration: HTTPSession.Configuration = .default,
+        _ body: (HTTPTestContext) async throws -> Void
+    ) async throws {
+        let context = try await make(configuration: configuration)
+        do {
+            try await body(context)
+        } catch {
+            await context.finish()
+            throw error
+        }
+        await context.finish()
+    }
+
     func finish() async {
         try? await session.shutdown()
         await origin.stop()
