@@ -62,7 +62,9 @@ extension HTTPSession {
         public var requestTimeout: Duration = .seconds(60)
         /// Time allowed for a whole task, redirects and retries included. Default 7 days.
         public var resourceTimeout: Duration = .seconds(7 * 24 * 3600)
-        /// Connections kept per host (HTTP/1.1). Default 6.
+        /// Connections kept per host (HTTP/1.1), and tasks in flight per host (scheme, host and
+        /// port) over any HTTP version, as URLSession's `httpMaximumConnectionsPerHost`: more
+        /// tasks wait, the highest ``HTTPSessionTask/priority`` first. Default 6.
         public var maximumConnectionsPerHost = 6
         public var httpVersion: HTTPVersion = .automatic
         public var redirectPolicy: RedirectPolicy = .default

@@ -20,17 +20,24 @@ extension HTTPSession {
         let url = task.originalRequest.url
         var metrics: HTTPTaskMetrics
         var outcome: HTTPSessionError?
-        do {
-            metrics = try await exchange(task, delegate: delegate, body: body)
-        } catch {
-            if task.isCanceling {
-                outcome = .cancelled(url)
-            } else {
-                outcome = Self.map(error, url: task.currentRequest.url)
+        let host = HostAdmission.key(for: url)
+        if await admission.enter(host, taskIdentifier: task.taskIdentifier, priority: { task.priority }) {
+            do {
+                metrics = try await exchange(task, delegate: delegate, body: body)
+            } catch {
+                if task.isCanceling {
+                    outcome = .cancelled(url)
+                } else {
+                    outcome = Self.map(error, url: task.currentRequest.url)
+                }
+                metrics = .empty
+                metrics.bytesReceived = task.countOfBytesReceived
+                metrics.bytesSent = task.countOfBytesSent
             }
+            admission.leave(host)  // before the completion, which may start the next task
+        } else {
+            outcome = .cancelled(url)
             metrics = .empty
-            metrics.bytesReceived = task.countOfBytesReceived
-            metrics.bytesSent = task.countOfBytesSent
         }
         metrics.duration = clock.now - start
         body.metrics = metrics

@@ -37,6 +37,9 @@ public final class HTTPSession: Sendable {
     /// Clients other than the shared one: one per host the security policy checks, and one per
     /// proxy ``Configuration/proxyRules`` chooses.
     private let hostClients = Protected<[ClientKey: HTTPClient]>([:])
+    /// Tasks in flight per host, at most ``Configuration/maximumConnectionsPerHost``; the
+    /// others wait by priority.
+    let admission: HostAdmission
 
     private struct ClientKey: Hashable {
         var host: String?
@@ -60,6 +63,7 @@ public final class HTTPSession: Sendable {
         self.baseURL = baseURL.map(Self.withTerminalSlash)
         self.configuration = configuration
         clientLogger = logger.flatMap { $0.logLevel <= .debug ? $0 : nil }
+        admission = HostAdmission(limit: configuration.maximumConnectionsPerHost)
         sharedClient = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: configuration.clientConfiguration(proxy: configuration.proxy)

@@ -31,6 +31,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var downloadProgress: Progress?
         var uploadProgress: Progress?
         var taskDescription: String?
+        var priority = HTTPSessionTask.defaultPriority
     }
 
     private static let nextIdentifier = Atomic<Int>(1)
@@ -186,6 +187,28 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     public var taskDescription: String? {
         get { storage.withLock { $0.taskDescription } }
         set { storage.withLock { $0.taskDescription = newValue } }
+    }
+
+    /// URLSessionTask's `defaultPriority` (0.5), `lowPriority` (0.25) and `highPriority` (0.75).
+    public static let defaultPriority: Float = 0.5
+    public static let lowPriority: Float = 0.25
+    public static let highPriority: Float = 0.75
+
+    /// How soon the task starts among the session's tasks waiting for the same host (see
+    /// ``HTTPSession/Configuration/maximumConnectionsPerHost``), from 0 to 1 (clamped); higher
+    /// first, equal ones in the order they were resumed. Changing it reorders a waiting task;
+    /// a running one is not affected. Default ``defaultPriority``.
+    public var priority: Float {
+        get { storage.withLock { $0.priority } }
+        set {
+            let priority = newValue.isNaN ? Self.defaultPriority : min(max(newValue, 0), 1)
+            storage.withLock { $0.priority = priority }
+            session?.admission.reprioritize(
+                HostAdmission.key(for: originalRequest.url),
+                taskIdentifier: taskIdentifier,
+                priority: priority
+            )
+        }
     }
 
     public var description: String {

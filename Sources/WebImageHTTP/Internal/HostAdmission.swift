@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+/// At most `limit` tasks in flight per host (scheme, host and port); the others wait, the
+/// highest ``HTTPSessionTask/priority`` first and, at equal priority, the first to ask.
+///
+/// URLSession's `httpMaximumConnectionsPerHost` and task priorities, in one place: the gate a
+/// task passes before its first request and leaves when it ends (redirects included), so the
+/// order of the waiting tasks is ours, not the order AsyncHTTPClient's pool happens to keep.
+/// Thread-safe; no continuation is resumed while the lock is held.
+final class HostAdmission: Sendable {
+    private struct Waiter {
+        let taskIdentifier: Int
+        var priority: Float
+        let arrival: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
+
+        /// Whether this waiter goes before `other`.
+        func precedes(_ other: Waiter) -> Bool {
+            priority != other.priority ? priority > other.priority : arrival < other.arrival
+        }
+    }
+
+    private struct Host {
+        var running = 0
+        var waiters: [Waiter] = []
+    }
+
+    private struct State {
+        var hosts: [String: Host] = [:]
+        var arrivals: UInt64 = 0
+    }
+
+    let limit: Int
+    private let state = Mutex(State())
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    /// The key tasks to one origin share: `https://example.com:443`.
+    static func key(for url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? "http"
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// Waits for a place for the task at `host`; `false` when the calling Swift task was
+    /// cancelled first (no place is then held). Pair every `true` with one ``leave(_:)``.
+    /// `priority` is read under the gate's lock, so a change made while the task is being
+    /// queued is seen either here or by ``reprioritize(_:taskIdentifier:priority:)``.
+    func enter(_ host: String, taskIdentifier: Int, priority: () -> Float) async -> Bool {
+        let admitted = state.withLock { state -> Bool in
+            if state.hosts[host, default: Host()].running < limit, state.hosts[host]?.waiters.isEmpty != false {
+                state.hosts[host, default: Host()].running += 1
+                return true
+            }
+            return false
+        }
+        if admitted { return true }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                // Checked under the lock the cancel handler also takes: either the handler ran
+                // first (Task.isCancelled is true here) or it finds this waiter and resumes it.
+                let immediate = state.withLock { state -> Bool? in
+                    if Task.isCancelled { return false }
+                    var entry = state.hosts[host, default: Host()]
+                    if entry.running < limit, entry.waiters.isEmpty {
+                        entry.running += 1
+                        state.hosts[host] = entry
+                        return true
+                    }
+                    state.arrivals += 1
+                    entry.waiters.append(
+                        Waiter(
+                            taskIdentifier: taskIdentifier,
+                            priority: priority(),
+                            arrival: state.arrivals,
+                            continuation: continuation
+                        )
+                    )
+                    state.hosts[host] = entry
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let removed = state.withLock { state -> Waiter? in
+                guard let index = state.hosts[host]?.waiters.firstIndex(where: { $0.taskIdentifier == taskIdentifier })
+                else { return nil }
+                return state.hosts[host]?.waiters.remove(at: index)
+            }
+            removed?.continuation.resume(returning: false)
+        }
+    }
+
+    /// Gives the task's place at `host` to the waiter that goes first, if any.
+    func leave(_ host: String) {
+        let next = state.withLock { state -> Waiter? in
+            guard var entry = state.hosts[host] else { return nil }
+            defer { state.hosts[host] = entry.running == 0 && entry.waiters.isEmpty ? nil : entry }
+            guard let first = entry.waiters.indices.min(by: { entry.waiters[$0].precedes(entry.waiters[$1]) }) else {
+                entry.running -= 1
+                return nil
+            }
+            return entry.waiters.remove(at: first)  // its place is the one just left
+        }
+        next?.continuation.resume(returning: true)
+    }
+
+    /// A waiting task's new priority; no effect once it runs.
+    func reprioritize(_ host: String, taskIdentifier: Int, priority: Float) {
+        state.withLock { state in
+            guard let index = state.hosts[host]?.waiters.firstIndex(where: { $0.taskIdentifier == taskIdentifier })
+            else { return }
+            state.hosts[host]?.waiters[index].priority = priority
+        }
+    }
+
+    /// Tasks waiting for `host` (for tests).
+    func waitingCount(_ host: String) -> Int { state.withLock { $0.hosts[host]?.waiters.count ?? 0 } }
+}
