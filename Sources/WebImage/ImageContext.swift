@@ -13,6 +13,16 @@ public struct ImageContext: Sendable {
     public var priority: ImagePriority?
     /// Changes the request before it is sent, or returns `nil` to cancel the load.
     public var requestModifier: (@Sendable (HTTPSession.Request) -> HTTPSession.Request?)?
+    /// Changes this load's response before it is checked, or returns `nil` to fail the load with
+    /// `invalidDownloadResponse` (SDWebImage's context `downloadResponseModifier`). Runs before
+    /// the downloader's ``ImageDownloader/responseModifier``, on the download's task. A load with
+    /// one shares its network load with no other. Default `nil`.
+    public var responseModifier: (@Sendable (HTTPSession.Response) -> HTTPSession.Response?)?
+    /// Turns this load's downloaded bytes into the image's bytes, or returns `nil` to fail it with
+    /// `badImageData` (SDWebImage's context `downloadDecryptor`). Runs before the downloader's
+    /// ``ImageDownloader/decryptor``; progressive decoding is off for the load. A load with one
+    /// shares its network load with no other. Default `nil`.
+    public var decryptor: (@Sendable (Data, HTTPSession.Response) -> Data?)?
     /// This load's cache key for its URL (SDWebImage's context `cacheKeyFilter`), in place of
     /// the manager's ``ImageManager/Configuration/cacheKeyFilter``; the thumbnail, colour policy
     /// and transformer are still added to it. Default `nil`: the manager's, else the URL.
@@ -82,6 +92,13 @@ public struct ImageContext: Sendable {
         self.scaleDownLimitBytes = scaleDownLimitBytes
         self.requestModifier = requestModifier
         self.coders = coders
+    }
+
+    /// Whether the load has hooks of its own that change what it sends or receives (a request or
+    /// response modifier, a decryptor, a retry strategy): such a load shares its download with
+    /// no other.
+    var changesItsDownload: Bool {
+        requestModifier != nil || responseModifier != nil || decryptor != nil || retryStrategy != nil
     }
 
     /// The decoding options these settings and `options` ask for.

@@ -58,7 +58,7 @@ extension DownloadOperation {
         }
         guard var response = transfer.response else { return .failure(.cancelled(url)) }
         state.withLock { $0.response = response }
-        if let modifier = environment.responseModifier {
+        for modifier in [context.responseModifier, environment.responseModifier].compactMap({ $0 }) {
             guard let modified = modifier(response) else {
                 return .failure(
                     failure(
@@ -110,11 +110,14 @@ extension DownloadOperation {
         if options.contains(.ignoreCachedResponse), let cached = context.cachedResponse?.data, cached == received {
             return .failure(failure(.cacheNotModified, "the data equals the cached data", status))
         }
-        guard let decryptor = environment.decryptor else { return .success(received) }
-        guard let decrypted = decryptor(received, response) else {
-            return .failure(failure(.badImageData, "the decryptor could not decrypt the data", status))
+        var bytes = received
+        for decryptor in [context.decryptor, environment.decryptor].compactMap({ $0 }) {
+            guard let decrypted = decryptor(bytes, response) else {
+                return .failure(failure(.badImageData, "the decryptor could not decrypt the data", status))
+            }
+            bytes = decrypted
         }
-        return .success(decrypted)
+        return .success(bytes)
     }
 
     /// Decodes `data` once for each distinct setting the waiting callers want (their

@@ -154,7 +154,8 @@ public final class DownloadOperation: DownloadOperationProtocol {
             }
             request = modified
         }
-        if options.contains(.progressiveLoad), hooks.decryptor == nil, configuration.decodesImages,
+        if options.contains(.progressiveLoad), hooks.decryptor == nil, context.decryptor == nil,
+            configuration.decodesImages,
             !options.contains(.avoidDecodeImage)
         {
             let loop = ProgressiveDecodingLoop(
@@ -200,7 +201,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
         // there): nobody reads a 128 MiB error page. A response modifier may still change the
         // status, so with one the body is read as usual.
         let acceptable = configuration.acceptableStatusCodes
-        let hasResponseModifier = environment.responseModifier != nil
+        let hasResponseModifier = environment.responseModifier != nil || context.responseModifier != nil
         let skipsBody: @Sendable (HTTPSession.Response) -> Bool = { response in
             !hasResponseModifier && !acceptable.contains(response.statusCode)
         }

@@ -155,7 +155,7 @@ struct ImageDownloadKey: Hashable, Sendable {
     var unshareable: UInt64?
 
     /// The key of a load of `url` with these options and context; `unshareable` is a number no
-    /// other load gets, used when the context has a request modifier or a retry strategy.
+    /// other load gets, used when the context changes its download (``ImageContext/changesItsDownload``).
     init(url: URL, options: ImageOptions, context: ImageContext, unshareable: UInt64) {
         self.url = url.absoluteString
         allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
@@ -165,7 +165,7 @@ struct ImageDownloadKey: Hashable, Sendable {
         etag = isConditional ? cached?.etag : nil
         lastModified = isConditional ? cached?.lastModified : nil
         comparedData = options.contains(.ignoreCachedResponse) ? cached?.data : nil
-        self.unshareable = context.requestModifier == nil && context.retryStrategy == nil ? nil : unshareable
+        self.unshareable = context.changesItsDownload ? unshareable : nil
     }
 }
 

@@ -269,8 +269,7 @@ extension ResultLoad {
             decodeQueue = context.decodeQueue.map(ObjectIdentifier.init)
             transformQueue = context.transformQueue.map(ObjectIdentifier.init)
             cachedResponse = context.cachedResponse
-            let shareable =
-                context.requestModifier == nil && context.retryStrategy == nil && !options.contains(.refreshCached)
+            let shareable = !context.changesItsDownload && !options.contains(.refreshCached)
             self.unshareable = shareable ? nil : unshareable
         }
     }

@@ -1,8 +1,10 @@
 import Foundation
+import Synchronization
 import Testing
 import WebImage
 import WebImageHTTP
 import WebImageOrigin
+import WebImageTestSupport
 
 @Suite("ImageDownloader headers, modifiers, decryptor and HTTP caching", .timeLimit(.minutes(1)))
 struct HooksTests {
@@ -131,6 +133,125 @@ struct HooksTests {
                 #expect(error.code == .networkError && error.underlying?.code == underlying, "\(path): \(error)")
             }
         }
+        await origin.stop()
+    }
+}
+
+@Suite("Per-load response modifier and decryptor (SDWebImage's context options)", .timeLimit(.minutes(1)))
+struct PerLoadHooksTests {
+    @Test("A load's own decryptor decrypts its bytes only; the same URL loaded without one is its own request")
+    func perLoadDecryptor() async throws {
+        let origin = try await OriginServer.start()
+        let scrambled = Data(DownloaderFixtures.png.map { $0 ^ 0x5A })
+        let gate = OriginGate()
+        origin.setRoute(
+            "/secret.bin",
+            .data(scrambled, contentType: "application/octet-stream", behavior: .init(gate: gate))
+        )
+        let downloader = DownloaderFixtures.downloader()
+        var context = ImageContext()
+        context.decryptor = { data, response in
+            response.statusCode == 200 ? Data(data.map { $0 ^ 0x5A }) : nil
+        }
+        let decrypting = Task { try await downloader.image(with: origin.url("/secret.bin"), context: context) }
+        let plain = Task { try await downloader.image(with: origin.url("/secret.bin")) }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/secret.bin") == 2 }
+        #expect(origin.requestCount(for: "/secret.bin") == 2, "a load with a decryptor shares no download")
+        gate.open()
+        let decrypted = try await decrypting.value
+        #expect(decrypted.image?.width == 32 && decrypted.data == DownloaderFixtures.png)
+        do {
+            _ = try await plain.value
+            Issue.record("the scrambled bytes decoded without the decryptor")
+        } catch {
+            #expect((error as? WebImageError)?.code == .badImageData)
+        }
+        var refusing = ImageContext()
+        refusing.decryptor = { _, _ in nil }
+        do {
+            _ = try await downloader.image(with: origin.url("/secret.bin"), context: refusing)
+            Issue.record("a decryptor's nil loaded")
+        } catch {
+            #expect(error.code == .badImageData && error.message.contains("decryptor"))
+        }
+        await origin.stop()
+    }
+
+    @Test("A load's own response modifier runs before the downloader's and can accept a status or reject the response")
+    func perLoadResponseModifier() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/teapot.png",
+            OriginRoute(status: 418, headers: [("Content-Type", "image/png")], body: DownloaderFixtures.png)
+        )
+        let downloader = DownloaderFixtures.downloader()
+        let order = Mutex<[String]>([])
+        downloader.responseModifier = { response in
+            order.withLock { $0.append("downloader \(response.statusCode)") }
+            return response
+        }
+        var context = ImageContext()
+        context.responseModifier = { response in
+            order.withLock { $0.append("load \(response.statusCode)") }
+            var accepted = response
+            accepted.statusCode = 200
+            return accepted
+        }
+        let loaded = try await downloader.image(with: origin.url("/teapot.png"), context: context)
+        #expect(loaded.image?.width == 32)
+        #expect(order.withLock { $0 } == ["load 418", "downloader 200"])
+        do {
+            _ = try await downloader.image(with: origin.url("/teapot.png"))
+            Issue.record("a 418 loaded without the load's modifier")
+        } catch {
+            #expect(error.code == .invalidDownloadStatusCode && error.statusCode == 418)
+        }
+        var rejecting = ImageContext()
+        rejecting.responseModifier = { _ in nil }
+        do {
+            _ = try await downloader.image(with: origin.url("/teapot.png"), context: rejecting)
+            Issue.record("a rejected response loaded")
+        } catch {
+            #expect(error.code == .invalidDownloadResponse)
+        }
+        await origin.stop()
+    }
+
+    @Test("A decryptor turns progressive decoding off: no partial image, the final one decrypted")
+    func decryptorStopsProgressive() async throws {
+        let jpeg = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.noise(width: 120, height: 90), format: .jpeg),
+            as: .jpeg,
+            options: .init(progressive: true)
+        )
+        let origin = try await OriginServer.start()
+        let dripped = OriginRoute.Behavior(chunkSize: 1_000, chunkInterval: .milliseconds(10))
+        origin.setRoute("/p.jpg", .data(jpeg, contentType: "image/jpeg", behavior: dripped))
+        origin.setRoute(
+            "/p.bin",
+            .data(Data(jpeg.map { $0 ^ 0x5A }), contentType: "application/octet-stream", behavior: dripped)
+        )
+        let downloader = DownloaderFixtures.downloader()
+        func partials(_ path: String, _ context: ImageContext?) async throws -> (Int, ImageDownloadResult?) {
+            var count = 0
+            var final: ImageDownloadResult?
+            for try await event in downloader.events(
+                with: origin.url(path),
+                options: .progressiveLoad,
+                context: context
+            ) {
+                if case .partial = event { count += 1 }
+                if case .finished(let result) = event { final = result }
+            }
+            return (count, final)
+        }
+        let (plainPartials, plain) = try await partials("/p.jpg", nil)
+        #expect(plainPartials >= 1 && plain?.image?.width == 120, "the control shows partial images")
+        var context = ImageContext()
+        context.decryptor = { data, _ in Data(data.map { $0 ^ 0x5A }) }
+        let (decryptedPartials, decrypted) = try await partials("/p.bin", context)
+        #expect(decryptedPartials == 0)
+        #expect(decrypted?.image?.width == 120 && decrypted?.data == jpeg)
         await origin.stop()
     }
 }
