@@ -51,4 +51,10 @@ public struct ImageOptions: OptionSet, Sendable, Hashable {
     /// then means "on disk", and a failed write ends the load with `cacheStoreFailed`.
     /// ``ImagePrefetcher`` always sets it.
     public static let waitStoreCache = ImageOptions(rawValue: 1 << 19)
+    /// For ``ImageTarget``'s `setImage`: when the target is already loading this URL under the
+    /// same operation key, keep that load instead of cancelling and restarting it (AFNetworking's
+    /// image view rule): no new request, no placeholder shown again; the call returns the running
+    /// operation and its `completed` runs once, with the running load's final result (its
+    /// `progress` handler and partial images are not called). Off by default, as in SDWebImage.
+    public static let reuseRunningLoad = ImageOptions(rawValue: 1 << 20)
 }

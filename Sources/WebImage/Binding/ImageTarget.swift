@@ -39,11 +39,18 @@ extension ImageTarget {
     ) -> ImageLoadOperation? {
         let key = operationKey ?? String(describing: type(of: self))
         let table = TargetLoads.shared
+        if options.contains(.reuseRunningLoad), let url,
+            let running = table.join(self, key: key, url: url, completed: completed)
+        {
+            return running
+        }
+        let followers = LoadFollowers<ImageManager.CompletedHandler>()
         guard
             let (loadID, url) = table.start(
                 self,
                 key: key,
                 url: url,
+                followers: followers,
                 placeholder: placeholder,
                 options: options,
                 display: display
@@ -65,6 +72,8 @@ extension ImageTarget {
                 }
             }
             completed?(image, data, error, cacheType, finished, loadedURL)
+            guard finished else { return }
+            for follower in followers.close() { follower(image, data, error, cacheType, finished, loadedURL) }
         }
         table.attach(operation, to: self, key: key, loadID: loadID)
         return operation
@@ -84,6 +93,35 @@ extension ImageTarget {
     public var currentImageURL: URL? { currentImageURL() }
 }
 
+/// The `completed` handlers of `setImage` calls that joined a running load
+/// (``ImageOptions/reuseRunningLoad``); closed when the load ends, after which none can join.
+final class LoadFollowers<Handler: Sendable>: Sendable {
+    private struct State {
+        var handlers: [Handler] = []
+        var closed = false
+    }
+
+    private let state = Protected(State())
+
+    /// Adds `handler`; `false` once the load has ended.
+    func join(_ handler: Handler?) -> Bool {
+        state.withLock { state in
+            guard !state.closed else { return false }
+            if let handler { state.handlers.append(handler) }
+            return true
+        }
+    }
+
+    /// Ends joining; returns the handlers to call with the load's result.
+    func close() -> [Handler] {
+        state.withLock { state in
+            state.closed = true
+            defer { state.handlers = [] }
+            return state.handlers
+        }
+    }
+}
+
 /// Every target's running loads, by operation key, holding targets weakly.
 final class TargetLoads: Sendable {
     static let shared = TargetLoads()
@@ -93,6 +131,8 @@ final class TargetLoads: Sendable {
         var url: URL?
         var operation: ImageLoadOperation?
         var running: Bool
+        /// A `LoadFollowers` of the binding that started the load.
+        var followers: (any AnyObject & Sendable)?
     }
 
     private struct Entry {
@@ -109,14 +149,19 @@ final class TargetLoads: Sendable {
     private let state = Protected(State())
 
     /// Cancels the key's previous load and records a new one; returns its id.
-    func begin(_ target: any AnyObject & Sendable, key: String, url: URL?) -> UInt64 {
+    func begin(
+        _ target: any AnyObject & Sendable,
+        key: String,
+        url: URL?,
+        followers: (any AnyObject & Sendable)? = nil
+    ) -> UInt64 {
         let (id, previous) = state.withLock { state -> (UInt64, ImageLoadOperation?) in
             let id = state.nextID
             state.nextID += 1
             let identifier = ObjectIdentifier(target)
             var entry = state.entries[identifier].flatMap { $0.target === target ? $0 : nil } ?? Entry(target: target)
             let previous = entry.loads[key]?.operation
-            entry.loads[key] = Load(id: id, url: url, operation: nil, running: true)
+            entry.loads[key] = Load(id: id, url: url, operation: nil, running: true, followers: followers)
             state.entries[identifier] = entry
             if state.entries.count > state.sweepAt {
                 state.entries = state.entries.filter { $0.value.target != nil }
@@ -136,11 +181,12 @@ final class TargetLoads: Sendable {
         _ target: any AnyObject & Sendable,
         key: String,
         url: URL?,
+        followers: (any AnyObject & Sendable)? = nil,
         placeholder: DecodedImage?,
         options: ImageOptions,
         display: (DecodedImage?) -> Void
     ) -> (loadID: UInt64, url: URL)? {
-        let loadID = begin(target, key: key, url: url)
+        let loadID = begin(target, key: key, url: url, followers: followers)
         if !options.contains(.delayPlaceholder) { display(placeholder) }
         guard let url else {
             end(target, key: key, loadID: loadID)
@@ -157,6 +203,23 @@ final class TargetLoads: Sendable {
                 state.entries[identifier]?.loads[key]?.running == true
             else { return }
             state.entries[identifier]?.loads[key]?.operation = operation
+        }
+    }
+
+    /// The operation the key is running for `url`, with `completed` added to its followers; `nil`
+    /// when the key runs no load of `url` (or it has just ended).
+    func join<Handler: Sendable>(
+        _ target: any AnyObject & Sendable,
+        key: String,
+        url: URL,
+        completed: Handler?
+    ) -> ImageLoadOperation? {
+        state.withLock { state in
+            let entry = state.entries[ObjectIdentifier(target)]
+            guard entry?.target === target, let load = entry?.loads[key], load.running, load.url == url,
+                let operation = load.operation, (load.followers as? LoadFollowers<Handler>)?.join(completed) == true
+            else { return nil }
+            return operation
         }
     }
 

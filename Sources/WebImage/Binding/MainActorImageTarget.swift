@@ -40,11 +40,19 @@ extension MainActorImageTarget {
     ) -> ImageLoadOperation? {
         let key = operationKey ?? String(describing: type(of: self))
         let table = TargetLoads.shared
+        typealias Completion = @MainActor @Sendable (Result<ImageLoadResult, WebImageError>) -> Void
+        if options.contains(.reuseRunningLoad), let url,
+            let running = table.join(self, key: key, url: url, completed: completed as Completion?)
+        {
+            return running
+        }
+        let followers = LoadFollowers<Completion>()
         guard
             let (loadID, url) = table.start(
                 self,
                 key: key,
                 url: url,
+                followers: followers,
                 placeholder: placeholder,
                 options: options,
                 display: { display($0) }
@@ -63,7 +71,9 @@ extension MainActorImageTarget {
                     self.display(placeholder)
                 }
             }
-            if let outcome { completed?(outcome) }
+            guard let outcome else { return }
+            completed?(outcome)
+            for follower in followers.close() { follower(outcome) }
         }
         // What arrives while the manager's call runs (a memory hit, on this thread) is shown as
         // soon as it returns; later events go through the main queue, in arrival order.
