@@ -48,6 +48,8 @@ final class RecordingDelegate: HTTPSessionTaskDelegate {
     let state = Locked<
         (responses: [HTTPSession.Response], chunks: [Data], redirects: [URL], completed: [HTTPSessionError?])
     >(([], [], [], []))
+    /// Each completion's metrics, in order.
+    let metrics = Locked<[HTTPTaskMetrics]>([])
     let disposition: HTTPResponseDisposition
     let followRedirects: Bool
 
@@ -74,5 +76,6 @@ final class RecordingDelegate: HTTPSessionTaskDelegate {
 
     func task(_ task: HTTPSessionTask, didCompleteWith error: HTTPSessionError?, metrics: HTTPTaskMetrics) {
         state.withLock { $0.completed.append(error) }
+        self.metrics.withLock { $0.append(metrics) }
     }
 }

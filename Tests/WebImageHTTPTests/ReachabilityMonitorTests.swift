@@ -3,6 +3,7 @@ import Testing
 import WebImageHTTP
 import WebImageTestSupport
 
+
 @Suite("Reachability", .timeLimit(.minutes(1)))
 struct ReachabilityMonitorTests {
     /// Whether this machine's kernel has an IPv4 or IPv6 default route, read independently.
@@ -51,5 +52,74 @@ struct ReachabilityMonitorTests {
         try? await Task.sleep(for: .milliseconds(200))
         monitor.stopMonitoring()
         #expect(calls.withLock { $0 } == 1, "an unchanged status is announced once")
+    }
+}
+
+@Suite("Reachability changes", .timeLimit(.minutes(1)))
+struct ReachabilityChangeTests {
+    /// A routing table and interface folder of the test's own, written as the kernel lays them out.
+    struct Network {
+        let folder: TemporaryDirectory
+        var sources: RouteSources {
+            var sources = RouteSources()
+            sources.ipv4Routes = folder.url.appendingPathComponent("route").path
+            sources.ipv6Routes = folder.url.appendingPathComponent("ipv6_route").path
+            sources.interfaces = folder.url.appendingPathComponent("net").path
+            return sources
+        }
+
+        init() throws {
+            folder = try TemporaryDirectory()
+            try Data().write(to: folder.url.appendingPathComponent("ipv6_route"))
+            for (name, type, wireless) in [("eth0", "1", false), ("wlan0", "1", true)] {
+                let base = folder.url.appendingPathComponent("net/\(name)")
+                try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+                try Data("\(type)\n".utf8).write(to: base.appendingPathComponent("type"))
+                if wireless {
+                    try FileManager.default.createDirectory(
+                        at: base.appendingPathComponent("wireless"),
+                        withIntermediateDirectories: true
+                    )
+                }
+            }
+        }
+
+        /// Replaces the IPv4 table (atomically, as the kernel's file never reads half-written):
+        /// a default route out of `interface`, or none, beside a local 10.0.0.0/8 route.
+        func setDefaultRoute(_ interface: String?) throws {
+            var lines = ["Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT"]
+            lines.append("eth0\t0000000A\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0")
+            if let interface { lines.append("\(interface)\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0") }
+            try Data((lines.joined(separator: "\n") + "\n").utf8)
+                .write(to: folder.url.appendingPathComponent("route"), options: .atomic)
+        }
+    }
+
+    @Test("A lost and a changed default route are announced once each, to the handler and the stream, in order")
+    func changes() async throws {
+        let network = try Network()
+        defer { network.folder.remove() }
+        try network.setDefaultRoute("eth0")
+        let monitor = ReachabilityMonitor(host: nil, interval: .milliseconds(20), sources: network.sources)
+        let heard = Locked<[ReachabilityMonitor.Status]>([])
+        monitor.setStatusChangeHandler { status in heard.withLock { $0.append(status) } }
+        var updates = monitor.statusUpdates.makeAsyncIterator()
+        monitor.startMonitoring()
+        defer { monitor.stopMonitoring() }
+        let ethernet = ReachabilityMonitor.Status.reachable(via: .init(name: "eth0", kind: .ethernet))
+        let wifi = ReachabilityMonitor.Status.reachable(via: .init(name: "wlan0", kind: .wifi))
+        #expect(await updates.next() == ethernet)
+        try network.setDefaultRoute(nil)
+        #expect(await updates.next() == .notReachable)
+        #expect(monitor.status == .notReachable)
+        try network.setDefaultRoute("wlan0")
+        #expect(await updates.next() == wifi)
+        #expect(heard.value == [ethernet, .notReachable, wifi])
+        // A host on the local route stays reachable through eth0 whatever the default route.
+        try network.setDefaultRoute(nil)
+        let local = ReachabilityMonitor(host: "10.1.2.3", interval: .seconds(60), sources: network.sources)
+        #expect(local.refresh() == ethernet)
+        let elsewhere = ReachabilityMonitor(host: "192.0.2.1", interval: .seconds(60), sources: network.sources)
+        #expect(elsewhere.refresh() == .notReachable)
     }
 }

@@ -63,9 +63,19 @@ public final class ReachabilityMonitor: Sendable {
 
     private let state = Protected(State())
 
-    public init(host: String? = nil, interval: Duration = .seconds(2)) {
+    /// Where the kernel's routes and interfaces are read from.
+    private let sources: RouteSources
+
+    public convenience init(host: String? = nil, interval: Duration = .seconds(2)) {
+        self.init(host: host, interval: interval, sources: RouteSources())
+    }
+
+    /// A monitor that reads routes and interfaces from `sources` (tests point it at files of
+    /// their own to see a change the machine's network never makes).
+    package init(host: String?, interval: Duration, sources: RouteSources) {
         self.host = host
         self.interval = interval
+        self.sources = sources
     }
 
     deinit { state.withLock { $0.monitor?.cancel() } }
@@ -76,7 +86,7 @@ public final class ReachabilityMonitor: Sendable {
     /// Checks now, records and announces the result if it changed, and returns it.
     @discardableResult
     public func refresh() -> Status {
-        let status = RouteTable.current().status(for: host)
+        let status = RouteTable.current(from: sources).status(for: host)
         let (changed, handler, continuations) = state.withLock { state in
             let changed = state.status != status
             state.status = status
@@ -132,6 +142,16 @@ public final class ReachabilityMonitor: Sendable {
     }
 }
 
+/// The files the routes and interface kinds are read from: the kernel's by default.
+package struct RouteSources: Sendable {
+    package var ipv4Routes = "/proc/net/route"
+    package var ipv6Routes = "/proc/net/ipv6_route"
+    /// A folder with a folder per interface (`type`, `wireless`, `phy80211`).
+    package var interfaces = "/sys/class/net"
+
+    package init() {}
+}
+
 /// A snapshot of the kernel's IPv4 and IPv6 routes.
 struct RouteTable {
     struct Route {
@@ -144,10 +164,11 @@ struct RouteTable {
     var ipv4: [Route] = []
     /// Interfaces with an IPv6 default route.
     var ipv6DefaultInterfaces: [String] = []
+    var sources = RouteSources()
 
-    static func current() -> RouteTable {
-        var table = RouteTable()
-        if let text = try? String(contentsOfFile: "/proc/net/route", encoding: .utf8) {
+    static func current(from sources: RouteSources = RouteSources()) -> RouteTable {
+        var table = RouteTable(sources: sources)
+        if let text = try? String(contentsOfFile: sources.ipv4Routes, encoding: .utf8) {
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(whereSeparator: { $0 == "\t" || $0 == " " })
                 guard fields.count >= 8, let destination = UInt32(fields[1], radix: 16),
@@ -160,7 +181,7 @@ struct RouteTable {
                 )
             }
         }
-        if let text = try? String(contentsOfFile: "/proc/net/ipv6_route", encoding: .utf8) {
+        if let text = try? String(contentsOfFile: sources.ipv6Routes, encoding: .utf8) {
             for line in text.split(separator: "\n") {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count >= 10, fields[0].allSatisfy({ $0 == "0" }), fields[1] == "00",
@@ -186,21 +207,21 @@ struct RouteTable {
         for address in addresses {
             let match = ipv4.filter { $0.isUp && address & $0.mask == $0.destination & $0.mask }
                 .max { $0.mask.nonzeroBitCount < $1.mask.nonzeroBitCount }
-            if let match { return .reachable(via: Self.interface(named: match.interface)) }
+            if let match { return .reachable(via: interface(named: match.interface)) }
         }
         return .notReachable
     }
 
     var defaultRouteStatus: ReachabilityMonitor.Status {
         if let route = ipv4.first(where: { $0.isUp && $0.destination == 0 && $0.mask == 0 }) {
-            return .reachable(via: Self.interface(named: route.interface))
+            return .reachable(via: interface(named: route.interface))
         }
-        if let name = ipv6DefaultInterfaces.first { return .reachable(via: Self.interface(named: name)) }
+        if let name = ipv6DefaultInterfaces.first { return .reachable(via: interface(named: name)) }
         return .notReachable
     }
 
-    static func interface(named name: String) -> ReachabilityMonitor.Interface {
-        let base = "/sys/class/net/\(name)"
+    func interface(named name: String) -> ReachabilityMonitor.Interface {
+        let base = "\(sources.interfaces)/\(name)"
         let kind: ReachabilityMonitor.Interface.Kind
         if name == "lo" || (try? String(contentsOfFile: base + "/type", encoding: .utf8))?.hasPrefix("772") == true {
             kind = .loopback
