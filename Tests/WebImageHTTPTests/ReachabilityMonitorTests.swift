@@ -3,7 +3,6 @@ import Testing
 import WebImageHTTP
 import WebImageTestSupport
 
-
 @Suite("Reachability", .timeLimit(.minutes(1)))
 struct ReachabilityMonitorTests {
     /// Whether this machine's kernel has an IPv4 or IPv6 default route, read independently.
