@@ -107,6 +107,9 @@ extension HTTPSession {
         if error is PinMismatch {
             return HTTPSessionError(.serverCertificateUntrusted, url: url, message: "\(subject): \(error)")
         }
+        if let refusal = clientCertificateRefusal(error) {
+            return HTTPSessionError(.clientCertificateRejected, url: url, message: "\(subject): TLS failed: \(refusal)")
+        }
         if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError {
             return HTTPSessionError(
                 .serverCertificateUntrusted,
@@ -129,6 +132,27 @@ extension HTTPSession {
         }
         return HTTPSessionError(.networkError, url: url, message: "\(subject): \(reasonInWords(error))")
     }
+}
+
+/// Why the server refused the client's certificate (or its lack of one), when the handshake
+/// ended with the server's alert saying so; `nil` for every other failure. A client receives
+/// these alerts only from a server that checks client certificates.
+func clientCertificateRefusal(_ error: any Error) -> String? {
+    guard error is BoringSSLError || error is NIOSSLError else { return nil }
+    let text = String(describing: error)
+    if text.contains("ALERT_CERTIFICATE_REQUIRED") {
+        return "the server asks for a client certificate and none was given (SecurityPolicy.clientIdentity, --cert)"
+    }
+    let reasons: [(String, String)] = [
+        ("ALERT_UNKNOWN_CA", "the server does not trust the authority that issued the client certificate"),
+        ("ALERT_CERTIFICATE_EXPIRED", "the server says the client certificate has expired"),
+        ("ALERT_CERTIFICATE_REVOKED", "the server says the client certificate was revoked"),
+        ("ALERT_BAD_CERTIFICATE", "the server refused the client certificate"),
+        ("ALERT_UNSUPPORTED_CERTIFICATE", "the server refused the client certificate (not for client authentication)"),
+        ("ALERT_CERTIFICATE_UNKNOWN", "the server refused the client certificate"),
+        ("ALERT_ACCESS_DENIED", "the server refused access to the client certificate's holder"),
+    ]
+    return reasons.first { text.contains($0.0) }?.1
 }
 
 /// A TLS failure in words, from BoringSSL's reason codes (never its raw error dump).

@@ -36,6 +36,9 @@ public struct HTTPSessionError: Error, Sendable, CustomStringConvertible {
         case requestSerializationFailed
         /// The server's certificate is not trusted (invalid chain, expired, wrong host).
         case serverCertificateUntrusted
+        /// The server asked for a client certificate and refused the one given, or its absence
+        /// (URLError's `clientCertificateRejected` / `clientCertificateRequired`).
+        case clientCertificateRejected
         /// Reading or writing a local file failed.
         case fileError
         /// The response body is larger than the request's (or the session's) size limit; the

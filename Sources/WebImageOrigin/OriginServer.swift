@@ -44,12 +44,23 @@ public final class OriginServer: Sendable {
         public var http2: Bool
         /// Offer TLS 1.1 at most (an old server), to test that clients refuse it.
         public var onlyLegacyTLS: Bool
+        /// CA certificates (PEM) a client's certificate must be issued by: with them the origin
+        /// asks every client for a certificate and refuses the handshake without a valid one
+        /// (mutual TLS). `nil` (default): no client certificate is asked for.
+        public var clientCertificateAuthoritiesPEM: String?
 
-        public init(certificatePEM: String, privateKeyPEM: String, http2: Bool = false, onlyLegacyTLS: Bool = false) {
+        public init(
+            certificatePEM: String,
+            privateKeyPEM: String,
+            http2: Bool = false,
+            onlyLegacyTLS: Bool = false,
+            clientCertificateAuthoritiesPEM: String? = nil
+        ) {
             self.certificatePEM = certificatePEM
             self.privateKeyPEM = privateKeyPEM
             self.http2 = http2
             self.onlyLegacyTLS = onlyLegacyTLS
+            self.clientCertificateAuthoritiesPEM = clientCertificateAuthoritiesPEM
         }
     }
 
@@ -71,6 +82,10 @@ public final class OriginServer: Sendable {
                 },
                 privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))
             )
+            if let authorities = tls.clientCertificateAuthoritiesPEM {
+                configuration.certificateVerification = .noHostnameVerification
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(authorities.utf8)))
+            }
             if tls.onlyLegacyTLS {
                 configuration.minimumTLSVersion = .tlsv1
                 configuration.maximumTLSVersion = .tlsv11

@@ -40,12 +40,29 @@ public enum TestCertificates {
         try make(commonName: commonName, hosts: hosts, validity: validity, isAuthority: isAuthority, issuer: authority)
     }
 
+    /// A client certificate (extended key usage `clientAuth`) signed by `authority`, for servers
+    /// that ask clients to identify themselves (mutual TLS).
+    public static func client(
+        issuedBy authority: TestIdentity,
+        commonName: String = "swift-web-image test client"
+    ) throws -> TestIdentity {
+        try make(
+            commonName: commonName,
+            hosts: [],
+            validity: 24 * 3600,
+            isAuthority: false,
+            issuer: authority,
+            usage: .clientAuth
+        )
+    }
+
     private static func make(
         commonName: String,
         hosts: [String],
         validity: TimeInterval,
         isAuthority: Bool,
-        issuer: TestIdentity?
+        issuer: TestIdentity?,
+        usage: ExtendedKeyUsage.Usage = .serverAuth
     ) throws -> TestIdentity {
         let key = P256.Signing.PrivateKey()
         let certificateKey = Certificate.PrivateKey(key)
@@ -83,8 +100,8 @@ public enum TestCertificates {
                     Critical(BasicConstraints.notCertificateAuthority)
                     KeyUsage(digitalSignature: true)
                 }
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames(altNames)
+                try ExtendedKeyUsage([usage])
+                if !altNames.isEmpty { SubjectAlternativeNames(altNames) }
             },
             issuerPrivateKey: issuerKey
         )

@@ -59,7 +59,8 @@ enum ExitStatus {
     /// What `--help` and the man page say about them.
     static let summary = """
         Exit status: 0 every item succeeded; 1 some failed (mixed or other causes); 2 usage error; \
-        when every failure had one cause: 3 writing the output, 4 network, 5 TLS certificate, \
+        when every failure had one cause: 3 writing the output, 4 network, 5 TLS certificate (the server's, \
+        or the server refused ours), \
         8 HTTP status, 9 not a decodable image.
         """
 }
@@ -75,7 +76,8 @@ enum FailureKind: Int32, Sendable {
     init?(_ error: WebImageError) {
         switch error.code {
         case .networkError:
-            self = error.underlying?.code == .serverCertificateUntrusted ? .tls : .network
+            let tlsCodes: [HTTPSessionError.Code?] = [.serverCertificateUntrusted, .clientCertificateRejected]
+            self = tlsCodes.contains(error.underlying?.code) ? .tls : .network
         case .invalidDownloadStatusCode: self = .httpStatus
         case .badImageData: self = .decode
         default: return nil

@@ -491,6 +491,47 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--cert and --key (as curl): a server that asks for a client certificate loads with one, exits 5 without")
+    func clientCertificate() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-cli")
+        defer { folder.remove() }
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let server = try TestCertificates.issued(by: authority)
+        let clientAuthority = try TestCertificates.selfSigned(commonName: "swift-web-image client CA")
+        let client = try TestCertificates.client(issuedBy: clientAuthority)
+        let origin = try await OriginServer.start(
+            tls: .init(
+                certificatePEM: server.certificatePEM,
+                privateKeyPEM: server.privateKeyPEM,
+                clientCertificateAuthoritiesPEM: clientAuthority.certificatePEM
+            )
+        )
+        origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
+        let url = origin.url("/a.png").absoluteString
+        let files = [
+            "ca.pem": authority.certificatePEM, "cert.pem": client.certificatePEM, "key.pem": client.privateKeyPEM,
+        ]
+        for (name, text) in files { try text.write(to: folder.file(name), atomically: true, encoding: .utf8) }
+        let common = ["fetch", "--no-disk-cache", "--cacert", folder.file("ca.pem").path]
+
+        let loaded = try await CLIRunner.runDetached(
+            common + ["--cert", folder.file("cert.pem").path, "--key", folder.file("key.pem").path, url]
+        )
+        #expect(loaded.status == 0, "\(loaded.stderr)")
+        #expect(loaded.stdout.contains("48x32") || loaded.stdout.contains("48×32"), "\(loaded.stdout)")
+        let refused = try await CLIRunner.runDetached(common + [url])
+        #expect(refused.status == 5, "\(refused.stderr)")
+        #expect(refused.stderr.contains("asks for a client certificate"), "\(refused.stderr)")
+        #expect(origin.requestCount(for: "/a.png") == 1)
+
+        // A certificate without its key, or a key alone, is a usage error naming the file.
+        let noKey = try await CLIRunner.runDetached(common + ["--cert", folder.file("cert.pem").path, url])
+        #expect(noKey.status == 2 && noKey.stderr.contains("cert.pem") && noKey.stderr.contains("no private key"))
+        let keyOnly = try await CLIRunner.runDetached(common + ["--key", folder.file("key.pem").path, url])
+        #expect(keyOnly.status == 2 && keyOnly.stderr.contains("--key needs --cert"), "\(keyOnly.stderr)")
+        await origin.stop()
+    }
+
     @Test("--retry: transient failures (503) are tried again after the delay; a 404 is not")
     func retries() async throws {
         let origin = try await OriginServer.start()

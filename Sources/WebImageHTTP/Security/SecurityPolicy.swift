@@ -62,6 +62,9 @@ public struct SecurityPolicy: Sendable {
     /// a server's chain must end in one of them. `nil` (default): the system's CAs. Ignored
     /// with certificate pinning, whose pins are the anchors.
     public var trustRoots: [Data]?
+    /// The certificate and key presented to a server that asks the client for one (mutual
+    /// TLS). `nil` (default): none; such a server then refuses the handshake.
+    public var clientIdentity: ClientIdentity?
 
     public init(
         pinningMode: PinningMode = .none,
@@ -214,6 +217,12 @@ public struct SecurityPolicy: Sendable {
     var tlsConfiguration: TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = minimumTLSVersion.nioVersion
+        // Checked when the identity was made; a failure here cannot happen short of a NIOSSL
+        // that reads less than swift-certificates does, and then no certificate is sent.
+        if let (chain, key) = try? clientIdentity?.nioValues() {
+            tls.certificateChain = chain
+            tls.privateKey = key
+        }
         if allowInvalidCertificates {
             // Pins, when set, are checked by `connectionCheck` once the handshake is done.
             tls.certificateVerification = .none

@@ -63,6 +63,18 @@ struct LoadingOptions: ParsableArguments {
     var caCertificates: String?
 
     @Option(
+        name: .customLong("cert"),
+        help: """
+            Present this client certificate (PEM, then its intermediates; with its key unless --key \
+            is given) to servers that ask for one (as curl).
+            """
+    )
+    var clientCertificate: String?
+
+    @Option(name: .customLong("key"), help: "The private key (PEM, unencrypted) of --cert (as curl).")
+    var clientKey: String?
+
+    @Option(
         name: [.customShort("x"), .customLong("proxy")],
         help: """
             Send every request through this HTTP proxy, [http://][user:password@]host[:port] (as curl; \
@@ -120,6 +132,12 @@ struct LoadingOptions: ParsableArguments {
                 throw ValidationError("--cacert \(error)")
             }
         }
+        if clientKey != nil, clientCertificate == nil { throw ValidationError("--key needs --cert") }
+        do {
+            _ = try clientIdentity()
+        } catch {
+            throw ValidationError("--cert \(error)")
+        }
         do {
             _ = try proxyRules()
         } catch {
@@ -133,6 +151,15 @@ struct LoadingOptions: ParsableArguments {
                 throw ValidationError("--pin-cert \(error)")
             }
         }
+    }
+
+    /// The identity of `--cert` and `--key`, when given.
+    func clientIdentity() throws(SecurityPolicyError) -> ClientIdentity? {
+        guard let clientCertificate else { return nil }
+        return try ClientIdentity.contentsOf(
+            certificateFile: URL(fileURLWithPath: clientCertificate),
+            keyFile: clientKey.map { URL(fileURLWithPath: $0) }
+        )
     }
 
     /// `urls`, then the lines of `--input FILE` (`-`: standard input), blank lines and `#`
@@ -270,6 +297,7 @@ struct LoadingOptions: ParsableArguments {
                 contentsOf: URL(fileURLWithPath: caCertificates)
             )
         }
+        sessionConfiguration.securityPolicy.clientIdentity = try clientIdentity()
         sessionConfiguration.proxyRules = try proxyRules()
         var configuration = ImageDownloader.Configuration()
         configuration.logger = Verbosity.logger("downloader")
