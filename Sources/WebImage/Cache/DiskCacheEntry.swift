@@ -1,5 +1,6 @@
 import CWebImageSystem
 import Foundation
+import WebImageHTTP
 
 /// What the disk cache keeps beside an image's bytes.
 public struct DiskCacheMetadata: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import WebImageHTTP
 import Logging
 import Synchronization
 import WebImageCoders

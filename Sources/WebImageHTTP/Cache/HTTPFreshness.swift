@@ -1,5 +1,4 @@
 import Foundation
-import WebImageHTTP
 
 /// The caching headers of the response an entry came from (RFC 9111), kept with its disk entry
 /// so its freshness can be judged at each use and refreshed by a `304`.
