@@ -1,8 +1,8 @@
 import Foundation
-import WebImageHTTP
 import Logging
 import Synchronization
 import WebImageCoders
+import WebImageHTTP
 
 /// A memory cache in front of a disk cache (SDImageCache): the cache ``ImageManager`` uses.
 ///

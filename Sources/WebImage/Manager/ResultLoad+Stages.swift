@@ -1,7 +1,7 @@
 import Foundation
-import WebImageHTTP
 import Logging
 import WebImageCoders
+import WebImageHTTP
 
 /// The stages of one load, in order: query the caches → derive from a stored original → fetch
 /// (or revalidate) → transform → store → broadcast. Each reads the load's ``Inputs`` from the

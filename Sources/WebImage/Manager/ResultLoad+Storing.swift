@@ -1,7 +1,7 @@
 import Foundation
-import WebImageHTTP
 import Logging
 import WebImageCoders
+import WebImageHTTP
 
 /// The last stages of a load: transform, store, broadcast.
 ///
