@@ -57,4 +57,8 @@ public struct ImageOptions: OptionSet, Sendable, Hashable {
     /// operation and its `completed` runs once, with the running load's final result (its
     /// `progress` handler and partial images are not called). Off by default, as in SDWebImage.
     public static let reuseRunningLoad = ImageOptions(rawValue: 1 << 20)
+    /// Let the downloader's session use its response cache (`HTTPSession.Configuration.urlCache`,
+    /// ``ImageDownloader/Configuration-swift.struct/urlCache``) by HTTP's rules, as SDWebImage's
+    /// `UseNSURLCache`: without it, downloads neither read nor fill that cache.
+    public static let useURLCache = ImageOptions(rawValue: 1 << 21)
 }

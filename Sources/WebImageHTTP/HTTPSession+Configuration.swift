@@ -112,6 +112,12 @@ extension HTTPSession {
         /// (AFURLSessionManager's `taskDescriptionForSessionTasks`): a way to tell this session's
         /// tasks apart in the task notifications. Default `nil`.
         public var taskDescription: String?
+        /// The cache data tasks read and store responses in (URLSessionConfiguration's
+        /// `urlCache`). Default `nil`: none.
+        public var urlCache: HTTPResponseCache?
+        /// How requests without a ``HTTPSession/Request/cachePolicy`` of their own use
+        /// ``urlCache``. Default ``HTTPRequestCachePolicy/useProtocolCachePolicy``.
+        public var requestCachePolicy: HTTPRequestCachePolicy = .useProtocolCachePolicy
 
         public init() {}
 

@@ -56,6 +56,17 @@ extension HTTPSession {
         var request = task.originalRequest
         var visited: Set<String> = [request.url.absoluteString]
         var authenticationAttempts = 0
+        var revalidating: HTTPCachedResponse?
+        switch try cacheUse(for: request, sink: sink) {
+        case .load:
+            break
+        case .deliver(let cached):
+            return try await deliver(cached, for: request, metrics, taskDeadline, task, delegate, sink)
+        case .revalidate(let cached, let conditional):
+            revalidating = cached
+            request = conditional
+            task.update(request: conditional)
+        }
         while true {
             try Task.checkCancellation()
             await task.waitWhilePaused()
@@ -85,8 +96,16 @@ extension HTTPSession {
                 request.setBasicAuthorization(username: credential.user, password: credential.password)
                 continue
             }
+            if let cached = revalidating, head.statusCode == 304 {
+                try await discard(response.body, limit: hop.bodyLimit, head: head)
+                let refreshed = cached.refreshed(by: head)
+                configuration.urlCache?.storeCachedResponse(refreshed, for: request)
+                metrics.bytesSent = task.countOfBytesSent
+                return try await deliver(refreshed, for: request, metrics, taskDeadline, task, delegate, sink)
+            }
             if try await begin(head, of: hop, task: task, delegate: delegate, sink: sink) {
                 metrics.bytesReceived = try await receive(response.body, head: head, of: hop, task, delegate, sink)
+                store(head, for: request, from: sink, task, delegate)
             }
             metrics.bytesSent = task.countOfBytesSent
             return metrics
@@ -229,6 +248,99 @@ extension HTTPSession {
             )
         }
         return received
+    }
+
+    // MARK: The session's response cache
+
+    /// What the session's cache does for a task's first request.
+    private enum CacheUse {
+        case load
+        case deliver(HTTPCachedResponse)
+        /// Send `conditional` (the request with the stored validators); a `304` delivers the
+        /// stored response.
+        case revalidate(HTTPCachedResponse, conditional: Request)
+    }
+
+    /// The cache's part for `request`: only `GET`s of data and upload tasks with a cache.
+    private func cacheUse(for request: Request, sink: any ResponseBodySink) throws -> CacheUse {
+        guard let cache = configuration.urlCache, request.method == .get, sink is CollectedBody else { return .load }
+        let policy = request.cachePolicy ?? configuration.requestCachePolicy
+        guard policy != .reloadIgnoringLocalCacheData else { return .load }
+        let sent = configuration.defaultHeaders.merging(request.headers)
+        let cached = cache.cachedResponse(for: request, headers: sent)
+        switch policy {
+        case .returnCacheDataDontLoad:
+            guard let cached else {
+                throw HTTPSessionError(
+                    .resourceUnavailable,
+                    url: request.url,
+                    message: "\(request.url): not in the cache, and the cache policy forbids loading it"
+                )
+            }
+            return .deliver(cached)
+        case .returnCacheDataElseLoad:
+            return cached.map(CacheUse.deliver) ?? .load
+        case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData:
+            guard let cached else { return .load }
+            if cached.freshness.use(at: Date()) == .fresh { return .deliver(cached) }
+            // The caller's own conditional request gets the server's answer as it is.
+            guard request.headers[.ifNoneMatch] == nil, request.headers[.ifModifiedSince] == nil else { return .load }
+            var conditional = request
+            let stored = cached.response.headers
+            if let etag = stored[.eTag] { conditional.headers[.ifNoneMatch] = etag }
+            if let modified = stored[.lastModified] { conditional.headers[.ifModifiedSince] = modified }
+            return conditional.headers == request.headers ? .load : .revalidate(cached, conditional: conditional)
+        }
+    }
+
+    /// Hands a stored response to the task as if it had arrived: the head, then the body.
+    private func deliver(
+        _ cached: HTTPCachedResponse,
+        for request: Request,
+        _ metrics: HTTPTaskMetrics,
+        _ taskDeadline: ContinuousClock.Instant,
+        _ task: HTTPSessionTask,
+        _ delegate: (any HTTPSessionTaskDelegate)?,
+        _ sink: any ResponseBodySink
+    ) async throws -> HTTPTaskMetrics {
+        var metrics = metrics
+        metrics.servedFromCache = true
+        let hop = try hop(for: request, taskDeadline: taskDeadline)
+        guard try await begin(cached.response, of: hop, task: task, delegate: delegate, sink: sink) else {
+            return metrics
+        }
+        let data = cached.data
+        let state = task.didReceive(byteCount: data.count) { data }
+        if state.isCanceling { throw HTTPSessionError.cancelled(request.url) }
+        do {
+            try data.withUnsafeBytes { try sink.append($0) }
+        } catch {
+            throw Self.storeFailed(request.url, error)
+        }
+        delegate?.task(task, didReceive: data)
+        metrics.bytesReceived = Int64(data.count)
+        return metrics
+    }
+
+    /// Stores a data task's complete response when HTTP and the delegate allow.
+    private func store(
+        _ head: Response,
+        for request: Request,
+        from sink: any ResponseBodySink,
+        _ task: HTTPSessionTask,
+        _ delegate: (any HTTPSessionTaskDelegate)?
+    ) {
+        guard let cache = configuration.urlCache, let body = sink as? CollectedBody else { return }
+        let sent = configuration.defaultHeaders.merging(request.headers)
+        guard HTTPResponseCache.mayStore(head, for: request, sent: sent) else { return }
+        let proposed = HTTPCachedResponse(
+            response: head,
+            data: body.take(),
+            storedDate: Date(),
+            varyingHeaders: HTTPResponseCache.varyingHeaders(of: head, sent: sent)
+        )
+        guard let accepted = delegate.map({ $0.task(task, willCacheResponse: proposed) }) ?? proposed else { return }
+        cache.storeCachedResponse(accepted, for: request)
     }
 
     /// The error for a body the sink could not store.

@@ -39,6 +39,9 @@ public struct HTTPSessionError: Error, Sendable, CustomStringConvertible {
         /// The server asked for a client certificate and refused the one given, or its absence
         /// (URLError's `clientCertificateRejected` / `clientCertificateRequired`).
         case clientCertificateRejected
+        /// The cache policy allows only a stored response and there is none
+        /// (``HTTPRequestCachePolicy/returnCacheDataDontLoad``; URLError's `resourceUnavailable`).
+        case resourceUnavailable
         /// Reading or writing a local file failed.
         case fileError
         /// The response body is larger than the request's (or the session's) size limit; the

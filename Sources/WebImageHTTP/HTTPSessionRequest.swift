@@ -24,6 +24,9 @@ extension HTTPSession {
         /// before the body is read. `nil` (default): the session's
         /// ``HTTPSession/Configuration/maximumResponseBodySize``.
         public var maximumBodySize: Int64?
+        /// How this request uses the session's ``HTTPSession/Configuration/urlCache``; `nil`
+        /// (default): the session's ``HTTPSession/Configuration/requestCachePolicy``.
+        public var cachePolicy: HTTPRequestCachePolicy?
 
         public init(
             url: URL,

@@ -34,6 +34,10 @@ public protocol HTTPSessionTaskDelegate: AnyObject, Sendable {
         didReceiveChallenge challenge: HTTPAuthenticationChallenge
     ) async
         -> HTTPCredential?
+    /// The response is about to be stored in the session's ``HTTPResponseCache``
+    /// (URLSessionDataDelegate's `willCacheResponse`): return it, a changed one, or `nil` to
+    /// store nothing. Default: store it as proposed.
+    func task(_ task: HTTPSessionTask, willCacheResponse proposed: HTTPCachedResponse) -> HTTPCachedResponse?
     /// The task finished; `error` is `nil` on success.
     func task(_ task: HTTPSessionTask, didCompleteWith error: HTTPSessionError?, metrics: HTTPTaskMetrics)
 }
@@ -57,6 +61,9 @@ extension HTTPSessionTaskDelegate {
     ) async
         -> HTTPCredential?
     { task.session?.configuration.credential }
+    public func task(_ task: HTTPSessionTask, willCacheResponse proposed: HTTPCachedResponse) -> HTTPCachedResponse? {
+        proposed
+    }
     public func task(_ task: HTTPSessionTask, didCompleteWith error: HTTPSessionError?, metrics: HTTPTaskMetrics) {}
 }
 
@@ -96,6 +103,10 @@ public struct HTTPTaskMetrics: Sendable, Hashable {
     public var bytesReceived: Int64
     /// Body bytes sent.
     public var bytesSent: Int64
+    /// Whether the response came from the session's ``HTTPResponseCache`` without a request,
+    /// or as the stored body a `304` confirmed (URLSessionTaskMetrics' `localCache` fetch type
+    /// for the first). Default `false`.
+    public var servedFromCache = false
 
     static var empty: HTTPTaskMetrics {
         HTTPTaskMetrics(startDate: Date(), duration: .zero, redirectCount: 0, bytesReceived: 0, bytesSent: 0)

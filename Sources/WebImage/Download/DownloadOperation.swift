@@ -142,6 +142,9 @@ public final class DownloadOperation: DownloadOperationProtocol {
         )
         request.handlesCookies = options.contains(.handleCookies)
         request.maximumBodySize = configuration.maximumDownloadSize
+        // The session's response cache only with useURLCache (SDWebImage's UseNSURLCache): the
+        // image caches are the caches of images.
+        request.cachePolicy = options.contains(.useURLCache) ? .useProtocolCachePolicy : .reloadIgnoringLocalCacheData
         // refreshCached: revalidate what the caller has.
         if options.contains(.refreshCached), let cached = context.cachedResponse {
             if let etag = cached.etag { request.headers[.ifNoneMatch] = etag }
@@ -210,7 +213,8 @@ public final class DownloadOperation: DownloadOperationProtocol {
             interval: configuration.minimumProgressInterval,
             skipsBody: skipsBody,
             events: events,
-            offset: Int64(partial?.data.count ?? 0)
+            offset: Int64(partial?.data.count ?? 0),
+            storesInURLCache: options.contains(.useURLCache)
         )
         // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
         // there is off the loops and serial for this operation.
@@ -343,6 +347,12 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
     let events: @Sendable (ImageDownloaderEvent) -> Void
     /// Bytes an earlier attempt received, which this one continues.
     let offset: Int64
+    /// Whether the session's response cache may keep the response (``ImageOptions/useURLCache``).
+    let storesInURLCache: Bool
+
+    func task(_ task: HTTPSessionTask, willCacheResponse proposed: HTTPCachedResponse) -> HTTPCachedResponse? {
+        storesInURLCache ? proposed : nil
+    }
     /// The body's first bytes until they tell the image's header; `nil` once they did, or
     /// after 256 KiB without one.
     private let probe = Protected<Data?>(Data())
@@ -367,8 +377,10 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
         interval: Duration,
         skipsBody: @escaping @Sendable (HTTPSession.Response) -> Bool,
         events: @escaping @Sendable (ImageDownloaderEvent) -> Void,
-        offset: Int64
+        offset: Int64,
+        storesInURLCache: Bool
     ) {
+        self.storesInURLCache = storesInURLCache
         self.operation = operation
         self.interval = interval
         self.skipsBody = skipsBody

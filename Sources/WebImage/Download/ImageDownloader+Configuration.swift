@@ -42,6 +42,10 @@ extension ImageDownloader {
         public var decodesImages = true
         /// Credentials for servers that ask for HTTP basic authentication.
         public var credential: HTTPCredential?
+        /// The response cache of the session the downloader makes for itself, which loads with
+        /// ``ImageOptions/useURLCache`` read and fill (SDWebImage's `NSURLCache`). Default `nil`:
+        /// none. A session passed to the downloader keeps its own.
+        public var urlCache: HTTPResponseCache?
         /// Statuses accepted as success. Default 200–299. Any other ends the transfer at the
         /// response head (`invalidDownloadStatusCode`); a 304 is `cacheNotModified`, and a redirect
         /// the session did not follow is an error naming its target.

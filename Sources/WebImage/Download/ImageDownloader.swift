@@ -74,6 +74,7 @@ public final class ImageDownloader: Sendable {
         } else {
             var sessionConfiguration = HTTPSession.Configuration()
             sessionConfiguration.credential = configuration.credential
+            sessionConfiguration.urlCache = configuration.urlCache
             // Cookies are sent and stored only for loads with `handleCookies`.
             sessionConfiguration.cookieStore = .shared
             sessionConfiguration.maximumConnectionsPerHost = max(configuration.maxConcurrentDownloads, 1)

@@ -144,6 +144,8 @@ struct ImageDownloadKey: Hashable, Sendable {
     var allowsInvalidCertificates: Bool
     /// `handleCookies`: the request sends and stores cookies.
     var handlesCookies: Bool
+    /// `useURLCache`: the session's response cache may answer, and keeps the response.
+    var usesURLCache: Bool
     /// With `refreshCached`, the validators the request sends: a conditional request never
     /// shares with an unconditional one, nor with one for another version.
     var etag: String?
@@ -160,6 +162,7 @@ struct ImageDownloadKey: Hashable, Sendable {
         self.url = url.absoluteString
         allowsInvalidCertificates = options.contains(.allowInvalidSSLCertificates)
         handlesCookies = options.contains(.handleCookies)
+        usesURLCache = options.contains(.useURLCache)
         let cached = context.cachedResponse
         isConditional = options.contains(.refreshCached) && cached != nil
         etag = isConditional ? cached?.etag : nil

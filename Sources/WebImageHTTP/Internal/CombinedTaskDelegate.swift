@@ -44,6 +44,11 @@ final class CombinedTaskDelegate: HTTPSessionTaskDelegate {
         return await taskDelegate.task(task, didReceiveChallenge: challenge)
     }
 
+    func task(_ task: HTTPSessionTask, willCacheResponse proposed: HTTPCachedResponse) -> HTTPCachedResponse? {
+        guard let taskDelegate else { return sessionDelegate.task(task, willCacheResponse: proposed) }
+        return taskDelegate.task(task, willCacheResponse: proposed)
+    }
+
     func task(_ task: HTTPSessionTask, didCompleteWith error: HTTPSessionError?, metrics: HTTPTaskMetrics) {
         sessionDelegate.task(task, didCompleteWith: error, metrics: metrics)
         taskDelegate?.task(task, didCompleteWith: error, metrics: metrics)

@@ -255,3 +255,34 @@ struct PerLoadHooksTests {
         await origin.stop()
     }
 }
+
+@Suite("useURLCache (SDWebImage's UseNSURLCache)", .timeLimit(.minutes(1)))
+struct URLCacheOptionTests {
+    @Test("Downloads use the session's response cache only with useURLCache; without it they neither read nor fill it")
+    func useURLCache() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/c.png",
+            OriginRoute(
+                headers: [("Content-Type", "image/png"), ("Cache-Control", "max-age=600")],
+                body: DownloaderFixtures.png
+            )
+        )
+        let cache = HTTPResponseCache()
+        var configuration = ImageDownloader.Configuration()
+        configuration.urlCache = cache
+        let downloader = ImageDownloader(configuration: configuration)
+        for _ in 0..<2 { _ = try await downloader.image(with: origin.url("/c.png")) }
+        #expect(origin.requestCount(for: "/c.png") == 2)
+        #expect(cache.currentMemoryUsage == 0, "nothing stored without the option")
+        for _ in 0..<2 {
+            let loaded = try await downloader.image(with: origin.url("/c.png"), options: .useURLCache)
+            #expect(loaded.image?.width == 32 && loaded.data == DownloaderFixtures.png)
+        }
+        #expect(origin.requestCount(for: "/c.png") == 3, "the second load with the option came from the cache")
+        #expect(cache.currentMemoryUsage > DownloaderFixtures.png.count)
+        _ = try await downloader.image(with: origin.url("/c.png"))
+        #expect(origin.requestCount(for: "/c.png") == 4, "a load without the option does not read it")
+        await origin.stop()
+    }
+}
