@@ -121,7 +121,8 @@ struct ResponseCacheTests {
             context.origin.setRoute("/skip", Self.route("skip", [("Cache-Control", "max-age=600")]))
             context.origin.setRoute("/up", Self.route("quiet", [("Cache-Control", "max-age=600")]))
             for path in ["/skip", "/up"] {
-                _ = try await context.session.data(for: .init(url: context.origin.url(path)), delegate: CachingDelegate())
+                let request = HTTPSession.Request(url: context.origin.url(path))
+                _ = try await context.session.data(for: request, delegate: CachingDelegate())
             }
             #expect(try await Self.load(context, "/skip") == ("skip", 200, false), "declined: not stored")
             #expect(try await Self.load(context, "/up") == ("QUIET", 200, true), "stored as the delegate changed it")

@@ -21,6 +21,7 @@ public struct DecodableResponseSerializer<Value: Decodable & Sendable>: Response
     /// - Parameters:
     ///   - type: the value's type; inferred from the call site when left out.
     ///   - decoder: a fresh `JSONDecoder` by default.
+    ///   - validation: the statuses and content types accepted (JSON's by default).
     public init(
         _ type: Value.Type = Value.self,
         decoder: JSONDecoder = JSONDecoder(),
