@@ -61,7 +61,8 @@ extension HTTPSession {
         case .load:
             break
         case .deliver(let cached):
-            return try await deliver(cached, for: request, metrics, taskDeadline, task, delegate, sink)
+            let hop = try hop(for: request, taskDeadline: taskDeadline)
+            return try await deliver(cached, through: hop, metrics, task, delegate, sink)
         case .revalidate(let cached, let conditional):
             revalidating = cached
             request = conditional
@@ -101,7 +102,7 @@ extension HTTPSession {
                 let refreshed = cached.refreshed(by: head)
                 configuration.urlCache?.storeCachedResponse(refreshed, for: request)
                 metrics.bytesSent = task.countOfBytesSent
-                return try await deliver(refreshed, for: request, metrics, taskDeadline, task, delegate, sink)
+                return try await deliver(refreshed, through: hop, metrics, task, delegate, sink)
             }
             if try await begin(head, of: hop, task: task, delegate: delegate, sink: sink) {
                 metrics.bytesReceived = try await receive(response.body, head: head, of: hop, task, delegate, sink)
@@ -296,16 +297,15 @@ extension HTTPSession {
     /// Hands a stored response to the task as if it had arrived: the head, then the body.
     private func deliver(
         _ cached: HTTPCachedResponse,
-        for request: Request,
+        through hop: Hop,
         _ metrics: HTTPTaskMetrics,
-        _ taskDeadline: ContinuousClock.Instant,
         _ task: HTTPSessionTask,
         _ delegate: (any HTTPSessionTaskDelegate)?,
         _ sink: any ResponseBodySink
     ) async throws -> HTTPTaskMetrics {
         var metrics = metrics
         metrics.servedFromCache = true
-        let hop = try hop(for: request, taskDeadline: taskDeadline)
+        let request = hop.request
         guard try await begin(cached.response, of: hop, task: task, delegate: delegate, sink: sink) else {
             return metrics
         }

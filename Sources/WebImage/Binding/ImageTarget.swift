@@ -39,18 +39,13 @@ extension ImageTarget {
     ) -> ImageLoadOperation? {
         let key = operationKey ?? String(describing: type(of: self))
         let table = TargetLoads.shared
-        if options.contains(.reuseRunningLoad), let url,
-            let running = table.join(self, key: key, url: url, completed: completed)
-        {
-            return running
-        }
+        if let running = table.reuse(self, key, url, options, completed) { return running }
         let followers = LoadFollowers<ImageManager.CompletedHandler>()
         guard
             let (loadID, url) = table.start(
                 self,
                 key: key,
                 url: url,
-                followers: followers,
                 placeholder: placeholder,
                 options: options,
                 display: display
@@ -75,7 +70,7 @@ extension ImageTarget {
             guard finished else { return }
             for follower in followers.close() { follower(image, data, error, cacheType, finished, loadedURL) }
         }
-        table.attach(operation, to: self, key: key, loadID: loadID)
+        table.attach(operation, followers: followers, to: self, key: key, loadID: loadID)
         return operation
     }
 
@@ -132,7 +127,7 @@ final class TargetLoads: Sendable {
         var operation: ImageLoadOperation?
         var running: Bool
         /// A `LoadFollowers` of the binding that started the load.
-        var followers: (any AnyObject & Sendable)?
+        var followers: (any AnyObject & Sendable)? = nil
     }
 
     private struct Entry {
@@ -149,19 +144,14 @@ final class TargetLoads: Sendable {
     private let state = Protected(State())
 
     /// Cancels the key's previous load and records a new one; returns its id.
-    func begin(
-        _ target: any AnyObject & Sendable,
-        key: String,
-        url: URL?,
-        followers: (any AnyObject & Sendable)? = nil
-    ) -> UInt64 {
+    func begin(_ target: any AnyObject & Sendable, key: String, url: URL?) -> UInt64 {
         let (id, previous) = state.withLock { state -> (UInt64, ImageLoadOperation?) in
             let id = state.nextID
             state.nextID += 1
             let identifier = ObjectIdentifier(target)
             var entry = state.entries[identifier].flatMap { $0.target === target ? $0 : nil } ?? Entry(target: target)
             let previous = entry.loads[key]?.operation
-            entry.loads[key] = Load(id: id, url: url, operation: nil, running: true, followers: followers)
+            entry.loads[key] = Load(id: id, url: url, operation: nil, running: true)
             state.entries[identifier] = entry
             if state.entries.count > state.sweepAt {
                 state.entries = state.entries.filter { $0.value.target != nil }
@@ -181,12 +171,11 @@ final class TargetLoads: Sendable {
         _ target: any AnyObject & Sendable,
         key: String,
         url: URL?,
-        followers: (any AnyObject & Sendable)? = nil,
         placeholder: DecodedImage?,
         options: ImageOptions,
         display: (DecodedImage?) -> Void
     ) -> (loadID: UInt64, url: URL)? {
-        let loadID = begin(target, key: key, url: url, followers: followers)
+        let loadID = begin(target, key: key, url: url)
         if !options.contains(.delayPlaceholder) { display(placeholder) }
         guard let url else {
             end(target, key: key, loadID: loadID)
@@ -196,25 +185,37 @@ final class TargetLoads: Sendable {
         return (loadID, url)
     }
 
-    func attach(_ operation: ImageLoadOperation, to target: any AnyObject & Sendable, key: String, loadID: UInt64) {
+    /// Records the running load's operation, and the handlers of calls that may join it
+    /// (``ImageOptions/reuseRunningLoad``), unless it has already ended.
+    func attach(
+        _ operation: ImageLoadOperation,
+        followers: (any AnyObject & Sendable)? = nil,
+        to target: any AnyObject & Sendable,
+        key: String,
+        loadID: UInt64
+    ) {
         state.withLock { state in
             let identifier = ObjectIdentifier(target)
             guard state.entries[identifier]?.loads[key]?.id == loadID,
                 state.entries[identifier]?.loads[key]?.running == true
             else { return }
             state.entries[identifier]?.loads[key]?.operation = operation
+            state.entries[identifier]?.loads[key]?.followers = followers
         }
     }
 
-    /// The operation the key is running for `url`, with `completed` added to its followers; `nil`
-    /// when the key runs no load of `url` (or it has just ended).
-    func join<Handler: Sendable>(
+    /// With ``ImageOptions/reuseRunningLoad``, the operation the key is running for `url`, with
+    /// `completed` added to its followers; `nil` without the option, or when the key runs no
+    /// load of `url` (or it has just ended).
+    func reuse<Handler: Sendable>(
         _ target: any AnyObject & Sendable,
-        key: String,
-        url: URL,
-        completed: Handler?
+        _ key: String,
+        _ url: URL?,
+        _ options: ImageOptions,
+        _ completed: Handler?
     ) -> ImageLoadOperation? {
-        state.withLock { state in
+        guard options.contains(.reuseRunningLoad), let url else { return nil }
+        return state.withLock { state in
             let entry = state.entries[ObjectIdentifier(target)]
             guard entry?.target === target, let load = entry?.loads[key], load.running, load.url == url,
                 let operation = load.operation, (load.followers as? LoadFollowers<Handler>)?.join(completed) == true

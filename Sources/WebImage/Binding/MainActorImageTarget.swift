@@ -19,6 +19,7 @@ import WebImageCoders
 @MainActor
 public protocol MainActorImageTarget: AnyObject, Sendable {
     /// Shows `image`; `nil` clears the target.
+    // shape: a requirement without a body (the measure runs on into the extension below)
     func display(_ image: DecodedImage?)
 }
 
@@ -40,19 +41,13 @@ extension MainActorImageTarget {
     ) -> ImageLoadOperation? {
         let key = operationKey ?? String(describing: type(of: self))
         let table = TargetLoads.shared
-        typealias Completion = @MainActor @Sendable (Result<ImageLoadResult, WebImageError>) -> Void
-        if options.contains(.reuseRunningLoad), let url,
-            let running = table.join(self, key: key, url: url, completed: completed as Completion?)
-        {
-            return running
-        }
-        let followers = LoadFollowers<Completion>()
+        let followers = LoadFollowers<MainActorCompletion>()
+        if let running = table.reuse(self, key, url, options, completed as MainActorCompletion?) { return running }
         guard
             let (loadID, url) = table.start(
                 self,
                 key: key,
                 url: url,
-                followers: followers,
                 placeholder: placeholder,
                 options: options,
                 display: { display($0) }
@@ -93,7 +88,7 @@ extension MainActorImageTarget {
             preview: { image in show(image, nil) },
             completion: { outcome in show(try? outcome.get().image, outcome) }
         )
-        table.attach(operation, to: self, key: key, loadID: loadID)
+        table.attach(operation, followers: followers, to: self, key: key, loadID: loadID)
         for arrival in early.withLock({ arrivals in
             defer { arrivals = nil }
             return arrivals ?? []
@@ -113,6 +108,9 @@ extension MainActorImageTarget {
         TargetLoads.shared.url(self, key: operationKey ?? String(describing: type(of: self)))
     }
 }
+
+/// What a main-actor target's `setImage` completes with.
+typealias MainActorCompletion = @MainActor @Sendable (Result<ImageLoadResult, WebImageError>) -> Void
 
 /// An event that reached a main-actor target while its `setImage` call was still running.
 private struct Arrival: Sendable {
