@@ -60,19 +60,24 @@ public struct HTTPSessionError: Error, Sendable, CustomStringConvertible {
     public let response: HTTPSession.Response?
     /// The response body, for validation errors.
     public let body: Data?
+    /// The error underneath, when there is one worth inspecting: a serializer's (the
+    /// `DecodingError` of ``DecodableResponseSerializer``, with its coding path and context).
+    public let underlying: (any Error & Sendable)?
 
     public init(
         _ code: Code,
         url: URL?,
         message: String,
         response: HTTPSession.Response? = nil,
-        body: Data? = nil
+        body: Data? = nil,
+        underlying: (any Error & Sendable)? = nil
     ) {
         self.code = code
         self.url = url
         self.message = message
         self.response = response
         self.body = body
+        self.underlying = underlying
     }
 
     /// The HTTP status, when a response arrived.

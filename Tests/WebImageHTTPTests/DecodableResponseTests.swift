@@ -62,6 +62,7 @@ struct DecodableResponseTests {
                     #expect(error.message.contains("cannot decode Album"), "\(error.message)")
                     #expect(error.message.contains(words), "\(error.message)")
                     #expect(error.body == Data(body.utf8))
+                    #expect(error.underlying is DecodingError, "the DecodingError is carried")
                 }
             }
         }

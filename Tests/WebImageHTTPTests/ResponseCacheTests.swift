@@ -104,6 +104,24 @@ struct ResponseCacheTests {
         }
     }
 
+    @Test("Not stored: answers to requests with credentials unless the response says public, and non-GET requests")
+    func notStored() async throws {
+        try await HTTPTestContext.with(configuration: Self.configuration()) { context in
+            context.origin.setRoute("/mine", Self.route("private data", [("Cache-Control", "max-age=600")]))
+            context.origin.setRoute("/shared", Self.route("shared data", [("Cache-Control", "public, max-age=600")]))
+            let credentials: HTTPFields = [.authorization: "Bearer token"]
+            for path in ["/mine", "/shared"] { _ = try await Self.load(context, path, headers: credentials) }
+            #expect(try await !Self.load(context, "/mine", headers: credentials).fromCache)
+            #expect(try await Self.load(context, "/shared", headers: credentials).fromCache)
+
+            context.origin.setRoute("/post", Self.route("posted", [("Cache-Control", "max-age=600")]))
+            let post = HTTPSession.Request(url: context.origin.url("/post"), method: .post, body: .data(Data("x".utf8)))
+            for _ in 0..<2 { _ = try await context.session.data(for: post) }
+            #expect(context.origin.requestCount(for: "/post") == 2)
+            #expect(try await !Self.load(context, "/post").fromCache, "a POST's answer does not answer a GET")
+        }
+    }
+
     /// Declines responses whose body says "skip", and stores the rest in upper case.
     final class CachingDelegate: HTTPSessionTaskDelegate {
         func task(_ task: HTTPSessionTask, willCacheResponse proposed: HTTPCachedResponse) -> HTTPCachedResponse? {

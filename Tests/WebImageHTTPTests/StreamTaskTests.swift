@@ -163,6 +163,39 @@ struct StreamTaskTests {
         }
     }
 
+    @Test("Pins apply to stream tasks: the pinned CA or key is trusted, a wrong pin refuses the stream")
+    func pinning() async throws {
+        let authority = try TestCertificates.selfSigned(commonName: "swift-web-image test CA")
+        let server = try TestCertificates.issued(by: authority)
+        let stranger = try TestCertificates.selfSigned(commonName: "another CA")
+        let tls = OriginServer.TLS(certificatePEM: server.certificatePEM, privateKeyPEM: server.privateKeyPEM)
+        let policies: [(SecurityPolicy, Bool)] = [
+            (.pinning(certificates: [authority.certificateDER]), true),
+            (.pinning(certificates: [stranger.certificateDER]), false),
+            (.pinning(publicKeysOf: [stranger.certificateDER], allowInvalidCertificates: true), false),
+            (.pinning(publicKeysOf: [server.certificateDER], allowInvalidCertificates: true), true),
+        ]
+        for (policy, trusted) in policies {
+            var configuration = HTTPSession.Configuration.default
+            configuration.securityPolicy = policy
+            try await Self.with(tls: tls, configuration: configuration) { lineServer, session in
+                let stream = session.streamTask(withHostName: "127.0.0.1", port: lineServer.port)
+                stream.resume()
+                _ = try await stream.readData(ofMinLength: 6, maxLength: 6, timeout: .seconds(20))
+                try await stream.write(Data("STARTTLS\n".utf8), timeout: .seconds(20))
+                _ = try await stream.readData(ofMinLength: 3, maxLength: 3, timeout: .seconds(20))
+                if trusted {
+                    try await stream.startSecureConnection()
+                } else {
+                    await #expect {
+                        try await stream.startSecureConnection()
+                    } throws: { ($0 as? HTTPSessionError)?.code == .serverCertificateUntrusted }
+                }
+                stream.cancel()
+            }
+        }
+    }
+
     @Test("A refused address and a closed port fail every read with the cause")
     func connectFailures() async throws {
         var guarded = HTTPSession.Configuration.default

@@ -11,8 +11,8 @@ public struct HTTPEmptyResponse: Decodable, Sendable, Hashable {
 /// Validates like ``JSONResponseSerializer`` (JSON content types by default). An empty body is
 /// ``HTTPEmptyResponse`` when `Value` is that type, and otherwise fails with
 /// `serializationFailed`. A body that does not match `Value` fails with `serializationFailed`,
-/// its message naming the coding path and the cause (`"items[2].id: expected Int, found a
-/// string"`). Stateless apart from the decoder, which it never mutates: safe from any thread.
+/// its message naming the coding path and the cause (`"items[2].id: expected Int, …"`) and its
+/// ``HTTPSessionError/underlying`` the `DecodingError` itself. Stateless apart from the decoder, which it never mutates: safe from any thread.
 public struct DecodableResponseSerializer<Value: Decodable & Sendable>: ResponseSerializer {
     public var validation: HTTPResponseValidation
     /// Decodes the body; set its strategies (dates, keys) before passing it in.
@@ -40,7 +40,7 @@ public struct DecodableResponseSerializer<Value: Decodable & Sendable>: Response
         do {
             return try decoder.decode(Value.self, from: data)
         } catch let error as DecodingError {
-            throw failure(response, data, "cannot decode \(Value.self): \(Self.describe(error))")
+            throw failure(response, data, "cannot decode \(Value.self): \(Self.describe(error))", underlying: error)
         } catch {
             throw failure(response, data, "cannot decode \(Value.self): \(error)")
         }

@@ -56,13 +56,19 @@ extension ResponseSerializer {
         return try serialize(response, data: data)
     }
 
-    func failure(_ response: HTTPSession.Response, _ data: Data, _ reason: String) -> HTTPSessionError {
+    func failure(
+        _ response: HTTPSession.Response,
+        _ data: Data,
+        _ reason: String,
+        underlying: (any Error & Sendable)? = nil
+    ) -> HTTPSessionError {
         HTTPSessionError(
             .serializationFailed,
             url: response.url,
             message: "\(response.url): \(reason)",
             response: response,
-            body: data
+            body: data,
+            underlying: underlying
         )
     }
 }
