@@ -57,7 +57,7 @@ extension HTTPSession {
         var visited: Set<String> = [request.url.absoluteString]
         var authenticationAttempts = 0
         var revalidating: HTTPCachedResponse?
-        switch try cacheUse(for: request, sink: sink) {
+        switch try await cacheUse(for: request, sink: sink) {
         case .load:
             break
         case .deliver(let cached):
@@ -263,12 +263,12 @@ extension HTTPSession {
     }
 
     /// The cache's part for `request`: only `GET`s of data and upload tasks with a cache.
-    private func cacheUse(for request: Request, sink: any ResponseBodySink) throws -> CacheUse {
+    private func cacheUse(for request: Request, sink: any ResponseBodySink) async throws -> CacheUse {
         guard let cache = configuration.urlCache, request.method == .get, sink is CollectedBody else { return .load }
         let policy = request.cachePolicy ?? configuration.requestCachePolicy
         guard policy != .reloadIgnoringLocalCacheData else { return .load }
         let sent = configuration.defaultHeaders.merging(request.headers)
-        let cached = cache.cachedResponse(for: request, headers: sent)
+        let cached = await cache.cachedResponse(for: request, headers: sent)
         switch policy {
         case .returnCacheDataDontLoad:
             guard let cached else {

@@ -148,28 +148,83 @@ struct ResponseCacheTests {
     }
 
     @Test("The least recently used response leaves first past the capacity; one over a twentieth is not kept")
-    func capacity() throws {
+    func capacity() async throws {
         let cache = HTTPResponseCache(memoryCapacity: 20_000)
-        func request(_ path: String) -> HTTPSession.Request { .init(url: URL(string: "http://127.0.0.1:9/\(path)")!) }
-        func response(_ path: String, _ size: Int) -> HTTPCachedResponse {
-            HTTPCachedResponse(
-                response: .init(url: request(path).url, statusCode: 200, headers: [:]),
-                data: Data(repeating: 1, count: size)
-            )
-        }
-        cache.storeCachedResponse(response("big", 1_001), for: request("big"))
-        #expect(cache.cachedResponse(for: request("big")) == nil && cache.currentMemoryUsage == 0)
-        for index in 0..<25 { cache.storeCachedResponse(response("\(index)", 900), for: request("\(index)")) }
+        func stored(_ path: String) async -> Bool { await cache.cachedResponse(for: Self.request(path)) != nil }
+        cache.storeCachedResponse(Self.response("big", 1_001), for: Self.request("big"))
+        #expect(await !stored("big"))
+        #expect(cache.currentMemoryUsage == 0)
+        for index in 0..<25 { cache.storeCachedResponse(Self.response("\(index)", 900), for: Self.request("\(index)")) }
         #expect(cache.currentMemoryUsage <= 20_000)
-        #expect(cache.cachedResponse(for: request("0")) == nil, "the oldest left")
-        #expect(cache.cachedResponse(for: request("24")) != nil)
-        _ = cache.cachedResponse(for: request("10"))  // used: now the most recent
-        for index in 25..<40 { cache.storeCachedResponse(response("\(index)", 900), for: request("\(index)")) }
-        #expect(cache.cachedResponse(for: request("10")) != nil && cache.cachedResponse(for: request("11")) == nil)
-        var post = request("24")
+        #expect(await !stored("0"), "the oldest left")
+        #expect(await stored("24"))
+        #expect(await stored("10"))  // used: now the most recent
+        for index in 25..<40 {
+            cache.storeCachedResponse(Self.response("\(index)", 900), for: Self.request("\(index)"))
+        }
+        #expect(await stored("10"))
+        #expect(await !stored("11"))
+        var post = Self.request("24")
         post.method = .post
-        #expect(cache.cachedResponse(for: post) == nil, "only GET")
+        #expect(await cache.cachedResponse(for: post) == nil, "only GET")
         cache.removeAllCachedResponses()
-        #expect(cache.currentMemoryUsage == 0 && cache.cachedResponse(for: request("24")) == nil)
+        #expect(await !stored("24"))
+        #expect(cache.currentMemoryUsage == 0)
+    }
+
+    @Test("On disk: a response outlives the cache object, files stay within the disk capacity, removal reaches them")
+    func disk() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let directory = folder.url.appendingPathComponent("responses")
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain"
+        headers[.eTag] = "\"v9\""
+        let first = HTTPResponseCache(memoryCapacity: 100_000, diskCapacity: 200_000, directory: directory)
+        let original = HTTPCachedResponse(
+            response: .init(url: Self.request("kept").url, statusCode: 200, headers: headers, httpVersion: "HTTP/2"),
+            data: Data("kept on disk".utf8),
+            varyingHeaders: ["accept-language": "fr"]
+        )
+        first.storeCachedResponse(original, for: Self.request("kept"))
+        #expect(await first.currentDiskUsage() > 0)
+
+        // A new cache on the same folder: nothing in memory, the file answers.
+        let second = HTTPResponseCache(memoryCapacity: 100_000, diskCapacity: 200_000, directory: directory)
+        let french: HTTPFields = [.acceptLanguage: "fr"]
+        let reread = try #require(await second.cachedResponse(for: Self.request("kept"), headers: french))
+        #expect(reread.data == original.data && reread.response == original.response)
+        #expect(abs(reread.storedDate.timeIntervalSince(original.storedDate)) < 0.001)
+        #expect(await second.cachedResponse(for: Self.request("kept"), headers: [.acceptLanguage: "de"]) == nil)
+        #expect(second.currentMemoryUsage > 0, "a disk hit is kept in memory too")
+
+        for index in 0..<40 {
+            second.storeCachedResponse(Self.response("\(index)", 9_000), for: Self.request("\(index)"))
+        }
+        #expect(await second.currentDiskUsage() <= 200_000)
+        second.removeAllCachedResponses()
+        #expect(await second.currentDiskUsage() == 0)
+        let third = HTTPResponseCache(memoryCapacity: 100_000, diskCapacity: 200_000, directory: directory)
+        #expect(await third.cachedResponse(for: Self.request("kept"), headers: french) == nil)
+
+        // A damaged file is a miss, not a crash.
+        third.storeCachedResponse(original, for: Self.request("kept"))
+        _ = await third.currentDiskUsage()
+        for file in try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil) {
+            try Data("WIRC1\n\u{7f}garbage".utf8).write(to: file)
+        }
+        let fourth = HTTPResponseCache(memoryCapacity: 100_000, diskCapacity: 200_000, directory: directory)
+        #expect(await fourth.cachedResponse(for: Self.request("kept"), headers: french) == nil)
+    }
+
+    static func request(_ path: String) -> HTTPSession.Request {
+        .init(url: URL(string: "http://127.0.0.1:9/\(path)")!)
+    }
+
+    static func response(_ path: String, _ size: Int) -> HTTPCachedResponse {
+        HTTPCachedResponse(
+            response: .init(url: request(path).url, statusCode: 200, headers: [:]),
+            data: Data(repeating: 1, count: size)
+        )
     }
 }

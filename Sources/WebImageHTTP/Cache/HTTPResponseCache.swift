@@ -63,8 +63,8 @@ public struct HTTPCachedResponse: Sendable, Hashable {
     }
 }
 
-/// The session's cache of responses to `GET` requests (URLCache's role), in memory, least
-/// recently used first out past ``memoryCapacity``.
+/// The session's cache of responses to `GET` requests (URLCache's role): in memory, and on disk
+/// when given a folder, each tier least recently used first out past its capacity.
 ///
 /// Set it as ``HTTPSession/Configuration/urlCache``; requests use it by their
 /// ``HTTPSession/Request/cachePolicy`` (default ``HTTPSession/Configuration/requestCachePolicy``).
@@ -85,34 +85,56 @@ public final class HTTPResponseCache: Sendable {
         var clock: UInt64 = 0
     }
 
-    /// The most bytes (bodies and headers) kept.
+    /// The most bytes (bodies and headers) kept in memory.
     public let memoryCapacity: Int
+    /// The most bytes kept on disk (0 without a ``directory``).
+    public var diskCapacity: Int { disk?.capacity ?? 0 }
+    /// Where responses are kept on disk; `nil`: memory only.
+    public var directory: URL? { disk?.directory }
     private let state = Mutex(State())
+    private let disk: ResponseDiskStore?
 
-    /// A cache of at most `memoryCapacity` bytes (default 4 MiB, URLCache's default). A response
-    /// larger than a twentieth of it is not stored (URLCache's rule).
-    public init(memoryCapacity: Int = 4 * 1024 * 1024) {
+    /// A cache of at most `memoryCapacity` bytes in memory (default 4 MiB, URLCache's default)
+    /// and, with a `directory`, `diskCapacity` bytes there (default 20 MiB). A response larger
+    /// than a twentieth of a tier's capacity is not kept in that tier (URLCache's rule). Files
+    /// are read and written on a queue of the cache's own, never on the caller's thread.
+    public init(memoryCapacity: Int = 4 * 1024 * 1024, diskCapacity: Int = 20 * 1024 * 1024, directory: URL? = nil) {
         self.memoryCapacity = max(0, memoryCapacity)
+        disk = directory.flatMap { diskCapacity > 0 ? ResponseDiskStore(directory: $0, capacity: diskCapacity) : nil }
     }
+
+    /// Bytes on disk once the writes queued so far are done (0 without a directory).
+    public func currentDiskUsage() async -> Int { await disk?.size() ?? 0 }
 
     /// Bytes held now.
     public var currentMemoryUsage: Int { state.withLock { $0.bytes } }
 
-    /// The stored response for `request` (a `GET`), if its `Vary` headers match; `nil` otherwise.
-    /// `headers` are the headers the request is sent with (the session's defaults included).
-    public func cachedResponse(for request: HTTPSession.Request, headers: HTTPFields? = nil) -> HTTPCachedResponse? {
+    /// The stored response for `request` (a `GET`), from memory or else from disk (then kept in
+    /// memory too), if its `Vary` headers match; `nil` otherwise. `headers` are the headers the
+    /// request is sent with (the session's defaults included).
+    public func cachedResponse(
+        for request: HTTPSession.Request,
+        headers: HTTPFields? = nil
+    ) async -> HTTPCachedResponse? {
         guard request.method == .get else { return nil }
         let sent = headers ?? request.headers
-        return state.withLock { state in
-            guard var entry = state.entries[Self.key(request.url)],
-                entry.cached.varyingHeaders.allSatisfy({ name, value in
-                    HTTPField.Name(name).map { sent[values: $0].joined(separator: ", ") } ?? "" == value
-                })
-            else { return nil }
+        let key = Self.key(request.url)
+        let inMemory = state.withLock { state -> HTTPCachedResponse? in
+            guard var entry = state.entries[key] else { return nil }
             state.clock += 1
             entry.lastUse = state.clock
-            state.entries[Self.key(request.url)] = entry
+            state.entries[key] = entry
             return entry.cached
+        }
+        if let inMemory { return Self.matches(inMemory, sent) ? inMemory : nil }
+        guard let fromDisk = await disk?.read(key) else { return nil }
+        storeInMemory(fromDisk, key: key)
+        return Self.matches(fromDisk, sent) ? fromDisk : nil
+    }
+
+    private static func matches(_ cached: HTTPCachedResponse, _ sent: HTTPFields) -> Bool {
+        cached.varyingHeaders.allSatisfy { name, value in
+            HTTPField.Name(name).map { sent[values: $0].joined(separator: ", ") } ?? "" == value
         }
     }
 
@@ -120,8 +142,13 @@ public final class HTTPResponseCache: Sendable {
     /// used past the capacity. A response over a twentieth of the capacity is not stored.
     public func storeCachedResponse(_ cached: HTTPCachedResponse, for request: HTTPSession.Request) {
         guard request.method == .get else { return }
-        let size = cached.byteCount
         let key = Self.key(request.url)
+        storeInMemory(cached, key: key)
+        disk?.write(cached, key: key)
+    }
+
+    private func storeInMemory(_ cached: HTTPCachedResponse, key: String) {
+        let size = cached.byteCount
         state.withLock { state in
             if let old = state.entries.removeValue(forKey: key) { state.bytes -= old.cached.byteCount }
             guard size <= memoryCapacity / 20 else { return }
@@ -137,18 +164,19 @@ public final class HTTPResponseCache: Sendable {
         }
     }
 
-    /// Removes the stored response for `request`'s URL.
+    /// Removes the stored response for `request`'s URL, in memory and on disk.
     public func removeCachedResponse(for request: HTTPSession.Request) {
+        let key = Self.key(request.url)
         state.withLock { state in
-            if let old = state.entries.removeValue(forKey: Self.key(request.url)) {
-                state.bytes -= old.cached.byteCount
-            }
+            if let old = state.entries.removeValue(forKey: key) { state.bytes -= old.cached.byteCount }
         }
+        disk?.remove(key)
     }
 
-    /// Removes every stored response.
+    /// Removes every stored response, in memory and on disk.
     public func removeAllCachedResponses() {
         state.withLock { $0 = State() }
+        disk?.removeAll()
     }
 
     /// The URL without its fragment.
