@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import WebImageCoders
 
 /// How a request uses the session's ``HTTPResponseCache`` (URLRequest's `cachePolicy`).
 public enum HTTPRequestCachePolicy: Sendable, Hashable {
@@ -91,7 +91,7 @@ public final class HTTPResponseCache: Sendable {
     public var diskCapacity: Int { disk?.capacity ?? 0 }
     /// Where responses are kept on disk; `nil`: memory only.
     public var directory: URL? { disk?.directory }
-    private let state = Mutex(State())
+    private let state = Protected(State())
     private let disk: ResponseDiskStore?
 
     /// A cache of at most `memoryCapacity` bytes in memory (default 4 MiB, URLCache's default)

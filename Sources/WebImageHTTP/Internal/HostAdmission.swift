@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import WebImageCoders
 
 /// At most `limit` tasks in flight per host (scheme, host and port); the others wait, the
 /// highest ``HTTPSessionTask/priority`` first and, at equal priority, the first to ask.
@@ -32,7 +32,7 @@ final class HostAdmission: Sendable {
     }
 
     let limit: Int
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     init(limit: Int) { self.limit = max(1, limit) }
 

@@ -4,6 +4,7 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 import Synchronization
+import WebImageCoders
 
 /// The connection behind an ``HTTPStreamTask``: its channel, the bytes received and not yet
 /// read, and the reads, writes and handshake waiting on it.
@@ -47,7 +48,7 @@ final class StreamConnection: Sendable {
 
     /// `tcp://host:port`, the subject of error messages.
     let url: URL
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     init(label: String) {
         url = URL(string: "tcp://\(label)") ?? URL(fileURLWithPath: "/")
