@@ -27,19 +27,7 @@ public final class LineServer: Sendable {
     /// Starts the server at a free port; `tls` is what `STARTTLS` switches to (required for it).
     public static func start(tls: OriginServer.TLS? = nil) async throws -> LineServer {
         let received = NIOLockedValueBox<[String]>([])
-        let context = try tls.map { tls in
-            var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(tls.certificatePEM.utf8)).map {
-                    .certificate($0)
-                },
-                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))
-            )
-            if let authorities = tls.clientCertificateAuthoritiesPEM {
-                configuration.certificateVerification = .noHostnameVerification
-                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(authorities.utf8)))
-            }
-            return try NIOSSLContext(configuration: configuration)
-        }
+        let context = try tls.map { try NIOSSLContext(configuration: try $0.serverConfiguration()) }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.allowRemoteHalfClosure, value: true)

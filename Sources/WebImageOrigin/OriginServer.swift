@@ -62,6 +62,22 @@ public final class OriginServer: Sendable {
             self.onlyLegacyTLS = onlyLegacyTLS
             self.clientCertificateAuthoritiesPEM = clientCertificateAuthoritiesPEM
         }
+
+        /// The server side's TLS configuration: the certificate chain and key, and the client
+        /// certificate check when authorities are given.
+        public func serverConfiguration() throws -> TLSConfiguration {
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map {
+                    .certificate($0)
+                },
+                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem))
+            )
+            if let authorities = clientCertificateAuthoritiesPEM {
+                configuration.certificateVerification = .noHostnameVerification
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(authorities.utf8)))
+            }
+            return configuration
+        }
     }
 
     /// `https` when started with TLS, else `http`.
@@ -76,16 +92,7 @@ public final class OriginServer: Sendable {
         logger.logLevel = .critical
         let server: HTTPServerBuilder
         if let tls {
-            var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(tls.certificatePEM.utf8)).map {
-                    .certificate($0)
-                },
-                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))
-            )
-            if let authorities = tls.clientCertificateAuthoritiesPEM {
-                configuration.certificateVerification = .noHostnameVerification
-                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(authorities.utf8)))
-            }
+            var configuration = try tls.serverConfiguration()
             if tls.onlyLegacyTLS {
                 configuration.minimumTLSVersion = .tlsv1
                 configuration.maximumTLSVersion = .tlsv11
