@@ -16,8 +16,8 @@ public final class ImageCodersManager: Sendable {
         storage = Protected(coders)
     }
 
-    /// The built-in coders: JPEG, PNG (with APNG), GIF, WebP and AVIF (each also encodes), then
-    /// HEIC/HEIF and JPEG XL (decoding only), then BMP, ICO and TIFF (both ways).
+    /// The built-in coders: JPEG, PNG (with APNG), GIF, WebP, AVIF (each also encodes), HEIC/HEIF
+    /// (decoding only), JPEG XL (both ways), then BMP, ICO and TIFF (both ways).
     public static var builtInCoders: [any ImageCoding] {
         [
             JPEGCoder(), PNGCoder(), GIFCoder(), WebPCoder(), AVIFCoder(), HEIFCoder(), JXLCoder(), BMPCoder(),

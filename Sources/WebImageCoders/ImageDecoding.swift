@@ -46,6 +46,15 @@ public struct ImageEncodingOptions: Sendable, Hashable {
     /// libwebp's progress callback, between frames elsewhere (it then throws `limitExceeded`).
     /// Default `nil`.
     public var cancellation: CodingCancellation?
+    /// AVIF's encoder speed, 0 (slowest, smallest) to 10 (fastest); `nil` (default): the
+    /// ``AVIFCoder``'s own ``AVIFCoder/speed``.
+    public var avifSpeed: Int?
+    /// The AV1 encoder libavif uses (``AVIFEncoderChoice``); `nil` (default): the
+    /// ``AVIFCoder``'s own ``AVIFCoder/encoder``.
+    public var avifEncoder: AVIFEncoderChoice?
+    /// JPEG XL's encoder effort, 1 (fastest) to 9 (smallest); `nil` (default): the
+    /// ``JXLCoder``'s own ``JXLCoder/effort``.
+    public var jxlEffort: Int?
 
     public init(
         quality: Double = 0.9,

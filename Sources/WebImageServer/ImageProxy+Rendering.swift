@@ -196,15 +196,11 @@ extension ImageProxy {
         limits: WorkLimits
     ) throws(ProxyError) -> Data {
         do {
-            return try Self.encode(
-                processed,
-                as: format,
-                quality: plan.request.quality,
-                maxBytes: plan.options.maxBytes,
-                progressive: format == .jpeg
-                    ? configuration.jpegProgressive : format == .png && configuration.pngInterlaced,
-                limits: limits
-            )
+            var encoding = configuration.encoders.options(quality: plan.request.quality)
+            encoding.progressive =
+                format == .jpeg ? configuration.jpegProgressive : format == .png && configuration.pngInterlaced
+            encoding.cancellation = limits.cancellation
+            return try Self.encode(processed, as: format, options: encoding, maxBytes: plan.options.maxBytes)
         } catch {
             throw encodeFailure(error)
         }
@@ -240,7 +236,7 @@ extension ImageProxy {
             throw decodeFailure(error)
         }
         let format = plan.request.choice.format
-        var encoding = ImageEncodingOptions(quality: Double(plan.request.quality) / 100, maxEncodeDuration: nil)
+        var encoding = configuration.encoders.options(quality: plan.request.quality)
         encoding.cancellation = limits.cancellation
         let count = min(animation.frameCount, configuration.limits.maxAnimationFrames)
         var timings = (decode: Duration.zero, transform: Duration.zero, encode: Duration.zero)
@@ -300,28 +296,23 @@ extension ImageProxy {
         }
     }
 
-    /// The result encoded at `quality`; with `maxBytes` (JPEG, WebP and AVIF), encoded again at
+    /// The result encoded at the options' quality; with `maxBytes` (JPEG, WebP, AVIF and JPEG XL), encoded again at
     /// lower qualities until it fits or the quality reaches 10, stepping as imgproxy's
     /// `saveImageToFitBytes` does (a quarter, half or three quarters of the quality by how far
     /// over the size is).
     private static func encode(
         _ image: DecodedImage,
         as format: ImageFormat,
-        quality: Int,
-        maxBytes: Int,
-        progressive: Bool,
-        limits: WorkLimits
+        options: ImageEncodingOptions,
+        maxBytes: Int
     ) throws -> Data {
-        var quality = quality
+        var encoding = options
+        var quality = ResizeGeometry.round(options.quality * 100)
         while true {
-            var encoding = ImageEncodingOptions(
-                quality: Double(quality) / 100,
-                progressive: progressive,
-                maxEncodeDuration: nil
-            )
-            encoding.cancellation = limits.cancellation
+            encoding.quality = Double(quality) / 100
             let encoded = try ImageCodersManager.shared.encode(image, as: format, options: encoding)
-            guard maxBytes > 0, [.jpeg, .webp, .avif].contains(format), encoded.count > maxBytes, quality > 10 else {
+            guard maxBytes > 0, [.jpeg, .webp, .avif, .jxl].contains(format), encoded.count > maxBytes, quality > 10
+            else {
                 return encoded
             }
             let over = Double(encoded.count) / Double(maxBytes)

@@ -71,10 +71,14 @@ public final class ImageProxy: Sendable {
         ifNoneMatch: String? = nil,
         ifModifiedSince: String? = nil
     ) async -> ProxyResponse {
+        let formats = configuration.negotiatedFormats.forSource(animated: false, encodesAVIF: Self.encodesAVIF)
         let client = ClientHeaders(
-            negotiated: configuration.formatNegotiation
-                ? OutputFormatChoice.negotiatedFormat(accept, encodesAVIF: Self.encodesAVIF) : nil,
-            negotiation: configuration.formatNegotiation,
+            negotiated: OutputFormatChoice.negotiatedFormat(accept, among: formats),
+            negotiatedForAnimation: OutputFormatChoice.negotiatedFormat(
+                accept,
+                among: formats.forSource(animated: true)
+            ),
+            negotiation: !formats.isEmpty,
             ifNoneMatch: ifNoneMatch,
             ifModifiedSince: ifModifiedSince
         )
@@ -151,15 +155,17 @@ public final class ImageProxy: Sendable {
     /// What the request's headers ask, read once: the format negotiation picks from `Accept`,
     /// and the validators.
     struct ClientHeaders: Sendable {
-        /// AVIF or WebP when negotiation is on and `Accept` lists it; else `nil`.
+        /// JPEG XL, AVIF or WebP when negotiation is on for it and `Accept` lists it; else `nil`.
         var negotiated: ImageFormat?
-        /// ``ImageProxyConfiguration/formatNegotiation``: `Accept` matters.
+        /// The same without JPEG XL, which imgproxy never negotiates for an animation.
+        var negotiatedForAnimation: ImageFormat?
+        /// ``ImageProxyConfiguration/negotiatedFormats`` is not empty: `Accept` matters.
         var negotiation: Bool
         var ifNoneMatch: String?
         var ifModifiedSince: String?
 
         /// Which of the answers negotiation can give this request gets
-        /// (``OutputFormatChoice/acceptBucket(_:negotiation:encodesAVIF:)``).
+        /// (``OutputFormatChoice/acceptBucket(_:negotiation:)``).
         var acceptBucket: String { negotiation ? negotiated?.rawValue ?? "other" : "" }
     }
 
@@ -258,7 +264,7 @@ public final class ImageProxy: Sendable {
             requested: request.requestedFormat,
             source: fetched.header.format,
             hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
-            negotiated: client.negotiated,
+            negotiated: fetched.header.frameCount > 1 ? client.negotiatedForAnimation : client.negotiated,
             negotiation: client.negotiation
         )
         let quality =
@@ -271,7 +277,7 @@ public final class ImageProxy: Sendable {
             format: choice.format,
             quality: quality,
             sourceFingerprint: sourceFingerprint + (watermark.map { "+" + $0.fingerprint } ?? ""),
-            encoderVersion: Self.encoderVersion
+            encoderVersion: Self.encoderVersion + ";" + configuration.encoders.fingerprint
         )
         let lifetime = fetched.fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
         var headers =

@@ -78,8 +78,22 @@ public struct ImageProxyConfiguration: Sendable {
     /// PNG results Adam7-interlaced (`IMGPROXY_PNG_INTERLACED`). Default off.
     public var pngInterlaced = false
     /// The quality per output format when the URL gives none (`IMGPROXY_FORMAT_QUALITY`);
-    /// formats not listed use ``defaultQuality``.
-    public var formatQuality: [ImageFormat: Int] = [:]
+    /// formats not listed use ``defaultQuality``. Default imgproxy's: WebP 79, AVIF 63,
+    /// JPEG XL 77 (the numbers mean different things per codec).
+    public var formatQuality: [ImageFormat: Int] = [.webp: 79, .avif: 63, .jxl: 77]
+    /// The encoders' speed and effort (``ProxyEncoders``; imgproxy's defaults).
+    public var encoders = ProxyEncoders()
+    /// JPEG XL, first, for still images whose client's `Accept` lists `image/jxl`, when the URL
+    /// names no format (`IMGPROXY_AUTO_JXL`; `Vary: Accept`). Default off, as imgproxy's.
+    public var negotiatesJXL = false
+
+    /// The formats negotiation may pick: AVIF and WebP with ``formatNegotiation``, JPEG XL with
+    /// ``negotiatesJXL``.
+    public var negotiatedFormats: OutputFormatChoice.NegotiatedFormats {
+        var formats: OutputFormatChoice.NegotiatedFormats = formatNegotiation ? .modern : []
+        if negotiatesJXL { formats.insert(.jxl) }
+        return formats
+    }
 
     /// A configuration checking signatures with `signer` (`nil`: insecure).
     public init(signer: URLSigner?) { self.signer = signer }

@@ -93,7 +93,8 @@ struct ServeConfigurationTests {
             ("IMGPROXY_JPEG_PROGRESSIVE", "true", "jpeg-progressive"),
             ("IMGPROXY_PNG_INTERLACED", "true", "png-interlaced"), ("IMGPROXY_AUTO_ROTATE", "false", "auto-rotate"),
             ("IMGPROXY_ENFORCE_THUMBNAIL", "true", "enforce-thumbnail"), ("IMGPROXY_USE_S3", "false", "s3"),
-            ("IMGPROXY_USE_LAST_MODIFIED", "true", "last-modified"),
+            ("IMGPROXY_USE_LAST_MODIFIED", "true", "last-modified"), ("IMGPROXY_AUTO_JXL", "true", "auto-jxl"),
+            ("IMGPROXY_AVIF_SPEED", "6", "avif-speed"), ("IMGPROXY_JXL_EFFORT", "7", "jxl-effort"),
         ]
         var environment = ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
         for entry in variables { environment[entry.variable] = entry.value }
@@ -113,6 +114,18 @@ struct ServeConfigurationTests {
         #expect(ttl.status == 2 && ttl.stderr.contains("environment IMGPROXY_TTL for --ttl"), "\(ttl.stderr)")
         let workers = try await CLIRunner.runDetached(["serve", "--insecure"], environment: ["WEBIMAGE_WORKERS": "0"])
         #expect(workers.status == 2 && workers.stderr.contains("--workers must be at least 1"), "\(workers.stderr)")
+        let effort = try await CLIRunner.runDetached(
+            ["serve", "--insecure"],
+            environment: ["IMGPROXY_JXL_EFFORT": "0"]
+        )
+        #expect(
+            effort.status == 2 && effort.stderr.contains("IMGPROXY_JXL_EFFORT for --jxl-effort: must be 1 to 9, got 0"),
+            "\(effort.stderr)"
+        )
+        let speed = try await CLIRunner.runDetached(["serve", "--insecure", "--avif-speed", "11"])
+        #expect(speed.status == 2 && speed.stderr.contains("--avif-speed must be 0 to 10, got 11"), "\(speed.stderr)")
+        let av1 = try await CLIRunner.runDetached(["serve", "--insecure", "--avif-encoder", "x265"])
+        #expect(av1.status == 2 && av1.stderr.contains("'x265' is not one of auto, aom, svt, rav1e"), "\(av1.stderr)")
         let flag = try await CLIRunner.runDetached(["serve", "--insecure", "--ttl", "soon"])
         #expect(flag.status == 2 && flag.stderr.contains("--ttl: 'soon' is not a duration"), "\(flag.stderr)")
         let folder = try TemporaryDirectory(prefix: "webimage-config")

@@ -146,4 +146,22 @@ struct AVIFCoderTests {
         }
         #expect(seen == Set(1...8), "every EXIF orientation is reachable")
     }
+
+    @Test("Every AV1 encoder libavif has writes a file that decodes close to its source; speed changes the bytes")
+    func encoders() throws {
+        let source = DecodedImage(bitmap: GeneratedImages.gradient(width: 128, height: 96), format: .png)
+        let available = AVIFEncoderChoice.allCases.filter(\.isAvailable)
+        #expect(available.contains(.automatic) && available.contains(.aom))
+        for choice in available {
+            var options = ImageEncodingOptions(quality: 0.7)
+            options.avifEncoder = choice
+            let decoded = try AVIFCoder().decode(try Self.encode(source, options), options: .init())
+            #expect(decoded.width == 128 && decoded.height == 96, "\(choice)")
+            #expect(GeneratedImages.meanDifference(decoded.bitmap, source.bitmap) < 4, "\(choice)")
+        }
+        let noise = DecodedImage(bitmap: GeneratedImages.noise(width: 96, height: 96), format: .png)
+        var slow = ImageEncodingOptions(quality: 0.6)
+        slow.avifSpeed = 2
+        #expect(try Self.encode(noise, slow) != Self.encode(noise, .init(quality: 0.6)))
+    }
 }

@@ -102,3 +102,101 @@ struct JXLCoderTests {
         #expect(throws: CoderError.self) { try JXLCoder().decode(Data(), options: .init()) }
     }
 }
+
+@Suite("JPEG XL encoding")
+struct JXLEncoderTests {
+    private static func encode(
+        _ image: DecodedImage,
+        _ options: ImageEncodingOptions = .init()
+    ) throws(CoderError) -> Data {
+        try ImageCodersManager.shared.encode(image, as: .jxl, options: options)
+    }
+
+    @Test("The manager finds the encoder; quality maps to cjxl's Butteraugli distances")
+    func distances() {
+        #expect(ImageCodersManager.shared.encoder(for: .jxl) is JXLCoder)
+        #expect(JXLEncoding.distance(forQuality: 0.9) == Float(1.0))
+        #expect(abs(JXLEncoding.distance(forQuality: 0.77) - 2.17) < 0.001)
+        #expect(abs(JXLEncoding.distance(forQuality: 0.3) - 6.4) < 0.001)
+        #expect(JXLEncoding.distance(forQuality: 1) == 0)
+        #expect(JXLEncoding.distance(forQuality: 0) == 25)
+    }
+
+    @Test("A lossy still round-trips through libjxl's decoder at its size, close to its pixels")
+    func lossyStill() throws {
+        let source = GeneratedImages.gradient(width: 160, height: 90)
+        let data = try Self.encode(DecodedImage(bitmap: source, format: .png), .init(quality: 0.77))
+        #expect(ImageFormat(sniffing: data) == .jxl)
+        #expect(ImageHeader(data)?.size == PixelSize(width: 160, height: 90))
+        let decoded = try JXLCoder().decode(data, options: .init())
+        #expect(decoded.width == 160 && decoded.height == 90 && decoded.frames.count == 1 && !decoded.hasAlpha)
+        #expect(GeneratedImages.meanDifference(decoded.bitmap, source) < 3)
+    }
+
+    @Test("Lower quality gives fewer bytes; quality 1 and `lossless` keep every pixel, alpha too")
+    func qualityAndLossless() throws {
+        let source = DecodedImage(bitmap: GeneratedImages.noise(width: 96, height: 96), format: .png)
+        let sizes = try [0.4, 0.77, 0.95].map { try Self.encode(source, .init(quality: $0)).count }
+        #expect(sizes[0] < sizes[1] && sizes[1] < sizes[2])
+        let translucent = DecodedImage(bitmap: GeneratedImages.translucentGradient(width: 50, height: 40), format: .png)
+        for options in [ImageEncodingOptions(quality: 1), ImageEncodingOptions(quality: 0.5, lossless: true)] {
+            let decoded = try JXLCoder().decode(try Self.encode(translucent, options), options: .init())
+            #expect(decoded.hasAlpha && decoded.bitmap.pixels == translucent.bitmap.pixels)
+        }
+        let opaque = try JXLCoder().decode(try Self.encode(source, .init(lossless: true)), options: .init())
+        #expect(opaque.bitmap.pixels == source.bitmap.pixels)
+    }
+
+    @Test("Effort trades time for bytes: effort 7 is smaller than effort 1, per coder and per call")
+    func effort() throws {
+        let source = DecodedImage(bitmap: GeneratedImages.noise(width: 128, height: 128), format: .png)
+        let fast = try JXLCoder(effort: 1).encode(source, as: .jxl, options: .init(quality: 0.8))
+        let slow = try JXLCoder(effort: 7).encode(source, as: .jxl, options: .init(quality: 0.8))
+        #expect(slow.count < fast.count)
+        var options = ImageEncodingOptions(quality: 0.8)
+        options.jxlEffort = 1
+        #expect(try JXLCoder(effort: 7).encode(source, as: .jxl, options: options) == fast)
+    }
+
+    @Test("An animation keeps its frames, durations and loop count; firstFrameOnly writes a still")
+    func animation() throws {
+        let colors: [RGBA] = [.init(r: 255, g: 0, b: 0), .init(r: 0, g: 200, b: 0), .init(r: 0, g: 0, b: 255)]
+        var image = GeneratedImages.animation(width: 48, height: 32, colors: colors, loopCount: 3, format: .gif)
+        image.frames[1].duration = 0.25
+        let decoded = try JXLCoder().decode(try Self.encode(image, .init(quality: 1)), options: .init())
+        #expect(decoded.frames.count == 3 && decoded.loopCount == 3)
+        #expect(decoded.frames.map(\.duration) == [0.1, 0.25, 0.1])
+        #expect(decoded.frames.map { $0.bitmap[20, 10] } == colors)
+        let still = try JXLCoder().decode(try Self.encode(image, .init(firstFrameOnly: true)), options: .init())
+        #expect(still.frames.count == 1 && still.sourceFrameCount == 1)
+    }
+
+    @Test("Pixels in a wide-gamut profile keep it: the decode converts them back to the same sRGB colour")
+    func profile() throws {
+        let profile = try #require(ColorProfile.displayP3)
+        let p3Red = RGBA(r: 234, g: 51, b: 35)  // sRGB red expressed in Display P3
+        let image = DecodedImage(
+            frames: [.init(bitmap: GeneratedImages.solid(width: 16, height: 16, color: p3Red), duration: 0)],
+            format: .png,
+            colorProfile: profile
+        )
+        let decoded = try JXLCoder().decode(try Self.encode(image, .init(quality: 1)), options: .init())
+        let pixel = decoded.bitmap[8, 8]
+        #expect(pixel.r > 245 && pixel.g < 12 && pixel.b < 12, "\(pixel)")
+    }
+
+    @Test("A cancelled or expired encode throws limitExceeded; a JPEG XL coder writes nothing else")
+    func stops() throws {
+        let source = DecodedImage(bitmap: GeneratedImages.noise(width: 64, height: 64), format: .png)
+        var options = ImageEncodingOptions()
+        options.cancellation = CodingCancellation()
+        options.cancellation?.cancel()
+        do {
+            _ = try Self.encode(source, options)
+            Issue.record("a cancelled encode finished")
+        } catch {
+            #expect(error.code == "limitExceeded")
+        }
+        #expect(throws: CoderError.self) { try JXLCoder().encode(source, as: .png, options: .init()) }
+    }
+}

@@ -189,7 +189,7 @@ struct ImageProxyServerTests {
         #expect(health.statusCode == 200 && healthObject?["status"] as? String == "ok")
         #expect(
             Set(healthObject?["codecs"] as? [String] ?? []) == [
-                "avif", "bmp", "gif", "ico", "jpeg", "png", "tiff", "webp",
+                "avif", "bmp", "gif", "ico", "jpeg", "jxl", "png", "tiff", "webp",
             ]
         )
         #expect(health.headers[.cacheControl] == "no-cache")

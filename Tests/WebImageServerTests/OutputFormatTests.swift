@@ -12,11 +12,11 @@ struct OutputFormatTests {
     func negotiation() {
         let chrome = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
         #expect(
-            Choice(requested: .png, source: .jpeg, hasAlpha: false, accept: chrome, negotiation: true)
+            Choice(requested: .png, source: .jpeg, hasAlpha: false, accept: chrome, negotiation: .modern)
                 == Choice(format: .png, variesWithAccept: false)
         )
         #expect(
-            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: chrome, negotiation: true)
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: chrome, negotiation: .modern)
                 == Choice(format: .avif, variesWithAccept: true)
         )
         #expect(
@@ -25,13 +25,12 @@ struct OutputFormatTests {
                 source: .jpeg,
                 hasAlpha: false,
                 accept: chrome,
-                negotiation: true,
-                encodesAVIF: false
+                negotiation: Choice.NegotiatedFormats.modern.forSource(animated: false, encodesAVIF: false)
             )
             .format == .webp
         )
         #expect(
-            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: "image/webp", negotiation: true).format
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: "image/webp", negotiation: .modern).format
                 == .webp
         )
         #expect(
@@ -40,30 +39,30 @@ struct OutputFormatTests {
                 source: .jpeg,
                 hasAlpha: false,
                 accept: "image/avif;q=0, image/webp;q=0",
-                negotiation: true
+                negotiation: .modern
             )
                 == Choice(format: .jpeg, variesWithAccept: true)
         )
         #expect(
-            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: "*/*", negotiation: true).format == .jpeg
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: "*/*", negotiation: .modern).format == .jpeg
         )
         // Without negotiation, Accept is never read and never named in Vary.
         #expect(
-            Choice(requested: nil, source: .gif, hasAlpha: true, accept: chrome, negotiation: false)
+            Choice(requested: nil, source: .gif, hasAlpha: true, accept: chrome, negotiation: [])
                 == Choice(format: .gif, variesWithAccept: false)
         )
     }
 
     @Test("A source format we cannot write falls back to PNG with alpha and JPEG without")
     func fallback() {
-        #expect(Choice(requested: nil, source: .heic, hasAlpha: false, accept: nil, negotiation: false).format == .jpeg)
-        #expect(Choice(requested: nil, source: .jxl, hasAlpha: true, accept: nil, negotiation: false).format == .png)
-        #expect(Choice(requested: nil, source: .tiff, hasAlpha: true, accept: nil, negotiation: false).format == .tiff)
-        #expect(Choice(requested: nil, source: .webp, hasAlpha: true, accept: nil, negotiation: false).format == .webp)
+        #expect(Choice(requested: nil, source: .heic, hasAlpha: false, accept: nil, negotiation: []).format == .jpeg)
+        #expect(Choice(requested: nil, source: .heif, hasAlpha: true, accept: nil, negotiation: []).format == .png)
+        #expect(Choice(requested: nil, source: .tiff, hasAlpha: true, accept: nil, negotiation: []).format == .tiff)
+        #expect(Choice(requested: nil, source: .webp, hasAlpha: true, accept: nil, negotiation: []).format == .webp)
         #expect(
-            Choice(requested: nil, source: .heic, hasAlpha: nil, accept: nil, negotiation: false).format == .unknown
+            Choice(requested: nil, source: .heic, hasAlpha: nil, accept: nil, negotiation: []).format == .unknown
         )
-        #expect(Choice(requested: nil, source: .jpeg, hasAlpha: nil, accept: nil, negotiation: false).format == .jpeg)
+        #expect(Choice(requested: nil, source: .jpeg, hasAlpha: nil, accept: nil, negotiation: []).format == .jpeg)
     }
 
     @Test("Entity tags: stable for equal inputs, different for any change; If-None-Match forms")

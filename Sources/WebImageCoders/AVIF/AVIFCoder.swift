@@ -14,8 +14,13 @@ public struct AVIFCoder: ImageCoding {
     /// The encoder's speed, 0 (slowest, smallest) to 10 (fastest). Default 8: a proxy encodes
     /// on the request's path.
     public var speed: Int
+    /// The AV1 encoder libavif calls. Default ``AVIFEncoderChoice/automatic``.
+    public var encoder: AVIFEncoderChoice
 
-    public init(speed: Int = 8) { self.speed = min(max(speed, 0), 10) }
+    public init(speed: Int = 8, encoder: AVIFEncoderChoice = .automatic) {
+        self.speed = min(max(speed, 0), 10)
+        self.encoder = encoder
+    }
 
     public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .avif }
 
@@ -161,6 +166,7 @@ public struct AVIFCoder: ImageCoding {
         options: ImageEncodingOptions
     ) throws(CoderError) -> Data {
         guard format == .avif else { throw .encodingFailed(format, "the AVIF coder writes only AVIF") }
-        return try AVIFEncoding(speed: speed, options: options).encode(image)
+        let speed = options.avifSpeed.map { min(max($0, 0), 10) } ?? speed
+        return try AVIFEncoding(speed: speed, codec: options.avifEncoder ?? encoder, options: options).encode(image)
     }
 }

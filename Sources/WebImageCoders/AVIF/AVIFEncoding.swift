@@ -6,6 +6,7 @@ import Foundation
 /// milliseconds) when the image has several frames and `firstFrameOnly` is off.
 struct AVIFEncoding {
     let speed: Int
+    let codec: AVIFEncoderChoice
     let options: ImageEncodingOptions
 
     /// libavif 0.11's quantizer (0 best … 63 worst) for a quality from 0 to 1.
@@ -18,6 +19,7 @@ struct AVIFEncoding {
         defer { avifEncoderDestroy(encoder) }
         encoder.pointee.maxThreads = 1
         encoder.pointee.speed = Int32(speed)
+        encoder.pointee.codecChoice = try codec.codecChoice()
         encoder.pointee.minQuantizer = quantizer
         encoder.pointee.maxQuantizer = quantizer
         encoder.pointee.minQuantizerAlpha = options.lossless ? 0 : quantizer
@@ -81,5 +83,34 @@ struct AVIFEncoding {
     private static func check(_ result: avifResult, _ context: String) throws(CoderError) {
         guard result != AVIF_RESULT_OK else { return }
         throw .encodingFailed(.avif, "\(context): \(String(cString: avifResultToString(result)))")
+    }
+}
+
+/// The AV1 encoder libavif uses to write AVIF. Debian 12's libavif has aom, SVT-AV1 and rav1e.
+public enum AVIFEncoderChoice: String, Sendable, Hashable, CaseIterable {
+    /// libavif's first available encoder (aom on Debian).
+    case automatic = "auto"
+    /// libaom.
+    case aom
+    /// SVT-AV1 (libavif's name `svt`).
+    case svt
+    /// rav1e.
+    case rav1e
+
+    /// Whether this libavif can encode with it.
+    public var isAvailable: Bool {
+        guard let choice = try? codecChoice() else { return false }
+        return avifCodecName(choice, AVIF_CODEC_FLAG_CAN_ENCODE.rawValue) != nil
+    }
+
+    /// libavif's codec choice.
+    /// - Throws: ``CoderError/encodingFailed(_:_:)`` when this libavif has no such encoder.
+    func codecChoice() throws(CoderError) -> avifCodecChoice {
+        if self == .automatic { return AVIF_CODEC_CHOICE_AUTO }
+        let choice = avifCodecChoiceFromName(rawValue)
+        guard choice != AVIF_CODEC_CHOICE_AUTO, avifCodecName(choice, AVIF_CODEC_FLAG_CAN_ENCODE.rawValue) != nil else {
+            throw .encodingFailed(.avif, "libavif has no '\(rawValue)' AV1 encoder")
+        }
+        return choice
     }
 }

@@ -5,18 +5,25 @@ import Foundation
 /// with their durations and loop count), alpha (premultiplied alpha is undone), any bit depth
 /// to 8-bit RGBA, lossy (XYB) images rendered in sRGB, and the codestream's orientation reported
 /// as the image's EXIF orientation (applied as ``ImageDecodingOptions/applyOrientation`` says).
-/// Thumbnails decode the full image, then resize. Decoding only: ``canEncode(_:)`` is `false`.
+/// Thumbnails decode the full image, then resize.
 ///
 /// Limits: the pixel limit is checked from the basic info before any pixel memory is
 /// allocated, the frame and animation limits before each frame's, and the decode-time limit
-/// between frames. libjxl decodes on the calling thread (no parallel runner). Stateless and
-/// thread-safe.
+/// between frames. libjxl decodes on the calling thread (no parallel runner).
+///
+/// Encodes still and animated images: lossy at the Butteraugli distance the quality maps to as
+/// `cjxl -q` does (0.77, imgproxy's default JPEG XL quality, is distance 2.17), lossless when
+/// asked or at quality 1. Stateless and thread-safe.
 public struct JXLCoder: ImageCoding {
-    public init() {}
+    /// The encoder's effort, 1 (fastest) to 9 (smallest). Default 4, imgproxy's
+    /// `IMGPROXY_JXL_EFFORT`: a proxy encodes on the request's path.
+    public var effort: Int
+
+    public init(effort: Int = 4) { self.effort = min(max(effort, 1), 9) }
 
     public func canDecode(_ details: ImageFormatDetails) -> Bool { details.format == .jxl }
 
-    public func canEncode(_ format: ImageFormat) -> Bool { false }
+    public func canEncode(_ format: ImageFormat) -> Bool { format == .jxl }
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
@@ -44,7 +51,9 @@ public struct JXLCoder: ImageCoding {
         as format: ImageFormat,
         options: ImageEncodingOptions
     ) throws(CoderError) -> Data {
-        throw .encodingFailed(format, "the JPEG XL coder only decodes")
+        guard format == .jxl else { throw .encodingFailed(format, "the JPEG XL coder writes only JPEG XL") }
+        let effort = options.jxlEffort.map { min(max($0, 1), 9) } ?? effort
+        return try JXLEncoding(effort: effort, options: options).encode(image)
     }
 }
 

@@ -190,13 +190,13 @@ public struct ProcessingOptions: Sendable, Hashable {
         try apply(options, presets: presets, depth: 0)
         if let format, !ProcessingOptions.outputFormats.contains(format) {
             throw .badOption(
-                "format '\(format.rawValue)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico, tiff)"
+                "format '\(format.rawValue)' cannot be written (png, jpeg, webp, avif, jxl, gif, bmp, ico, tiff)"
             )
         }
     }
 
     /// The formats a result can be written in.
-    public static let outputFormats: Set<ImageFormat> = [.png, .jpeg, .webp, .avif, .gif, .bmp, .ico, .tiff]
+    public static let outputFormats: Set<ImageFormat> = [.png, .jpeg, .webp, .avif, .jxl, .gif, .bmp, .ico, .tiff]
 
     /// The output format an extension or `f:` value names; `nil` for anything else.
     public static func format(named name: String) -> ImageFormat? {

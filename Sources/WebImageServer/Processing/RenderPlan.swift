@@ -109,7 +109,7 @@ extension RenderPlan {
         limits: ProxyLimits
     ) -> ImageDecodingOptions {
         let options = request.options
-        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif]
+        let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif, .jxl]
         var decoding = ImageDecodingOptions(
             firstFrameOnly: !animatable.contains(request.choice.format),
             maxPixelCount: Int(limits.maxSourceResolution * 1_000_000),
@@ -149,7 +149,7 @@ extension RenderPlan {
 
     /// The bytes a render of `plan` will allocate at most: the decoded source, the result's
     /// frames, three transient canvases of the result's size (resize, crop or padding,
-    /// background) and the encoder's buffers, counted as one more canvas; frame by frame, one
+    /// background) and the encoder's buffers (``encoderCanvases(_:)``); frame by frame, one
     /// frame's source canvases and one result frame instead of every frame. A trimmed source counts
     /// the largest result the trim can give.
     /// - Throws: ``ProxyError`` 422 `limitExceeded` when `budget` can never admit them.
@@ -176,7 +176,7 @@ extension RenderPlan {
             plan.rendersFrameByFrame
             ? 1 + 3 : plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
-            by: frames + 4 + (options.watermark == nil ? 0 : 1)
+            by: frames + 3 + encoderCanvases(plan.request.choice.format) + (options.watermark == nil ? 0 : 1)
         )
         let decoded =
             plan.rendersFrameByFrame
@@ -191,6 +191,11 @@ extension RenderPlan {
         }
         return bytes
     }
+
+    /// The encoder's working memory in result canvases (4 bytes a pixel): one for most, 14 for
+    /// libjxl 0.7, which holds about 52–57 bytes a pixel while it encodes (measured at effort 4
+    /// and 7 on 1 and 12 megapixels).
+    static func encoderCanvases(_ format: ImageFormat) -> Int { format == .jxl ? 14 : 1 }
 
     /// The largest result a trimmed source can give, whatever the trim keeps: each side no more
     /// than the source's (times `dpr` and `zoom`, plus padding), or the result limits with

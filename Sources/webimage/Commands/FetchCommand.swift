@@ -88,13 +88,16 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            Format of written images: png, jpeg, webp, avif or gif (default: the bytes as downloaded; \
+            Format of written images: png, jpeg, webp, avif, jxl or gif (default: the bytes as downloaded; \
             with --thumbnail, the thumbnail in the source's format, or PNG when that cannot be written).
             """
     )
     var format: String?
 
-    @Option(help: "Lossy quality of written JPEG, WebP and AVIF images, 1 to 100 (default 90).")
+    @Option(
+        help:
+            "Lossy quality of written JPEG, WebP, AVIF and JPEG XL images, 1 to 100 (default 90; 100 is lossless JPEG XL)."
+    )
     var quality: Int?
 
     @Option(help: "Resize to WxH (after any --crop), as --fit says; every frame of an animation.")
@@ -164,7 +167,7 @@ struct FetchCommand: AsyncParsableCommand {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }
         if let format, Self.outputFormat(format) == nil {
-            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, gif")
+            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, jxl, gif")
         }
         let writes = outputFolder != nil || singleFile != nil || remoteName || outputTemplate != nil
         if format != nil && !writes { throw ValidationError("--format needs --output-dir DIR, -o FILE or -O") }
@@ -280,6 +283,7 @@ struct FetchCommand: AsyncParsableCommand {
         case "jpeg", "jpg": .jpeg
         case "webp": .webp
         case "avif": .avif
+        case "jxl": .jxl
         case "gif": .gif
         default: nil
         }

@@ -382,14 +382,8 @@ extension ServeCommand {
             flag: pngInterlaced,
             imgproxy: ["IMGPROXY_PNG_INTERLACED"]
         )
-        for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
-            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let format = ProcessingOptions.format(named: parts[0].lowercased()),
-                let value = Int(parts[1]), (1...100).contains(value)
-            else { throw ValidationError("--format-quality '\(entry)' is not FORMAT=QUALITY (1 to 100)") }
-            configuration.formatQuality[format] = value
-        }
         try applyFallbackImage(settings, to: &configuration)
+        try applyEncoders(settings, to: &configuration)
     }
 
     /// The fallback image, its status and its lifetime.

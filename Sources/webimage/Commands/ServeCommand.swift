@@ -255,6 +255,21 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var lastModified = false
 
+    @Flag(
+        name: .customLong("auto-jxl"),
+        help: "Pick JPEG XL for still images from Accept when the URL names no format (before AVIF and WebP)."
+    )
+    var autoJXL = false
+
+    @Option(name: .customLong("avif-speed"), help: "AVIF encoder speed, 0 (smallest) to 10 (fastest). Default 8.")
+    var avifSpeed: Int?
+
+    @Option(name: .customLong("avif-encoder"), help: "The AV1 encoder for AVIF: auto (default), aom, svt or rav1e.")
+    var avifEncoder: String?
+
+    @Option(name: .customLong("jxl-effort"), help: "JPEG XL encoder effort, 1 (fastest) to 9 (smallest). Default 4.")
+    var jxlEffort: Int?
+
     @Flag(name: .customLong("jpeg-progressive"), help: "Write progressive JPEG results.")
     var jpegProgressive = false
 

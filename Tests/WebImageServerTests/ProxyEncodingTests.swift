@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+import WebImageCoders
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+@testable import WebImageServer
+
+/// What the proxy writes and at what settings: JPEG XL output, its negotiation, and the
+/// encoders' speed and effort.
+@Suite("webimage serve: encoders", .timeLimit(.minutes(2)))
+struct ProxyEncodingTests {
+    @Test("JPEG XL: @jxl and f:jxl are written by libjxl and read back at the planned size")
+    func jxlOutput() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        for (options, suffix) in [("rs:fit:200:200", "@jxl"), ("rs:fit:200:200/f:jxl", "")] {
+            let (response, body) = try await fixture.get(fixture.url(options, "/photo.jpg", suffix: suffix))
+            #expect(response.statusCode == 200 && response.headers[.contentType] == "image/jxl", "\(options)")
+            #expect(ImageFormat(sniffing: body) == .jxl)
+            let image = try JXLCoder().decode(body, options: .init())
+            #expect(image.width == 200 && image.height == 150, "\(options)")
+        }
+        await fixture.stop()
+    }
+
+    @Test("IMGPROXY_FORMAT_QUALITY's defaults: WebP 79, AVIF 63, JPEG XL 77, others the quality (80)")
+    func defaultQualities() {
+        let configuration = ImageProxyConfiguration(signer: nil)
+        #expect(configuration.formatQuality == [.webp: 79, .avif: 63, .jxl: 77])
+        #expect(configuration.defaultQuality == 80)
+        #expect(configuration.encoders == ProxyEncoders())
+        #expect(configuration.encoders.avifSpeed == 8 && configuration.encoders.jxlEffort == 4)
+    }
+
+    @Test("JPEG XL negotiation comes first when on and accepted, never for an animation; Vary: Accept")
+    func jxlNegotiationChoice() {
+        typealias Choice = OutputFormatChoice
+        let safari = "image/webp,image/avif,image/jxl,image/heic,image/*;q=0.8,*/*;q=0.5"
+        let all: Choice.NegotiatedFormats = [.jxl, .avif, .webp]
+        #expect(
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: safari, negotiation: all)
+                == Choice(format: .jxl, variesWithAccept: true)
+        )
+        #expect(
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: safari, negotiation: .jxl)
+                == Choice(format: .jxl, variesWithAccept: true)
+        )
+        #expect(
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: safari, negotiation: .modern).format == .avif
+        )
+        let animated = all.forSource(animated: true)
+        #expect(animated == .modern)
+        #expect(
+            Choice(
+                requested: nil,
+                source: .gif,
+                hasAlpha: true,
+                accept: safari,
+                negotiation: .jxl.forSource(animated: true)
+            )
+                == Choice(format: .gif, variesWithAccept: false)
+        )
+        let chrome = "image/avif,image/webp,*/*"
+        #expect(
+            Choice(requested: nil, source: .jpeg, hasAlpha: false, accept: chrome, negotiation: all).format == .avif
+        )
+        #expect(Choice.acceptBucket(safari, negotiation: all) == "jxl")
+        #expect(Choice.acceptBucket(chrome, negotiation: .jxl) == "other")
+        #expect(Choice.acceptBucket(chrome, negotiation: []) == "")
+        var configuration = ImageProxyConfiguration(signer: nil)
+        #expect(configuration.negotiatedFormats.isEmpty)
+        configuration.negotiatesJXL = true
+        #expect(configuration.negotiatedFormats == .jxl)
+        configuration.formatNegotiation = true
+        #expect(configuration.negotiatedFormats == all)
+    }
+
+    @Test("--auto-jxl over HTTP: JPEG XL for a still when Accept lists it; an animation stays animated in WebP")
+    func jxlNegotiationOverHTTP() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.formatNegotiation = true
+            $0.negotiatesJXL = true
+        }
+        defer { Task { await fixture.stop() } }
+        let colors: [RGBA] = [.init(r: 200, g: 0, b: 0), .init(r: 0, g: 0, b: 200)]
+        let gif = try GIFCoder().encode(
+            GeneratedImages.animation(width: 40, height: 40, colors: colors, format: .gif),
+            as: .gif,
+            options: .init(maxEncodeDuration: nil)
+        )
+        fixture.origin.setRoute("/two.gif", .data(gif, contentType: "image/gif"))
+        let accept = "image/jxl,image/webp,*/*"
+        let (still, stillBody) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: [.accept: accept])
+        #expect(still.headers[.contentType] == "image/jxl" && still.headers[.vary] == "Accept")
+        #expect(try JXLCoder().decode(stillBody, options: .init()).width == 100)
+        let (moving, movingBody) = try await fixture.get(fixture.url("w:20", "/two.gif"), headers: [.accept: accept])
+        #expect(moving.headers[.contentType] == "image/webp" && moving.headers[.vary] == "Accept")
+        #expect(try ImageCodersManager.shared.decode(movingBody).frames.count == 2)
+        let (plain, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: [.accept: "image/webp"])
+        #expect(plain.headers[.contentType] == "image/webp")
+        await fixture.stop()
+    }
+
+    @Test("The encoders' settings reach the encoders and the ETag: another effort, other bytes and another tag")
+    func encoderSettings() async throws {
+        var results: [(etag: String?, body: Data)] = []
+        for effort in [1, 7] {
+            let fixture = try await ImageProxyServerTests.start { $0.encoders.jxlEffort = effort }
+            let (response, body) = try await fixture.get(fixture.url("w:300", "/photo.jpg", suffix: "@jxl"))
+            #expect(response.statusCode == 200)
+            results.append((response.headers[.eTag], body))
+            await fixture.stop()
+        }
+        #expect(results[0].etag != nil && results[0].etag != results[1].etag)
+        #expect(results[0].body != results[1].body)
+        var options = ProxyEncoders()
+        options.avifSpeed = 3
+        options.avifEncoder = .rav1e
+        let encoding = options.options(quality: 63)
+        #expect(encoding.avifSpeed == 3 && encoding.avifEncoder == .rav1e && encoding.jxlEffort == 4)
+        #expect(encoding.quality == 0.63 && encoding.maxEncodeDuration == nil)
+        #expect(options.fingerprint != ProxyEncoders().fingerprint)
+    }
+}
