@@ -127,8 +127,10 @@ extension ImageProxy {
     struct FetchedSource: Sendable {
         var data: Data
         var header: ImageHeader
+        /// The failure of the source the fallback image stands in for; `nil`: the source's own.
+        var fallbackCause: ProxyError?
         /// The fallback image stands in for the source.
-        var fellBack = false
+        var fellBack: Bool { fallbackCause != nil }
         /// The source's `Last-Modified` (with ``ImageProxyConfiguration/usesLastModified``).
         var lastModified: String?
     }
@@ -147,7 +149,7 @@ extension ImageProxy {
             guard let header = ImageHeader(data) else {
                 throw ProxyError(.fallbackFailed, "the fallback image is not an image")
             }
-            return FetchedSource(data: data, header: header, fellBack: true)
+            return FetchedSource(data: data, header: header, fallbackCause: error)
         }
     }
 

@@ -284,6 +284,9 @@ public final class ImageProxy: Sendable {
             cachingHeaders(lifetime: lifetime, expires: request.options.expires) + [("ETag", etag)]
             + lastModifiedHeader(fetched)
         if choice.variesWithAccept { headers.append(("Vary", "Accept")) }
+        if configuration.setsCanonicalHeader, ["http", "https"].contains(request.source.scheme?.lowercased()) {
+            headers.append(("Link", "<\(request.source.absoluteString)>; rel=\"canonical\""))
+        }
         return Negotiated(
             render: RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark),
             sourceFingerprint: sourceFingerprint,
@@ -310,7 +313,9 @@ public final class ImageProxy: Sendable {
             attachment: request.options.returnAttachment
         )
         return ProxyResponse(
-            status: fetched.fellBack ? configuration.fallbackImageStatus : 200,
+            status: fetched.fallbackCause.map {
+                configuration.fallbackImageStatus == 0 ? $0.status : configuration.fallbackImageStatus
+            } ?? 200,
             headers: [("Content-Type", rendered.format.mimeType)] + negotiated + [("Content-Disposition", disposition)],
             body: rendered.data
         )

@@ -33,7 +33,8 @@ public struct ImageProxyConfiguration: Sendable {
     /// number of cores.
     public var workers = ProcessInfo.processInfo.activeProcessorCount
     /// Requests waiting for a worker beyond those; past it the answer is 429 with
-    /// `Retry-After`, as imgproxy's. `nil` (default): 32 × ``workers``.
+    /// `Retry-After`, as imgproxy's. `nil` (default): 32 × ``workers``; `Int.max`: no limit
+    /// (imgproxy's `IMGPROXY_REQUESTS_QUEUE_SIZE=0`, which `webimage serve --queue 0` sets).
     public var queueLimit: Int?
     /// Bytes of decoded sources kept in memory for the next size of the same source (a cluster
     /// sends every size of one source to one node). 0 turns the cache off. Default 256 MiB, or an
@@ -51,7 +52,8 @@ public struct ImageProxyConfiguration: Sendable {
     /// Rendered in place of a source that cannot be fetched or read (imgproxy's
     /// `IMGPROXY_FALLBACK_IMAGE_*`), with the request's options; `nil` (default): the error.
     public var fallbackImage: ConfiguredImage?
-    /// The status of an answer made from ``fallbackImage``. Default 200, as imgproxy's.
+    /// The status of an answer made from ``fallbackImage``; 0: the status the source's failure
+    /// would have had (404 for a missing source, 502, 504, 422, …), as imgproxy's. Default 200.
     public var fallbackImageStatus = 200
     /// `Cache-Control: max-age` of an answer made from ``fallbackImage``; `nil`: ``ttl``.
     public var fallbackImageTTL: Int?
@@ -73,6 +75,9 @@ public struct ImageProxyConfiguration: Sendable {
     /// when the source is not newer (`IMGPROXY_USE_LAST_MODIFIED`). Default off: it makes each
     /// fetch wait for its disk-cache write, where the date is kept.
     public var usesLastModified = false
+    /// Results of `http(s)` sources carry `Link: <source URL>; rel="canonical"`
+    /// (`IMGPROXY_SET_CANONICAL_HEADER`), so search engines credit the original. Default off.
+    public var setsCanonicalHeader = false
     /// JPEG results progressive (`IMGPROXY_JPEG_PROGRESSIVE`). Default off.
     public var jpegProgressive = false
     /// PNG results Adam7-interlaced (`IMGPROXY_PNG_INTERLACED`). Default off.

@@ -79,6 +79,15 @@ struct FetchCommandTests {
         #expect(ImageFormat(sniffing: written) == .avif && avifOutput.hasSuffix(".avif"))
         #expect(try ImageCodersManager.shared.decode(written).width == 48)
 
+        // JPEG XL by the file's extension; --quality 100 is lossless.
+        let jxlFile = folder.file("b.jxl").path
+        let jxl = try await CLIRunner.runDetached(["fetch", "--cache-dir", cache, "--quality", "100", "-o", jxlFile, b])
+        #expect(jxl.status == 0, "\(jxl.stderr)")
+        let jxlData = try Data(contentsOf: URL(fileURLWithPath: jxlFile))
+        #expect(ImageFormat(sniffing: jxlData) == .jxl)
+        let lossless = try ImageCodersManager.shared.decode(jxlData)
+        #expect(lossless.bitmap.pixels == (try ImageCodersManager.shared.decode(Self.png)).bitmap.pixels)
+
         let warm = try await CLIRunner.runDetached(["fetch", "--json", "--cache-dir", cache, b])
         #expect(try warm.jsonLines().first?["cacheType"] as? String == "disk")
         // The thumbnail was made from the original's disk entry: one download in all.

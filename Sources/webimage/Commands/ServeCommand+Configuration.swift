@@ -112,6 +112,7 @@ extension ServeCommand {
             parse: ServeSettings.integer
         )
         if let queue = configuration.queueLimit, queue < 0 { throw ValidationError("--queue must be 0 or more") }
+        if configuration.queueLimit == 0 { configuration.queueLimit = .max }  // imgproxy's "no limit"
         if let size = try settings.optional(
             "decoded-cache-size",
             flag: try ServeSettings.parsed(decodedCacheSize, "decoded-cache-size", Units.bytes),
@@ -422,8 +423,10 @@ extension ServeCommand {
             imgproxy: ["IMGPROXY_FALLBACK_IMAGE_HTTP_CODE"],
             parse: ServeSettings.integer
         )
-        guard (200...599).contains(configuration.fallbackImageStatus) else {
-            throw ValidationError("--fallback-image-http-code must be an HTTP status from 200 to 599")
+        guard configuration.fallbackImageStatus == 0 || (200...599).contains(configuration.fallbackImageStatus) else {
+            throw ValidationError(
+                "--fallback-image-http-code must be an HTTP status from 200 to 599, or 0 for the source failure's"
+            )
         }
         configuration.fallbackImageTTL = try settings.optional(
             "fallback-image-ttl",

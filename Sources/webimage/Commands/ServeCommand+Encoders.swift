@@ -3,8 +3,9 @@ import WebImageCoders
 import WebImageServer
 
 extension ServeCommand {
-    /// Qualities per format, JPEG XL negotiation and the encoders' speed and effort (imgproxy's
-    /// `IMGPROXY_FORMAT_QUALITY`, `IMGPROXY_AUTO_JXL`, `IMGPROXY_AVIF_SPEED`, `IMGPROXY_JXL_EFFORT`).
+    /// Qualities per format, the canonical header, JPEG XL negotiation and the encoders' speed and
+    /// effort (imgproxy's `IMGPROXY_FORMAT_QUALITY`, `IMGPROXY_SET_CANONICAL_HEADER`,
+    /// `IMGPROXY_AUTO_JXL`, `IMGPROXY_AVIF_SPEED`, `IMGPROXY_JXL_EFFORT`).
     func applyEncoders(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
         for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
@@ -13,6 +14,11 @@ extension ServeCommand {
             else { throw ValidationError("--format-quality '\(entry)' is not FORMAT=QUALITY (1 to 100)") }
             configuration.formatQuality[format] = value
         }
+        configuration.setsCanonicalHeader = try settings.switchedOn(
+            "set-canonical-header",
+            flag: setCanonicalHeader,
+            imgproxy: ["IMGPROXY_SET_CANONICAL_HEADER"]
+        )
         configuration.negotiatesJXL = try settings.switchedOn(
             "auto-jxl",
             flag: autoJXL,

@@ -154,7 +154,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Requests worked on at once: fetch, decode, transform and encode (default: the core count).")
     var workers: Int?
 
-    @Option(help: "Requests waiting for a worker beyond those; past it 503 (default: 32 × workers).")
+    @Option(help: "Requests waiting for a worker beyond those; past it 429 (default: 32 × workers; 0: no limit).")
     var queue: Int?
 
     @Option(
@@ -270,6 +270,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("jxl-effort"), help: "JPEG XL encoder effort, 1 (fastest) to 9 (smallest). Default 4.")
     var jxlEffort: Int?
 
+    @Flag(
+        name: .customLong("set-canonical-header"),
+        help: "Send Link: <source URL>; rel=\"canonical\" with results of http(s) sources."
+    )
+    var setCanonicalHeader = false
+
     @Flag(name: .customLong("jpeg-progressive"), help: "Write progressive JPEG results.")
     var jpegProgressive = false
 
@@ -301,7 +307,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("fallback-image-data"), help: "The fallback image, as base64.")
     var fallbackImageData: String?
 
-    @Option(name: .customLong("fallback-image-http-code"), help: "The status of answers from the fallback image (200).")
+    @Option(
+        name: .customLong("fallback-image-http-code"),
+        help: "The status of answers from the fallback image (200; 0: the source failure's)."
+    )
     var fallbackImageStatus: Int?
 
     @Option(
