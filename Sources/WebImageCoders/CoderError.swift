@@ -14,6 +14,9 @@ public enum CoderError: Error, Sendable, Hashable, CustomStringConvertible {
     case encodingFailed(ImageFormat, String)
     /// Memory for the pixels could not be allocated.
     case outOfMemory(ImageFormat, String)
+    /// A caller's argument cannot be used (bitmaps of different sizes to compare, an empty
+    /// quality range).
+    case invalidArgument(String)
 
     /// A stable name for matching and for the CLI's `error.code`.
     public var code: String {
@@ -25,6 +28,7 @@ public enum CoderError: Error, Sendable, Hashable, CustomStringConvertible {
         case .limitExceeded: "limitExceeded"
         case .encodingFailed: "encodingFailed"
         case .outOfMemory: "outOfMemory"
+        case .invalidArgument: "invalidArgument"
         }
     }
 
@@ -38,6 +42,7 @@ public enum CoderError: Error, Sendable, Hashable, CustomStringConvertible {
         case .limitExceeded(let format, let detail): "\(format.rawValue) image exceeds a limit: \(detail)"
         case .encodingFailed(let format, let detail): "cannot encode \(format.rawValue): \(detail)"
         case .outOfMemory(let format, let detail): "out of memory decoding \(format.rawValue): \(detail)"
+        case .invalidArgument(let detail): detail
         }
     }
 }
