@@ -18,6 +18,8 @@ extension ImageProxy {
         var choice: OutputFormatChoice
         var quality: Int
         var watermark: WatermarkImage?
+        /// The quality search for the result, when autoquality is on for it (else ``quality``).
+        var autoQuality: AutoQuality? = nil
     }
 
     /// Decodes (or takes the decode kept for this source and size), processes and encodes, on
@@ -200,6 +202,17 @@ extension ImageProxy {
             encoding.progressive =
                 format == .jpeg ? configuration.jpegProgressive : format == .png && configuration.pngInterlaced
             encoding.cancellation = limits.cancellation
+            if let autoQuality = plan.request.autoQuality, AutoQualitySettings.formats.contains(format) {
+                let chosen = try ImageCodersManager.shared.encode(
+                    processed,
+                    as: format,
+                    options: encoding,
+                    autoQuality: autoQuality
+                )
+                let maxBytes = plan.options.maxBytes
+                guard maxBytes > 0, chosen.data.count > maxBytes else { return chosen.data }
+                encoding.quality = Double(chosen.quality) / 100  // max_bytes goes on from the chosen quality
+            }
             return try Self.encode(processed, as: format, options: encoding, maxBytes: plan.options.maxBytes)
         } catch {
             throw encodeFailure(error)

@@ -270,6 +270,12 @@ public final class ImageProxy: Sendable {
         let quality =
             request.options.quality ?? request.options.formatQuality[choice.format]
             ?? configuration.formatQuality[choice.format] ?? configuration.defaultQuality
+        // A format decided after decoding (PNG or JPEG) gets JPEG's search; PNG writes none.
+        let autoQuality = try configuration.autoQuality.resolved(
+            request.options.autoQuality,
+            urlQuality: request.options.quality,
+            format: choice.format == .unknown ? .jpeg : choice.format
+        )
         let watermark = request.options.watermark == nil ? nil : try await watermarkImage()
         let sourceFingerprint = Self.fingerprint(fetched.data)
         let etag = ResultETag.make(
@@ -277,7 +283,8 @@ public final class ImageProxy: Sendable {
             format: choice.format,
             quality: quality,
             sourceFingerprint: sourceFingerprint + (watermark.map { "+" + $0.fingerprint } ?? ""),
-            encoderVersion: Self.encoderVersion + ";" + configuration.encoders.fingerprint
+            encoderVersion: Self.encoderVersion + ";" + configuration.encoders.fingerprint + ";"
+                + configuration.autoQuality.fingerprint
         )
         let lifetime = fetched.fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
         var headers =
@@ -288,7 +295,13 @@ public final class ImageProxy: Sendable {
             headers.append(("Link", "<\(request.source.absoluteString)>; rel=\"canonical\""))
         }
         return Negotiated(
-            render: RenderRequest(options: request.options, choice: choice, quality: quality, watermark: watermark),
+            render: RenderRequest(
+                options: request.options,
+                choice: choice,
+                quality: quality,
+                watermark: watermark,
+                autoQuality: autoQuality
+            ),
             sourceFingerprint: sourceFingerprint,
             etag: etag,
             headers: headers

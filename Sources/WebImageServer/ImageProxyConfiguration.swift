@@ -86,6 +86,9 @@ public struct ImageProxyConfiguration: Sendable {
     /// formats not listed use ``defaultQuality``. Default imgproxy's: WebP 79, AVIF 63,
     /// JPEG XL 77 (the numbers mean different things per codec).
     public var formatQuality: [ImageFormat: Int] = [.webp: 79, .avif: 63, .jxl: 77]
+    /// The quality chosen per image (``AutoQualitySettings``; imgproxy Pro's
+    /// `IMGPROXY_AUTOQUALITY_*`). Default off.
+    public var autoQuality = AutoQualitySettings()
     /// The encoders' speed and effort (``ProxyEncoders``; imgproxy's defaults).
     public var encoders = ProxyEncoders()
     /// JPEG XL, first, for still images whose client's `Accept` lists `image/jxl`, when the URL

@@ -95,6 +95,14 @@ struct ServeConfigurationTests {
             ("IMGPROXY_ENFORCE_THUMBNAIL", "true", "enforce-thumbnail"), ("IMGPROXY_USE_S3", "false", "s3"),
             ("IMGPROXY_USE_LAST_MODIFIED", "true", "last-modified"), ("IMGPROXY_AUTO_JXL", "true", "auto-jxl"),
             ("IMGPROXY_AVIF_SPEED", "6", "avif-speed"), ("IMGPROXY_JXL_EFFORT", "7", "jxl-effort"),
+            ("IMGPROXY_SET_CANONICAL_HEADER", "true", "set-canonical-header"),
+            ("IMGPROXY_AUTOQUALITY_METHOD", "dssim", "autoquality-method"),
+            ("IMGPROXY_AUTOQUALITY_TARGET", "0.015", "autoquality-target"),
+            ("IMGPROXY_AUTOQUALITY_MIN", "60", "autoquality-min"),
+            ("IMGPROXY_AUTOQUALITY_MAX", "85", "autoquality-max"),
+            ("IMGPROXY_AUTOQUALITY_FORMAT_MIN", "avif=40", "autoquality-format-min"),
+            ("IMGPROXY_AUTOQUALITY_FORMAT_MAX", "avif=55,jxl=80", "autoquality-format-max"),
+            ("IMGPROXY_AUTOQUALITY_ALLOWED_ERROR", "0.002", "autoquality-allowed-error"),
         ]
         var environment = ["IMGPROXY_KEY": "abcdef", "IMGPROXY_SALT": "001122"]
         for entry in variables { environment[entry.variable] = entry.value }
@@ -126,6 +134,19 @@ struct ServeConfigurationTests {
         #expect(speed.status == 2 && speed.stderr.contains("--avif-speed must be 0 to 10, got 11"), "\(speed.stderr)")
         let av1 = try await CLIRunner.runDetached(["serve", "--insecure", "--avif-encoder", "x265"])
         #expect(av1.status == 2 && av1.stderr.contains("'x265' is not one of auto, aom, svt, rav1e"), "\(av1.stderr)")
+        let method = try await CLIRunner.runDetached(
+            ["serve", "--insecure"],
+            environment: ["IMGPROXY_AUTOQUALITY_METHOD": "guess"]
+        )
+        #expect(
+            method.status == 2 && method.stderr.contains("'guess' is not one of none, size, dssim"),
+            "\(method.stderr)"
+        )
+        let bounds = try await CLIRunner.runDetached(["serve", "--insecure", "--autoquality-min", "90"])
+        #expect(
+            bounds.status == 2 && bounds.stderr.contains("--autoquality-min (90) is above --autoquality-max (80)"),
+            "\(bounds.stderr)"
+        )
         let flag = try await CLIRunner.runDetached(["serve", "--insecure", "--ttl", "soon"])
         #expect(flag.status == 2 && flag.stderr.contains("--ttl: 'soon' is not a duration"), "\(flag.stderr)")
         let folder = try TemporaryDirectory(prefix: "webimage-config")

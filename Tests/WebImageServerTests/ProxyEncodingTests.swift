@@ -123,4 +123,81 @@ struct ProxyEncodingTests {
         #expect(encoding.quality == 0.63 && encoding.maxEncodeDuration == nil)
         #expect(options.fingerprint != ProxyEncoders().fingerprint)
     }
+
+    /// A photo-like PNG source (autoquality needs a measure that moves with quality).
+    static let scene: Data = {
+        let bitmap = GeneratedImages.photoLike(width: 400, height: 300, detail: 0.3)
+        return try! PNGCoder().encode(DecodedImage(bitmap: bitmap, format: .png), as: .png, options: .init())
+    }()
+
+    @Test("aq:size:N keeps every result within N bytes and uses most of it", arguments: ["jpg", "webp", "avif", "jxl"])
+    func autoQualityBySize(suffix: String) async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/scene.png", .data(Self.scene, contentType: "image/png"))
+        let (_, high) = try await fixture.get(fixture.url("w:300/q:90", "/scene.png", suffix: "@" + suffix))
+        let (_, low) = try await fixture.get(fixture.url("w:300/q:20", "/scene.png", suffix: "@" + suffix))
+        let budget = (high.count + low.count) / 2
+        let (response, body) = try await fixture.get(
+            fixture.url("w:300/aq:size:\(budget):10:95", "/scene.png", suffix: "@" + suffix)
+        )
+        #expect(response.statusCode == 200, "\(suffix)")
+        #expect(body.count <= budget && body.count >= budget * 8 / 10, "\(suffix): \(body.count) of \(budget)")
+        #expect(try ImageCodersManager.shared.decode(body).width == 300)
+        await fixture.stop()
+    }
+
+    @Test("aq:dssim: the result's DSSIM to the unencoded result meets the target; q: disables the server's default")
+    func autoQualityByDSSIM() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.autoQuality.method = .dssim
+            $0.autoQuality.min = 10
+            $0.autoQuality.max = 95
+        }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/scene.png", .data(Self.scene, contentType: "image/png"))
+        let (_, lossless) = try await fixture.get(fixture.url("w:300", "/scene.png", suffix: "@png"))
+        let reference = try ImageCodersManager.shared.decode(lossless).bitmap
+        for (suffix, target) in [("jpg", 0.006), ("webp", 0.008)] {
+            let (response, body) = try await fixture.get(
+                fixture.url("w:300/aq:dssim:\(target):::0.0005", "/scene.png", suffix: "@" + suffix)
+            )
+            #expect(response.statusCode == 200)
+            let measured = try ImageDifference.dssim(reference, ImageCodersManager.shared.decode(body).bitmap)
+            #expect(measured <= target + 0.0005, "\(suffix): \(measured) for \(target)")
+            #expect(measured > target / 4, "\(suffix): \(measured): the search stopped far above the quality needed")
+        }
+        // The server's default method applies without aq:, and q: in the URL turns it off.
+        let (_, defaulted) = try await fixture.get(fixture.url("w:300", "/scene.png", suffix: "@jpg"))
+        let (_, fixed) = try await fixture.get(fixture.url("w:300/q:95", "/scene.png", suffix: "@jpg"))
+        let fixedQuality = try await ImageProxyServerTests.start()
+        defer { Task { await fixedQuality.stop() } }
+        fixedQuality.origin.setRoute("/scene.png", .data(Self.scene, contentType: "image/png"))
+        let (_, plain95) = try await fixedQuality.get(fixedQuality.url("w:300/q:95", "/scene.png", suffix: "@jpg"))
+        #expect(fixed == plain95 && defaulted != fixed)
+        await fixedQuality.stop()
+        await fixture.stop()
+    }
+
+    @Test("Bad aq: arguments are 400s naming the cause")
+    func autoQualityErrors() async throws {
+        let fixture = try await ImageProxyServerTests.start()
+        defer { Task { await fixture.stop() } }
+        for (options, cause) in [
+            ("aq:size", "size needs a target in bytes"), ("aq:guess", "'guess' is not none, size, dssim"),
+            ("aq:dssim:0.02:90:80", "the lowest quality (90) is above the highest (80)"),
+            ("aq:dssim:0", "the target must be above 0"), ("aq:dssim:0.02:0", "qualities must be 1 to 100"),
+        ] {
+            let (response, body) = try await fixture.get(fixture.url("w:50/" + options, "/photo.jpg", suffix: "@jpg"))
+            #expect(response.statusCode == 400, "\(options)")
+            #expect(
+                String(decoding: body, as: UTF8.self).contains(cause),
+                "\(options): \(String(decoding: body, as: UTF8.self))"
+            )
+        }
+        // aq:none is a fixed quality, whatever the server's default.
+        let (none, _) = try await fixture.get(fixture.url("w:50/aq:none", "/photo.jpg", suffix: "@jpg"))
+        #expect(none.statusCode == 200)
+        await fixture.stop()
+    }
 }

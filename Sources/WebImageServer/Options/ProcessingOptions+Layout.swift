@@ -122,6 +122,8 @@ extension ProcessingOptions {
         case "max_bytes", "mb":
             try arguments.expect(1...1)
             maxBytes = try arguments.byteCount(0) ?? maxBytes
+        case "autoquality", "aq":
+            autoQuality = try AutoQualityOption(arguments)
         case "skip_processing", "skp":
             guard !option.arguments.isEmpty else { throw .badOption("\(option.name): name at least one format") }
             for name in option.arguments {

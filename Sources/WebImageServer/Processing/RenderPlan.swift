@@ -31,7 +31,8 @@ struct RenderPlan: Sendable {
     var memory: Int
     /// An animation rendered a frame at a time: a GIF, WebP or APNG source of several frames
     /// written as GIF or WebP, without a trim (planned on the whole animation) or a byte limit (which
-    /// encodes again).
+    /// encodes again). Autoquality does not apply to it: its frames are written once, at the
+    /// fixed quality.
     var rendersFrameByFrame = false
 
     var options: ProcessingOptions { request.options }
@@ -176,7 +177,8 @@ extension RenderPlan {
             plan.rendersFrameByFrame
             ? 1 + 3 : plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
-            by: frames + 3 + encoderCanvases(plan.request.choice.format) + (options.watermark == nil ? 0 : 1)
+            by: frames + 3 + encoderCanvases(plan.request.choice.format) + searchCanvases(plan.request.autoQuality)
+                + (options.watermark == nil ? 0 : 1)
         )
         let decoded =
             plan.rendersFrameByFrame
@@ -196,6 +198,18 @@ extension RenderPlan {
     /// libjxl 0.7, which holds about 52–57 bytes a pixel while it encodes (measured at effort 4
     /// and 7 on 1 and 12 megapixels).
     static func encoderCanvases(_ format: ImageFormat) -> Int { format == .jxl ? 14 : 1 }
+
+    /// An autoquality search's working memory in result canvases: a trial decoded back and the
+    /// difference's planes (DSSIM holds about 92 bytes a pixel at its peak; libjxl's Butteraugli
+    /// more); a size search only its best encoding so far, counted as one.
+    static func searchCanvases(_ autoQuality: AutoQuality?) -> Int {
+        switch autoQuality?.method {
+        case nil: 0
+        case .size: 1
+        case .dssim: 24
+        case .butteraugli: 32
+        }
+    }
 
     /// The largest result a trimmed source can give, whatever the trim keeps: each side no more
     /// than the source's (times `dpr` and `zoom`, plus padding), or the result limits with

@@ -8,10 +8,7 @@ extension ServeCommand {
     /// `IMGPROXY_AUTO_JXL`, `IMGPROXY_AVIF_SPEED`, `IMGPROXY_JXL_EFFORT`).
     func applyEncoders(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
         for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
-            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let format = ProcessingOptions.format(named: parts[0].lowercased()),
-                let value = Int(parts[1]), (1...100).contains(value)
-            else { throw ValidationError("--format-quality '\(entry)' is not FORMAT=QUALITY (1 to 100)") }
+            let (format, value) = try Self.formatQuality(entry, setting: "format-quality")
             configuration.formatQuality[format] = value
         }
         configuration.setsCanonicalHeader = try settings.switchedOn(
@@ -50,6 +47,87 @@ extension ServeCommand {
             throw ValidationError("--\(name) must be \(range.lowerBound) to \(range.upperBound), got \(value)")
         }
         configuration.encoders = encoders
+        try applyAutoQuality(settings, to: &configuration)
+    }
+
+    /// imgproxy Pro's `IMGPROXY_AUTOQUALITY_*`.
+    private func applyAutoQuality(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        var autoQuality = AutoQualitySettings()
+        autoQuality.method = try settings.value(
+            "autoquality-method",
+            flag: try autoQualityMethod.map(Self.autoQualityMethod),
+            default: autoQuality.method,
+            imgproxy: ["IMGPROXY_AUTOQUALITY_METHOD"],
+            parse: Self.autoQualityMethod
+        )
+        autoQuality.target = try settings.value(
+            "autoquality-target",
+            flag: autoQualityTarget,
+            default: autoQuality.target,
+            imgproxy: ["IMGPROXY_AUTOQUALITY_TARGET"]
+        ) { text in try Self.positive(ServeSettings.number(text)) }
+        autoQuality.min = try settings.value(
+            "autoquality-min",
+            flag: autoQualityMin,
+            default: autoQuality.min,
+            imgproxy: ["IMGPROXY_AUTOQUALITY_MIN"]
+        ) { text in try Self.bounded(ServeSettings.integer(text), 1...100) }
+        autoQuality.max = try settings.value(
+            "autoquality-max",
+            flag: autoQualityMax,
+            default: autoQuality.max,
+            imgproxy: ["IMGPROXY_AUTOQUALITY_MAX"]
+        ) { text in try Self.bounded(ServeSettings.integer(text), 1...100) }
+        autoQuality.allowedError = try settings.value(
+            "autoquality-allowed-error",
+            flag: autoQualityAllowedError,
+            default: autoQuality.allowedError,
+            imgproxy: ["IMGPROXY_AUTOQUALITY_ALLOWED_ERROR"]
+        ) { text in try ServeSettings.number(text) }
+        for (name, flags, variable) in [
+            ("autoquality-format-min", autoQualityFormatMin, "IMGPROXY_AUTOQUALITY_FORMAT_MIN"),
+            ("autoquality-format-max", autoQualityFormatMax, "IMGPROXY_AUTOQUALITY_FORMAT_MAX"),
+        ] {
+            for entry in try settings.list(name, flags: flags, imgproxy: [variable]) {
+                let (format, value) = try Self.formatQuality(entry, setting: name)
+                if name.hasSuffix("min") {
+                    autoQuality.formatMin[format] = value
+                } else {
+                    autoQuality.formatMax[format] = value
+                }
+            }
+        }
+        for (name, value) in [("autoquality-min", autoQuality.min), ("autoquality-max", autoQuality.max)]
+        where !(1...100).contains(value) {
+            throw ValidationError("--\(name) must be 1 to 100, got \(value)")
+        }
+        guard autoQuality.min <= autoQuality.max else {
+            throw ValidationError(
+                "--autoquality-min (\(autoQuality.min)) is above --autoquality-max (\(autoQuality.max))"
+            )
+        }
+        configuration.autoQuality = autoQuality
+    }
+
+    private static func autoQualityMethod(_ text: String) throws -> AutoQualitySettings.Method {
+        guard let method = AutoQualitySettings.Method(name: text) else {
+            throw ValidationError("--autoquality-method '\(text)' is not one of none, size, dssim, butteraugli, ml")
+        }
+        return method
+    }
+
+    private static func positive(_ value: Double) throws -> Double {
+        guard value > 0, value.isFinite else { throw ValidationError("must be above 0, got \(value)") }
+        return value
+    }
+
+    /// `FORMAT=QUALITY` (1 to 100).
+    static func formatQuality(_ entry: String, setting: String) throws -> (ImageFormat, Int) {
+        let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let format = ProcessingOptions.format(named: parts[0].lowercased()),
+            let value = Int(parts[1]), (1...100).contains(value)
+        else { throw ValidationError("--\(setting) '\(entry)' is not FORMAT=QUALITY (1 to 100)") }
+        return (format, value)
     }
 
     private static func bounded(_ value: Int, _ range: ClosedRange<Int>) throws -> Int {
