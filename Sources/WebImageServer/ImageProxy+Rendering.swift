@@ -20,6 +20,8 @@ extension ImageProxy {
         var watermark: WatermarkImage?
         /// The quality search for the result, when autoquality is on for it (else ``quality``).
         var autoQuality: AutoQuality? = nil
+        /// `format:best`'s candidate formats (``BestFormatSettings``); `nil`: ``choice``'s format.
+        var bestCandidates: [ImageFormat]? = nil
     }
 
     /// Decodes (or takes the decode kept for this source and size), processes and encodes, on
@@ -135,9 +137,20 @@ extension ImageProxy {
             metrics: metrics
         )
         let encodeStarted = clock.now
-        let encoded = try encode(processed, as: format, plan: plan, configuration: configuration, limits: limits)
+        let (encoded, written) =
+            if let candidates = plan.request.bestCandidates {
+                try writeBest(
+                    processed,
+                    candidates: candidates,
+                    plan: plan,
+                    configuration: configuration,
+                    limits: limits
+                )
+            } else {
+                (try encode(processed, as: format, plan: plan, configuration: configuration, limits: limits), format)
+            }
         let timings = (Duration.zero, encodeStarted - transformStarted, clock.now - encodeStarted)
-        return Rendered(data: encoded, format: format, timings: timings)
+        return Rendered(data: encoded, format: written, timings: timings)
     }
 
     /// Trims, resizes, crops, pads, strips and watermarks `image` (every frame it holds) as the
@@ -214,6 +227,39 @@ extension ImageProxy {
                 encoding.quality = Double(chosen.quality) / 100  // max_bytes goes on from the chosen quality
             }
             return try Self.encode(processed, as: format, options: encoding, maxBytes: plan.options.maxBytes)
+        } catch {
+            throw encodeFailure(error)
+        }
+    }
+
+    /// `processed` in the `best` of `candidates` (``BestFormatChooser``), each at its own quality.
+    private static func writeBest(
+        _ processed: DecodedImage,
+        candidates: [ImageFormat],
+        plan: RenderPlan,
+        configuration: ImageProxyConfiguration,
+        limits: WorkLimits
+    ) throws(ProxyError) -> (Data, ImageFormat) {
+        let options = plan.options
+        let chooser = BestFormatChooser(
+            settings: configuration.bestFormat,
+            candidates: candidates,
+            options: { format in
+                let quality =
+                    options.quality ?? options.formatQuality[format] ?? configuration.formatQuality[format]
+                    ?? configuration.defaultQuality
+                var encoding = configuration.encoders.options(quality: quality)
+                encoding.cancellation = limits.cancellation
+                return encoding
+            },
+            autoQuality: { (format) throws(ProxyError) in
+                try configuration.autoQuality.resolved(options.autoQuality, urlQuality: options.quality, format: format)
+            }
+        )
+        do {
+            return try chooser.write(processed)
+        } catch let error as ProxyError {
+            throw error
         } catch {
             throw encodeFailure(error)
         }

@@ -103,6 +103,8 @@ public final class ImageProxy: Sendable {
         var source: URL
         var options: ProcessingOptions
         var requestedFormat: ImageFormat?
+        /// `format:best` (``BestFormatSettings``).
+        var bestFormat = false
     }
 
     /// Checks the URL's signature, then parses it and checks its options, format and source
@@ -122,22 +124,26 @@ public final class ImageProxy: Sendable {
             base: configuration.defaultOptions
         )
         var requested = options.format
-        if let name = request.outputExtension {
+        var best = options.bestFormat
+        if request.outputExtension?.lowercased() == "best" {
+            (requested, best) = (nil, true)
+        } else if let name = request.outputExtension {
             guard let format = ProcessingOptions.format(named: name) else {
                 throw .badURL("'.\(name)' is not a format (png, jpeg, webp, avif, gif, bmp, ico, tiff)")
             }
             guard ProcessingOptions.outputFormats.contains(format) else {
                 throw .badURL("'.\(name)' cannot be written (png, jpeg, webp, avif, gif, bmp, ico, tiff)")
             }
-            requested = format  // the extension wins over `format`, as in imgproxy
+            (requested, best) = (format, false)  // the extension wins over `format`, as in imgproxy
         }
+        if requested == nil, !best, configuration.bestFormat.byDefault { best = true }
         if options.watermark != nil, configuration.watermark == nil {
             throw .badOption(
                 "watermark: the server has no watermark image (--watermark-path, --watermark-url or --watermark-data)"
             )
         }
         let url = try checkedSource(request.source)
-        return Request(path: request, source: url, options: options, requestedFormat: requested)
+        return Request(path: request, source: url, options: options, requestedFormat: requested, bestFormat: best)
     }
 
     /// The source URL, checked: a scheme of the proxy's own sources (`local://`, `s3://`) when
@@ -214,7 +220,11 @@ public final class ImageProxy: Sendable {
     private func work(_ request: Request, client: ClientHeaders) async throws(ProxyError) -> ProxyResponse {
         let fetched = try await fetchWithinLimits(request.source)
         if request.path.isInfo { return try await info(fetched.data, header: fetched.header) }
-        if Self.sendsSourceAsIs(request, sourceFormat: fetched.header.format) {
+        if Self.sendsSourceAsIs(
+            request,
+            sourceFormat: fetched.header.format,
+            allowsBestSkips: configuration.bestFormat.allowsSkips
+        ) {
             return sourceAsIs(fetched, request: request, client: client)
         }
         let negotiated = try await negotiate(request, source: fetched, client: client)
@@ -253,6 +263,33 @@ public final class ImageProxy: Sendable {
         var headers: [(name: String, value: String)]
     }
 
+    /// The output format (the URL's, negotiation's or the source's), or `best`'s candidates (then
+    /// the format is `.unknown` until the render picks): an animation takes the negotiated
+    /// format that animates, else GIF.
+    private func formatChoice(
+        _ request: Request,
+        source fetched: FetchedSource,
+        client: ClientHeaders
+    ) -> (OutputFormatChoice, [ImageFormat]?) {
+        let animated = fetched.header.frameCount > 1
+        if request.bestFormat {
+            if animated {
+                let format = client.negotiatedForAnimation.flatMap { [.webp, .avif].contains($0) ? $0 : nil } ?? .gif
+                return (OutputFormatChoice(format: format, variesWithAccept: client.negotiation), nil)
+            }
+            let candidates = configuration.bestFormat.candidates(negotiated: client.negotiated)
+            return (OutputFormatChoice(format: .unknown, variesWithAccept: client.negotiation), candidates)
+        }
+        let choice = OutputFormatChoice(
+            requested: request.requestedFormat,
+            source: fetched.header.format,
+            hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
+            negotiated: animated ? client.negotiatedForAnimation : client.negotiated,
+            negotiation: client.negotiation
+        )
+        return (choice, nil)
+    }
+
     /// Picks the format (the URL's, negotiation's or the source's) and its quality, and names
     /// the result (its ETag) from the options, the source's bytes and the watermark.
     private func negotiate(
@@ -260,13 +297,7 @@ public final class ImageProxy: Sendable {
         source fetched: FetchedSource,
         client: ClientHeaders
     ) async throws(ProxyError) -> Negotiated {
-        let choice = OutputFormatChoice(
-            requested: request.requestedFormat,
-            source: fetched.header.format,
-            hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
-            negotiated: fetched.header.frameCount > 1 ? client.negotiatedForAnimation : client.negotiated,
-            negotiation: client.negotiation
-        )
+        let (choice, bestCandidates) = formatChoice(request, source: fetched, client: client)
         let quality =
             request.options.quality ?? request.options.formatQuality[choice.format]
             ?? configuration.formatQuality[choice.format] ?? configuration.defaultQuality
@@ -285,6 +316,7 @@ public final class ImageProxy: Sendable {
             sourceFingerprint: sourceFingerprint + (watermark.map { "+" + $0.fingerprint } ?? ""),
             encoderVersion: Self.encoderVersion + ";" + configuration.encoders.fingerprint + ";"
                 + configuration.autoQuality.fingerprint
+                + (bestCandidates.map { ";best:" + $0.map(\.rawValue).joined(separator: ",") } ?? "")
         )
         let lifetime = fetched.fellBack ? configuration.fallbackImageTTL ?? configuration.ttl : configuration.ttl
         var headers =
@@ -300,7 +332,8 @@ public final class ImageProxy: Sendable {
                 choice: choice,
                 quality: quality,
                 watermark: watermark,
-                autoQuality: autoQuality
+                autoQuality: autoQuality,
+                bestCandidates: bestCandidates
             ),
             sourceFingerprint: sourceFingerprint,
             etag: etag,
@@ -364,10 +397,12 @@ public final class ImageProxy: Sendable {
     }
 
     /// `raw`, or `skip_processing` naming the source's format with no other output format asked.
-    static func sendsSourceAsIs(_ request: Request, sourceFormat: ImageFormat) -> Bool {
+    /// A `best` request skips only with `allowsBestSkips` (``BestFormatSettings/allowsSkips``).
+    static func sendsSourceAsIs(_ request: Request, sourceFormat: ImageFormat, allowsBestSkips: Bool) -> Bool {
         request.options.raw
             || (request.options.skipProcessing.contains(sourceFormat)
-                && (request.requestedFormat == nil || request.requestedFormat == sourceFormat))
+                && (request.requestedFormat == nil || request.requestedFormat == sourceFormat)
+                && (!request.bestFormat || allowsBestSkips))
     }
 
     /// The source's bytes as the result: its format's type, an entity tag of the bytes.

@@ -89,6 +89,9 @@ public struct ImageProxyConfiguration: Sendable {
     /// The quality chosen per image (``AutoQualitySettings``; imgproxy Pro's
     /// `IMGPROXY_AUTOQUALITY_*`). Default off.
     public var autoQuality = AutoQualitySettings()
+    /// `format:best` (``BestFormatSettings``; imgproxy Pro's `IMGPROXY_PREFERRED_FORMATS` and
+    /// `IMGPROXY_BEST_FORMAT_*`).
+    public var bestFormat = BestFormatSettings()
     /// The encoders' speed and effort (``ProxyEncoders``; imgproxy's defaults).
     public var encoders = ProxyEncoders()
     /// JPEG XL, first, for still images whose client's `Accept` lists `image/jxl`, when the URL

@@ -200,4 +200,132 @@ struct ProxyEncodingTests {
         #expect(none.statusCode == 200)
         await fixture.stop()
     }
+
+    /// A flat diagram: blocks of a few colours and thin dark lines.
+    static let diagram: Data = {
+        let colors: [RGBA] = [
+            .init(r: 255, g: 255, b: 255), .init(r: 30, g: 120, b: 200), .init(r: 240, g: 200, b: 40),
+        ]
+        var bitmap = GeneratedImages.blocks(width: 400, height: 300, colors: colors, blockSize: 50)
+        for y in stride(from: 10, to: 300, by: 37) {
+            for x in 0..<400 { bitmap[x, y] = RGBA(r: 20, g: 20, b: 20) }
+        }
+        return try! PNGCoder().encode(DecodedImage(bitmap: bitmap, format: .png), as: .png, options: .init())
+    }()
+
+    @Test("Complexity: a flat diagram scores under imgproxy's threshold (5.5), a photo-like image over it")
+    func complexity() throws {
+        let diagram = try ImageCodersManager.shared.decode(Self.diagram).bitmap
+        let scene = try ImageCodersManager.shared.decode(Self.scene).bitmap
+        #expect(BestFormatChooser.complexity(of: diagram) < 1)
+        #expect(BestFormatChooser.complexity(of: scene) > 5.5)
+    }
+
+    @Test(
+        "format:best: lossless for a flat diagram (smaller than a q80 JPEG), the negotiated lossy format for a photo, never one Accept lacks"
+    )
+    func bestFormat() async throws {
+        let fixture = try await ImageProxyServerTests.start { $0.formatNegotiation = true }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/scene.png", .data(Self.scene, contentType: "image/png"))
+        fixture.origin.setRoute("/diagram.png", .data(Self.diagram, contentType: "image/png"))
+        let browser = "image/avif,image/webp,*/*"
+        // A diagram: lossless, pixel for pixel the PNG result, and smaller than JPEG at 80.
+        let (flat, flatBody) = try await fixture.get(
+            fixture.url("w:400", "/diagram.png", suffix: "@best"),
+            headers: [.accept: browser]
+        )
+        let (_, png) = try await fixture.get(fixture.url("w:400", "/diagram.png", suffix: "@png"))
+        let (_, jpeg) = try await fixture.get(fixture.url("w:400/q:80", "/diagram.png", suffix: "@jpg"))
+        #expect(
+            ["image/png", "image/webp"].contains(flat.headers[.contentType]),
+            "\(String(describing: flat.headers[.contentType]))"
+        )
+        #expect(flat.headers[.vary] == "Accept" && flatBody.count < jpeg.count)
+        let flatPixels = try ImageCodersManager.shared.decode(flatBody).bitmap.pixels
+        #expect(flatPixels == (try ImageCodersManager.shared.decode(png).bitmap.pixels))
+        // A photo: lossy, the negotiated AVIF (or JPEG when smaller), smaller than the q80 JPEG.
+        let (photo, photoBody) = try await fixture.get(
+            fixture.url("w:300", "/scene.png", suffix: "@best"),
+            headers: [.accept: browser]
+        )
+        let (_, photoJPEG) = try await fixture.get(fixture.url("w:300/q:80", "/scene.png", suffix: "@jpg"))
+        #expect(
+            ["image/avif", "image/jpeg"].contains(photo.headers[.contentType]) && photoBody.count < photoJPEG.count
+        )
+        // Only what the client takes: without AVIF or WebP in Accept, JPEG, PNG or GIF.
+        for (accept, allowed) in [
+            ("*/*", ["image/jpeg", "image/png", "image/gif"]), ("image/webp", ["image/webp", "image/jpeg"]),
+        ] {
+            let (answer, body) = try await fixture.get(
+                fixture.url("w:300/f:best", "/scene.png"),
+                headers: [.accept: accept]
+            )
+            #expect(
+                allowed.contains(answer.headers[.contentType] ?? ""),
+                "\(accept): \(String(describing: answer.headers[.contentType]))"
+            )
+            #expect(try ImageCodersManager.shared.decode(body).width == 300)
+        }
+        // The ETag names the candidates: another Accept bucket, another tag.
+        let (other, _) = try await fixture.get(
+            fixture.url("w:300", "/scene.png", suffix: "@best"),
+            headers: [.accept: "*/*"]
+        )
+        #expect(other.headers[.eTag] != nil && other.headers[.eTag] != photo.headers[.eTag])
+        await fixture.stop()
+    }
+
+    @Test(
+        "format:best by default; an animation keeps animating in the negotiated WebP; skip_processing only with allow-skips"
+    )
+    func bestFormatSettings() async throws {
+        let fixture = try await ImageProxyServerTests.start {
+            $0.formatNegotiation = true
+            $0.bestFormat.byDefault = true
+        }
+        defer { Task { await fixture.stop() } }
+        fixture.origin.setRoute("/diagram.png", .data(Self.diagram, contentType: "image/png"))
+        let colors: [RGBA] = [.init(r: 200, g: 0, b: 0), .init(r: 0, g: 0, b: 200)]
+        let gif = try GIFCoder().encode(
+            GeneratedImages.animation(width: 40, height: 40, colors: colors, format: .gif),
+            as: .gif,
+            options: .init(maxEncodeDuration: nil)
+        )
+        fixture.origin.setRoute("/two.gif", .data(gif, contentType: "image/gif"))
+        let (byDefault, _) = try await fixture.get(
+            fixture.url("w:200", "/diagram.png"),
+            headers: [.accept: "image/webp"]
+        )
+        #expect(
+            ["image/png", "image/webp"].contains(byDefault.headers[.contentType])
+                && byDefault.headers[.vary] == "Accept"
+        )
+        let (named, _) = try await fixture.get(
+            fixture.url("w:200", "/diagram.png", suffix: "@jpg"),
+            headers: [.accept: "image/webp"]
+        )
+        #expect(named.headers[.contentType] == "image/jpeg", "a named format wins")
+        let (moving, movingBody) = try await fixture.get(
+            fixture.url("w:20", "/two.gif"),
+            headers: [.accept: "image/webp"]
+        )
+        #expect(moving.headers[.contentType] == "image/webp")
+        #expect(try ImageCodersManager.shared.decode(movingBody).frames.count == 2)
+        let (gifOnly, _) = try await fixture.get(fixture.url("w:20", "/two.gif"), headers: [.accept: "*/*"])
+        #expect(gifOnly.headers[.contentType] == "image/gif")
+        // skip_processing: best processes the source unless allowed to skip.
+        let (processed, processedBody) = try await fixture.get(fixture.url("w:200/skp:png", "/diagram.png"))
+        #expect(processed.statusCode == 200 && processedBody != Self.diagram)
+        await fixture.stop()
+        let skipping = try await ImageProxyServerTests.start {
+            $0.bestFormat.byDefault = true
+            $0.bestFormat.allowsSkips = true
+        }
+        defer { Task { await skipping.stop() } }
+        skipping.origin.setRoute("/diagram.png", .data(Self.diagram, contentType: "image/png"))
+        let (_, skipped) = try await skipping.get(skipping.url("w:200/skp:png", "/diagram.png"))
+        #expect(skipped == Self.diagram)
+        await skipping.stop()
+    }
 }

@@ -107,6 +107,8 @@ public struct ProcessingOptions: Sendable, Hashable {
     private var cropGravity: ProxyGravity?
     /// 1…100; `nil`: the server's default.
     public var quality: Int?
+    /// `format:best`: the smallest of the candidate formats (``BestFormatSettings``).
+    public var bestFormat = false
     /// The output format; `nil`: the URL's extension, negotiation or the source's format.
     public var format: ImageFormat?
     /// Fills transparency (and extended areas) when set.
@@ -287,12 +289,16 @@ public struct ProcessingOptions: Sendable, Hashable {
             quality = value == 0 ? nil : value
         case "format", "f", "ext":
             try arguments.expect(1...1)
+            if option.arguments[0].lowercased() == "best" {
+                (bestFormat, format) = (true, nil)
+                return
+            }
             guard let named = ProcessingOptions.format(named: option.arguments[0]) else {
                 throw .badOption(
-                    "format '\(option.arguments[0])' is not one of png, jpeg, webp, avif, gif, bmp, ico, tiff"
+                    "format '\(option.arguments[0])' is not one of png, jpeg, webp, avif, jxl, gif, bmp, ico, tiff, best"
                 )
             }
-            format = named
+            (bestFormat, format) = (false, named)
         case "background", "bg":
             try arguments.expect(1...3)
             background = try arguments.color()
@@ -370,7 +376,7 @@ public struct ProcessingOptions: Sendable, Hashable {
             "bl:\(blur)", "sh:\(sharpen)", "rot:\(rotate)", "ar:\(autoRotate)", "sm:\(stripMetadata)",
             "z:\(zoomWidth):\(zoomHeight)", "min:\(minWidth):\(minHeight)", "fl:\(flipHorizontal):\(flipVertical)",
             "pd:\(padding)", "pix:\(pixelate)", "mb:\(maxBytes)", "raw:\(raw)",
-            "aq:\(autoQuality.map { "\($0)" } ?? "-")",
+            "aq:\(autoQuality.map { "\($0)" } ?? "-")", "best:\(bestFormat)",
             "skp:\(skipProcessing.map(\.rawValue).sorted())",
             "exar:\(extendAspectRatio):\(extendAspectRatioGravity):\(extendAspectRatioGravityOffset)",
             "fq:\(formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" })",

@@ -177,7 +177,7 @@ extension RenderPlan {
             plan.rendersFrameByFrame
             ? 1 + 3 : plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
-            by: frames + 3 + encoderCanvases(plan.request.choice.format) + searchCanvases(plan.request.autoQuality)
+            by: frames + 3 + encoderCanvases(plan.request) + searchCanvases(plan.request.autoQuality)
                 + (options.watermark == nil ? 0 : 1)
         )
         let decoded =
@@ -198,6 +198,13 @@ extension RenderPlan {
     /// libjxl 0.7, which holds about 52–57 bytes a pixel while it encodes (measured at effort 4
     /// and 7 on 1 and 12 megapixels).
     static func encoderCanvases(_ format: ImageFormat) -> Int { format == .jxl ? 14 : 1 }
+
+    /// The request's encoders: its format's, or for `best` the largest candidate's and the
+    /// smallest encoding so far (one more).
+    static func encoderCanvases(_ request: ImageProxy.RenderRequest) -> Int {
+        guard let candidates = request.bestCandidates else { return encoderCanvases(request.choice.format) }
+        return (candidates.map(encoderCanvases).max() ?? 1) + 1
+    }
 
     /// An autoquality search's working memory in result canvases: a trial decoded back and the
     /// difference's planes (DSSIM holds about 92 bytes a pixel at its peak; libjxl's Butteraugli

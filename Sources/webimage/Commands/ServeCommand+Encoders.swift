@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import WebImageCoders
 import WebImageServer
 
@@ -55,38 +56,38 @@ extension ServeCommand {
         var autoQuality = AutoQualitySettings()
         autoQuality.method = try settings.value(
             "autoquality-method",
-            flag: try autoQualityMethod.map(Self.autoQualityMethod),
+            flag: try perImage.autoQualityMethod.map(Self.autoQualityMethod),
             default: autoQuality.method,
             imgproxy: ["IMGPROXY_AUTOQUALITY_METHOD"],
             parse: Self.autoQualityMethod
         )
         autoQuality.target = try settings.value(
             "autoquality-target",
-            flag: autoQualityTarget,
+            flag: perImage.autoQualityTarget,
             default: autoQuality.target,
             imgproxy: ["IMGPROXY_AUTOQUALITY_TARGET"]
         ) { text in try Self.positive(ServeSettings.number(text)) }
         autoQuality.min = try settings.value(
             "autoquality-min",
-            flag: autoQualityMin,
+            flag: perImage.autoQualityMin,
             default: autoQuality.min,
             imgproxy: ["IMGPROXY_AUTOQUALITY_MIN"]
         ) { text in try Self.bounded(ServeSettings.integer(text), 1...100) }
         autoQuality.max = try settings.value(
             "autoquality-max",
-            flag: autoQualityMax,
+            flag: perImage.autoQualityMax,
             default: autoQuality.max,
             imgproxy: ["IMGPROXY_AUTOQUALITY_MAX"]
         ) { text in try Self.bounded(ServeSettings.integer(text), 1...100) }
         autoQuality.allowedError = try settings.value(
             "autoquality-allowed-error",
-            flag: autoQualityAllowedError,
+            flag: perImage.autoQualityAllowedError,
             default: autoQuality.allowedError,
             imgproxy: ["IMGPROXY_AUTOQUALITY_ALLOWED_ERROR"]
         ) { text in try ServeSettings.number(text) }
         for (name, flags, variable) in [
-            ("autoquality-format-min", autoQualityFormatMin, "IMGPROXY_AUTOQUALITY_FORMAT_MIN"),
-            ("autoquality-format-max", autoQualityFormatMax, "IMGPROXY_AUTOQUALITY_FORMAT_MAX"),
+            ("autoquality-format-min", perImage.autoQualityFormatMin, "IMGPROXY_AUTOQUALITY_FORMAT_MIN"),
+            ("autoquality-format-max", perImage.autoQualityFormatMax, "IMGPROXY_AUTOQUALITY_FORMAT_MAX"),
         ] {
             for entry in try settings.list(name, flags: flags, imgproxy: [variable]) {
                 let (format, value) = try Self.formatQuality(entry, setting: name)
@@ -107,6 +108,57 @@ extension ServeCommand {
             )
         }
         configuration.autoQuality = autoQuality
+        try applyBestFormat(settings, to: &configuration)
+    }
+
+    /// imgproxy Pro's `IMGPROXY_PREFERRED_FORMATS` and `IMGPROXY_BEST_FORMAT_*`.
+    private func applyBestFormat(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
+        var best = BestFormatSettings()
+        let preferred = try settings.value(
+            "preferred-formats",
+            flag: perImage.preferredFormats,
+            default: best.preferredFormats.map(\.rawValue).joined(separator: ","),
+            imgproxy: ["IMGPROXY_PREFERRED_FORMATS"]
+        ) { $0 }
+        best.preferredFormats = try Self.formats(preferred)
+        best.complexityThreshold = try settings.value(
+            "best-format-complexity-threshold",
+            flag: perImage.bestFormatComplexityThreshold,
+            default: best.complexityThreshold,
+            imgproxy: ["IMGPROXY_BEST_FORMAT_COMPLEXITY_THRESHOLD"]
+        ) { text in try Self.notNegative(ServeSettings.number(text)) }
+        best.maxResolution = try settings.value(
+            "best-format-max-resolution",
+            flag: perImage.bestFormatMaxResolution,
+            default: best.maxResolution,
+            imgproxy: ["IMGPROXY_BEST_FORMAT_MAX_RESOLUTION"]
+        ) { text in try Self.notNegative(ServeSettings.number(text)) }
+        best.byDefault = try settings.switchedOn(
+            "best-format-by-default",
+            flag: perImage.bestFormatByDefault,
+            imgproxy: ["IMGPROXY_BEST_FORMAT_BY_DEFAULT"]
+        )
+        best.allowsSkips = try settings.switchedOn(
+            "best-format-allow-skips",
+            flag: perImage.bestFormatAllowSkips,
+            imgproxy: ["IMGPROXY_BEST_FORMAT_ALLOW_SKIPS"]
+        )
+        configuration.bestFormat = best
+    }
+
+    /// A comma-separated list of formats the proxy writes.
+    private static func formats(_ text: String) throws -> [ImageFormat] {
+        try text.split(separator: ",").map { name in
+            let name = name.trimmingCharacters(in: .whitespaces)
+            guard let format = ProcessingOptions.format(named: name), ProcessingOptions.outputFormats.contains(format)
+            else { throw ValidationError("--preferred-formats: '\(name)' is not a format the proxy writes") }
+            return format
+        }
+    }
+
+    private static func notNegative(_ value: Double) throws -> Double {
+        guard value >= 0, value.isFinite else { throw ValidationError("must be 0 or more, got \(value)") }
+        return value
     }
 
     private static func autoQualityMethod(_ text: String) throws -> AutoQualitySettings.Method {

@@ -276,41 +276,8 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var setCanonicalHeader = false
 
-    @Option(
-        name: .customLong("autoquality-method"),
-        help: "Choose each result's quality: none (default), size, dssim, butteraugli (ml is dssim)."
-    )
-    var autoQualityMethod: String?
-
-    @Option(
-        name: .customLong("autoquality-target"),
-        help: "Autoquality's target: bytes for size, the difference otherwise (default 0.02, DSSIM)."
-    )
-    var autoQualityTarget: Double?
-
-    @Option(name: .customLong("autoquality-min"), help: "The lowest quality autoquality picks (default 70).")
-    var autoQualityMin: Int?
-
-    @Option(name: .customLong("autoquality-max"), help: "The highest quality autoquality picks (default 80).")
-    var autoQualityMax: Int?
-
-    @Option(
-        name: .customLong("autoquality-format-min"),
-        help: "The lowest quality for one format, FORMAT=Q (repeatable; default avif=60)."
-    )
-    var autoQualityFormatMin: [String] = []
-
-    @Option(
-        name: .customLong("autoquality-format-max"),
-        help: "The highest quality for one format, FORMAT=Q (repeatable; default avif=65)."
-    )
-    var autoQualityFormatMax: [String] = []
-
-    @Option(
-        name: .customLong("autoquality-allowed-error"),
-        help: "How far from the target a difference may be and be taken (default 0.001)."
-    )
-    var autoQualityAllowedError: Double?
+    @OptionGroup(title: "Quality per image and format:best")
+    var perImage: ServeQualityArguments
 
     @Flag(name: .customLong("jpeg-progressive"), help: "Write progressive JPEG results.")
     var jpegProgressive = false
