@@ -241,9 +241,20 @@ extension ImageProxy {
         limits: WorkLimits
     ) throws(ProxyError) -> (Data, ImageFormat) {
         let options = plan.options
-        let chooser = BestFormatChooser(
-            settings: configuration.bestFormat,
+        let settings = configuration.bestFormat
+        var searches: [ImageFormat: AutoQuality] = [:]
+        for format in candidates {
+            searches[format] = try configuration.autoQuality.resolved(
+                options.autoQuality,
+                urlQuality: options.quality,
+                format: format
+            )
+        }
+        let megapixels = Double(processed.width * processed.height) / 1_000_000
+        let best = BestFormat(
             candidates: candidates,
+            complexityThreshold: settings.complexityThreshold,
+            lossyTrials: settings.maxResolution > 0 && megapixels > settings.maxResolution ? 1 : 2,
             options: { format in
                 let quality =
                     options.quality ?? options.formatQuality[format] ?? configuration.formatQuality[format]
@@ -252,16 +263,12 @@ extension ImageProxy {
                 encoding.cancellation = limits.cancellation
                 return encoding
             },
-            autoQuality: { (format) throws(ProxyError) in
-                try configuration.autoQuality.resolved(options.autoQuality, urlQuality: options.quality, format: format)
-            }
+            autoQuality: { [searches] format in searches[format] }
         )
         do {
-            return try chooser.write(processed)
-        } catch let error as ProxyError {
-            throw error
+            return try best.encode(processed)
         } catch {
-            throw encodeFailure(error)
+            throw limits.cancellation.isCancelled ? .cancelled : encodeFailure(error)
         }
     }
 

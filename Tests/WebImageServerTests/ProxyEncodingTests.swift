@@ -217,8 +217,8 @@ struct ProxyEncodingTests {
     func complexity() throws {
         let diagram = try ImageCodersManager.shared.decode(Self.diagram).bitmap
         let scene = try ImageCodersManager.shared.decode(Self.scene).bitmap
-        #expect(BestFormatChooser.complexity(of: diagram) < 1)
-        #expect(BestFormatChooser.complexity(of: scene) > 5.5)
+        #expect(BestFormat.complexity(of: diagram) < 1)
+        #expect(BestFormat.complexity(of: scene) > 5.5)
     }
 
     @Test(

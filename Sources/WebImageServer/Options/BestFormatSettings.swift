@@ -12,7 +12,7 @@ public struct BestFormatSettings: Sendable, Hashable {
     /// Formats `best` may write besides the negotiated one (`IMGPROXY_PREFERRED_FORMATS`).
     /// Default JPEG, PNG, GIF, as imgproxy's.
     public var preferredFormats: [ImageFormat] = [.jpeg, .png, .gif]
-    /// Below this ``BestFormatChooser/complexity(of:)`` the result is written losslessly; 0 never
+    /// Below this `BestFormat.complexity(of:)` the result is written losslessly; 0 never
     /// (`IMGPROXY_BEST_FORMAT_COMPLEXITY_THRESHOLD`). Default 5.5.
     public var complexityThreshold = 5.5
     /// Above this many megapixels only the most efficient lossy candidate is encoded; 0: no

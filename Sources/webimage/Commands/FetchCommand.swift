@@ -88,7 +88,8 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            Format of written images: png, jpeg, webp, avif, jxl or gif (default: the bytes as downloaded; \
+            Format of written images: png, jpeg, webp, avif, jxl, gif, or best (the smallest of AVIF, \
+            WebP, JPEG and PNG for each image: lossless for flat graphics) (default: the bytes as downloaded; \
             with --thumbnail, the thumbnail in the source's format, or PNG when that cannot be written).
             """
     )
@@ -96,9 +97,9 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Lossy quality of written JPEG, WebP, AVIF and JPEG XL images, 1 to 100 (default 90; 100 is lossless JPEG XL)."
+            "Lossy quality of written JPEG, WebP, AVIF and JPEG XL images, 1 to 100 (default 90; 100 is lossless JPEG XL), or auto: per image, the lowest whose DSSIM to the unencoded image is at most 0.006."
     )
-    var quality: Int?
+    var quality: String?
 
     @Option(help: "Resize to WxH (after any --crop), as --fit says; every frame of an animation.")
     var resize: String?
@@ -167,7 +168,7 @@ struct FetchCommand: AsyncParsableCommand {
             throw ValidationError("--thumbnail '\(thumbnail)' is not WxH with positive numbers")
         }
         if let format, Self.outputFormat(format) == nil {
-            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, jxl, gif")
+            throw ValidationError("--format '\(format)' is not one of png, jpeg, webp, avif, jxl, gif, best")
         }
         let writes = outputFolder != nil || singleFile != nil || remoteName || outputTemplate != nil
         if format != nil && !writes { throw ValidationError("--format needs --output-dir DIR, -o FILE or -O") }
@@ -175,8 +176,8 @@ struct FetchCommand: AsyncParsableCommand {
             throw ValidationError("--color '\(color)' is not one of srgb, srgb-bpc, keep, ignore")
         }
         if let quality {
-            guard (1...100).contains(quality) else {
-                throw ValidationError("--quality must be 1 to 100, got \(quality)")
+            guard quality == "auto" || Int(quality).map({ (1...100).contains($0) }) == true else {
+                throw ValidationError("--quality must be 1 to 100 or auto, got \(quality)")
             }
             guard writes else { throw ValidationError("--quality needs --output-dir DIR, -o FILE or -O") }
         }
@@ -285,6 +286,7 @@ struct FetchCommand: AsyncParsableCommand {
         case "avif": .avif
         case "jxl": .jxl
         case "gif": .gif
+        case "best": .unknown  // FetchJob.OutputSettings.writesBestFormat
         default: nil
         }
     }
@@ -364,6 +366,7 @@ struct FetchCommand: AsyncParsableCommand {
         // With the image on standard output, result lines go to standard error.
         let results: StandardStream = destination == .standardOutput ? .error : .output
         let fileFormat = singleFile.flatMap { Self.outputFormat(URL(fileURLWithPath: $0).pathExtension) }
+            .flatMap { $0 == .unknown ? nil : $0 }
         let job = FetchJob(
             manager: manager,
             // --resize and the other operations apply to every frame of an animation too.
@@ -372,14 +375,15 @@ struct FetchCommand: AsyncParsableCommand {
             destination: destination,
             output: FetchJob.OutputSettings(
                 format: format.flatMap(Self.outputFormat) ?? fileFormat,
-                encoding: ImageEncodingOptions(quality: Double(quality ?? 90) / 100),
+                encoding: ImageEncodingOptions(quality: Double(quality.flatMap { Int($0) } ?? 90) / 100),
                 autoOrient: autoOrient,
                 // Asked-for quality, stripping or colour handling need new bytes; keep is what the
                 // downloaded bytes already do.
                 reencodes: thumbnail != nil || transformer != nil || strip || quality != nil
                     || (colorPolicy != nil && colorPolicy != .keep),
                 strip: strip,
-                noClobber: noClobber
+                noClobber: noClobber,
+                autoQuality: quality == "auto"
             )
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)

@@ -18,7 +18,8 @@ extension FetchJob {
 
     /// How written images are made.
     struct OutputSettings: Sendable {
-        /// The format to encode to; `nil`: the downloaded bytes, unless `reencodes`.
+        /// The format to encode to; `nil`: the downloaded bytes, unless `reencodes`; `.unknown`:
+        /// `--format best` (``BestFormat``).
         var format: ImageFormat?
         var encoding: ImageEncodingOptions
         /// Apply the EXIF orientation to the pixels of every re-encoded image.
@@ -29,6 +30,13 @@ extension FetchJob {
         var noClobber: Bool
         /// Re-encode without metadata (no EXIF orientation).
         var strip = false
+        /// `--quality auto`: each image at the lowest quality whose DSSIM to the unencoded image
+        /// is at most ``autoQualityTarget``.
+        var autoQuality = false
+        /// The DSSIM `--quality auto` aims at: about what JPEG 85 gives a photo.
+        static let autoQualityTarget = 0.006
+        /// `--format best`'s candidates (still images; animations are written as WebP).
+        static let bestCandidates: [ImageFormat] = [.avif, .webp, .jpeg, .png]
 
         init(
             format: ImageFormat?,
@@ -36,8 +44,10 @@ extension FetchJob {
             autoOrient: Bool,
             reencodes: Bool,
             strip: Bool = false,
-            noClobber: Bool
+            noClobber: Bool,
+            autoQuality: Bool = false
         ) {
+            self.autoQuality = autoQuality
             self.format = format
             self.encoding = encoding
             self.autoOrient = autoOrient
@@ -64,7 +74,8 @@ extension FetchJob {
             format = ImageFormat(sniffing: data)
         } else if var image = result.image {
             let coders = ImageCodersManager.shared
-            format = output.format ?? (coders.encoder(for: image.format) != nil ? image.format : .png)
+            var chosen = output.format ?? (coders.encoder(for: image.format) != nil ? image.format : .png)
+            if chosen == .unknown, image.frames.count > 1 { chosen = .webp }  // best, animated
             if output.autoOrient, image.orientation != .up {
                 for index in image.frames.indices {
                     image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(image.orientation)
@@ -72,13 +83,13 @@ extension FetchJob {
                 image.orientation = .up
             }
             if output.strip { image.orientation = .up }
-            if image.frames.count > 1, format == .jpeg {
+            if image.frames.count > 1, chosen == .jpeg {
                 throw OutputFileError(
-                    message: "cannot write an animation of \(image.frames.count) frames as \(format.rawValue): "
+                    message: "cannot write an animation of \(image.frames.count) frames as \(chosen.rawValue): "
                         + "use --format gif, webp, png (APNG) or avif, or --options decode-first-frame-only"
                 )
             }
-            bytes = try Self.encode(image, as: format, options: output.encoding)
+            (bytes, format) = try Self.encode(image, as: chosen, output: output)
             written = image
         } else {
             throw OutputFileError(message: "nothing to write: the load returned neither bytes nor an image")
@@ -133,13 +144,42 @@ extension FetchJob {
         return name
     }
 
+    /// `image` as `format` (`.unknown`: the best of ``OutputSettings/bestCandidates``), at the
+    /// quality asked for or chosen (`--quality auto`).
     private static func encode(
         _ image: DecodedImage,
         as format: ImageFormat,
-        options: ImageEncodingOptions
-    ) throws(OutputFileError) -> Data {
-        do {
-            return try ImageCodersManager.shared.encode(image, as: format, options: options)
+        output: OutputSettings
+    ) throws(OutputFileError) -> (Data, ImageFormat) {
+        let autoQuality = { @Sendable (format: ImageFormat) -> AutoQuality? in
+            guard output.autoQuality, [.jpeg, .webp, .avif, .jxl].contains(format) else { return nil }
+            return AutoQuality(
+                method: .dssim,
+                target: OutputSettings.autoQualityTarget,
+                range: format == .avif ? 30...90 : 40...95,
+                allowedError: OutputSettings.autoQualityTarget / 10
+            )
+        }
+        do throws(CoderError) {
+            if format == .unknown {
+                let options = output.encoding
+                let best = BestFormat(
+                    candidates: OutputSettings.bestCandidates,
+                    options: { _ in options },
+                    autoQuality: autoQuality
+                )
+                return try best.encode(image)
+            }
+            if let search = autoQuality(format) {
+                let chosen = try ImageCodersManager.shared.encode(
+                    image,
+                    as: format,
+                    options: output.encoding,
+                    autoQuality: search
+                )
+                return (chosen.data, format)
+            }
+            return (try ImageCodersManager.shared.encode(image, as: format, options: output.encoding), format)
         } catch {
             throw OutputFileError(message: "cannot encode the output: \(error)")
         }
