@@ -367,24 +367,25 @@ struct FetchCommand: AsyncParsableCommand {
         let results: StandardStream = destination == .standardOutput ? .error : .output
         let fileFormat = singleFile.flatMap { Self.outputFormat(URL(fileURLWithPath: $0).pathExtension) }
             .flatMap { $0 == .unknown ? nil : $0 }
+        var output = FetchJob.OutputSettings(
+            format: format.flatMap(Self.outputFormat) ?? fileFormat,
+            encoding: ImageEncodingOptions(quality: Double(quality.flatMap { Int($0) } ?? 90) / 100),
+            autoOrient: autoOrient,
+            // Asked-for quality, stripping or colour handling need new bytes; keep is what the
+            // downloaded bytes already do.
+            reencodes: thumbnail != nil || transformer != nil || strip || quality != nil
+                || (colorPolicy != nil && colorPolicy != .keep),
+            strip: strip,
+            noClobber: noClobber
+        )
+        output.autoQuality = quality == "auto"
         let job = FetchJob(
             manager: manager,
             // --resize and the other operations apply to every frame of an animation too.
             options: transformer == nil ? loading.imageOptions : loading.imageOptions.union(.transformAnimatedImage),
             context: context,
             destination: destination,
-            output: FetchJob.OutputSettings(
-                format: format.flatMap(Self.outputFormat) ?? fileFormat,
-                encoding: ImageEncodingOptions(quality: Double(quality.flatMap { Int($0) } ?? 90) / 100),
-                autoOrient: autoOrient,
-                // Asked-for quality, stripping or colour handling need new bytes; keep is what the
-                // downloaded bytes already do.
-                reencodes: thumbnail != nil || transformer != nil || strip || quality != nil
-                    || (colorPolicy != nil && colorPolicy != .keep),
-                strip: strip,
-                noClobber: noClobber,
-                autoQuality: quality == "auto"
-            )
+            output: output
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
         var failures: [FailureKind?] = []

@@ -44,10 +44,8 @@ extension FetchJob {
             autoOrient: Bool,
             reencodes: Bool,
             strip: Bool = false,
-            noClobber: Bool,
-            autoQuality: Bool = false
+            noClobber: Bool
         ) {
-            self.autoQuality = autoQuality
             self.format = format
             self.encoding = encoding
             self.autoOrient = autoOrient
