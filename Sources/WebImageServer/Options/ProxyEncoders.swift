@@ -6,7 +6,7 @@ import WebImageCoders
 public struct ProxyEncoders: Sendable, Hashable {
     /// AVIF's speed, 0 (slowest, smallest) to 10 (fastest). Default 8, imgproxy's.
     public var avifSpeed = 8
-    /// The AV1 encoder. Default ``AVIFEncoderChoice/automatic`` (aom on Debian).
+    /// The AV1 encoder. Default `.automatic` (aom on Debian).
     public var avifEncoder = AVIFEncoderChoice.automatic
     /// JPEG XL's effort, 1 (fastest) to 9 (smallest). Default 4, imgproxy's.
     public var jxlEffort = 4
