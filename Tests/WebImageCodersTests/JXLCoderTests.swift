@@ -173,7 +173,7 @@ struct JXLEncoderTests {
 
     @Test("Pixels in a wide-gamut profile keep it: the decode converts them back to the same sRGB colour")
     func profile() throws {
-        let profile = try #require(ColorProfile.displayP3)
+        let profile = ColorProfile.displayP3
         let p3Red = RGBA(r: 234, g: 51, b: 35)  // sRGB red expressed in Display P3
         let image = DecodedImage(
             frames: [.init(bitmap: GeneratedImages.solid(width: 16, height: 16, color: p3Red), duration: 0)],
