@@ -158,13 +158,13 @@ struct ProxyEncodingTests {
         fixture.origin.setRoute("/scene.png", .data(Self.scene, contentType: "image/png"))
         let (_, lossless) = try await fixture.get(fixture.url("w:300", "/scene.png", suffix: "@png"))
         let reference = try ImageCodersManager.shared.decode(lossless).bitmap
-        for (suffix, target) in [("jpg", 0.006), ("webp", 0.008)] {
+        for (suffix, target) in [("jpg", 0.015), ("webp", 0.02)] {
             let (response, body) = try await fixture.get(
-                fixture.url("w:300/aq:dssim:\(target):::0.0005", "/scene.png", suffix: "@" + suffix)
+                fixture.url("w:300/aq:dssim:\(target):::0.00125", "/scene.png", suffix: "@" + suffix)
             )
             #expect(response.statusCode == 200)
             let measured = try ImageDifference.dssim(reference, ImageCodersManager.shared.decode(body).bitmap)
-            #expect(measured <= target + 0.0005, "\(suffix): \(measured) for \(target)")
+            #expect(measured <= target + 0.00125, "\(suffix): \(measured) for \(target)")
             #expect(measured > target / 4, "\(suffix): \(measured): the search stopped far above the quality needed")
         }
         // The server's default method applies without aq:, and q: in the URL turns it off.

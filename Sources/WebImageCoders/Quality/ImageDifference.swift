@@ -6,11 +6,12 @@ import Foundation
 /// seen over mid grey. Pure functions, safe from any thread; they allocate a few planes the
 /// size of the image and run on the calling thread.
 public enum ImageDifference {
-    /// Structural dissimilarity, `1 / SSIM − 1` (0: identical; 0.02 is imgproxy's default
-    /// autoquality target), in the manner of Kornel Lesiński's `dssim`: SSIM computed in CIE
-    /// L\*a\*b\* (chroma weighted half), at five scales made in linear light, weighted towards
-    /// the middle ones. Our own implementation: its values are close to `dssim`'s in kind and
-    /// order, not digit for digit.
+    /// Structural dissimilarity, `1 / SSIM − 1` (0: identical), in the manner of Kornel
+    /// Lesiński's `dssim`: SSIM computed in CIE L\*a\*b\* (chroma weighted half), at five
+    /// scales made in linear light, weighted towards the middle ones. Our own implementation,
+    /// scaled by ``dssimScale`` so that imgproxy's default autoquality target, 0.02, is about the
+    /// look of JPEG at quality 80 on photos (SSIMULACRA2 about 75 on scikit-image's photos at
+    /// 512 px; Benchmarks/best-format.sh).
     /// - Throws: ``CoderError/invalidArgument(_:)`` when the sizes differ or a side is empty.
     public static func dssim(_ reference: Bitmap, _ distorted: Bitmap) throws(CoderError) -> Double {
         try checkSizes(reference, distorted)
@@ -26,8 +27,12 @@ public enum ImageDifference {
             second = second.halved()
         }
         if weights == 0 { weighted = SSIM.lab(first, second) } else { weighted /= weights }
-        return weighted > 0 ? 1 / weighted - 1 : .infinity
+        return weighted > 0 ? dssimScale * (1 / weighted - 1) : .infinity
     }
+
+    /// What `1 / SSIM − 1` is multiplied by in ``dssim(_:_:)``: its raw value at JPEG quality 80
+    /// on photos is about 0.008.
+    public static let dssimScale = 2.5
 
     /// libjxl's Butteraugli distance (3-norm over the image; about 1 is the threshold of a
     /// visible difference, higher is worse), with intensity target 80 nits as `cjxl` uses.

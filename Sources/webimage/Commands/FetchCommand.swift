@@ -97,7 +97,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(
         help:
-            "Lossy quality of written JPEG, WebP, AVIF and JPEG XL images, 1 to 100 (default 90; 100 is lossless JPEG XL), or auto: per image, the lowest whose DSSIM to the unencoded image is at most 0.006."
+            "Lossy quality of written JPEG, WebP, AVIF and JPEG XL images, 1 to 100 (default 90; 100 is lossless JPEG XL), or auto: per image, the lowest whose DSSIM to the unencoded image is at most 0.015."
     )
     var quality: String?
 

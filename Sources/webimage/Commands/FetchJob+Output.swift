@@ -34,7 +34,7 @@ extension FetchJob {
         /// is at most ``autoQualityTarget``.
         var autoQuality = false
         /// The DSSIM `--quality auto` aims at: about what JPEG 85 gives a photo.
-        static let autoQualityTarget = 0.006
+        static let autoQualityTarget = 0.015
         /// `--format best`'s candidates (still images; animations are written as WebP).
         static let bestCandidates: [ImageFormat] = [.avif, .webp, .jpeg, .png]
 
