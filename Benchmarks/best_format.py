@@ -97,8 +97,11 @@ def fetch(port, path):
 
 
 def webimage_rows(webimage, photos, workdir, rounds, methods):
+    # A generous processing timeout: an autoquality request encodes several times, and the
+    # benchmark may share the machine.
     server = start_serve(webimage, ["--local-root", photos, "--format-negotiation", "--decoded-cache-size", "0",
-                                    "--cache-dir", os.path.join(workdir, "cache")], None)
+                                    "--processing-timeout", "300", "--cache-dir", os.path.join(workdir, "cache")],
+                         None)
     rows = {label: [] for label in methods}
     kinds = {label: {} for label in methods}
     try:
