@@ -36,6 +36,7 @@ struct ServeImgproxySettingsTests {
                 ["--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json"],
                 environment: ["IMGPROXY_SET_CANONICAL_HEADER": on ? "true" : "false"]
             )
+            defer { if server.process.isRunning { _ = server.stop() } }
             let (_, response) = try await session.data(for: .init(url: try Self.url(server, "w:30", source)))
             #expect(response.statusCode == 200)
             let link = response.headers[HTTPField.Name("Link")!]
@@ -57,10 +58,12 @@ struct ServeImgproxySettingsTests {
             ["--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json", "--metrics-bind", "127.0.0.1:0"],
             environment: ["IMGPROXY_WORKERS": "1", "IMGPROXY_REQUESTS_QUEUE_SIZE": "0"]
         )
+        defer { if server.process.isRunning { _ = server.stop() } }
         let metricsURL = try #require(server.metricsURL.flatMap(URL.init(string:)))
         var configuration = HTTPSession.Configuration()
         configuration.maximumConnectionsPerHost = 8
         let session = HTTPSession(configuration: configuration)
+        defer { Task { try? await session.shutdown() } }
         let source = origin.url("/held.png").absoluteString
         let requests = try (1...4).map { width in
             let url = try Self.url(server, "w:\(10 * width)", source)
@@ -103,7 +106,9 @@ struct ServeImgproxySettingsTests {
                 "IMGPROXY_FALLBACK_IMAGE_HTTP_CODE": "0",
             ]
         )
+        defer { if server.process.isRunning { _ = server.stop() } }
         let session = HTTPSession()
+        defer { Task { try? await session.shutdown() } }
         for (path, status) in [("/missing.png", 404), ("/text", 422), ("/broken", 502)] {
             let url = try Self.url(server, "w:20", origin.url(path).absoluteString)
             let (body, response) = try await session.data(for: .init(url: url))

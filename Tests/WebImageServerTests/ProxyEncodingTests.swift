@@ -108,6 +108,7 @@ struct ProxyEncodingTests {
         var results: [(etag: String?, body: Data)] = []
         for effort in [1, 7] {
             let fixture = try await ImageProxyServerTests.start { $0.encoders.jxlEffort = effort }
+            defer { Task { await fixture.stop() } }
             let (response, body) = try await fixture.get(fixture.url("w:300", "/photo.jpg", suffix: "@jxl"))
             #expect(response.statusCode == 200)
             results.append((response.headers[.eTag], body))
