@@ -84,13 +84,7 @@ struct ProxyEncodingTests {
             $0.negotiatesJXL = true
         }
         defer { Task { await fixture.stop() } }
-        let colors: [RGBA] = [.init(r: 200, g: 0, b: 0), .init(r: 0, g: 0, b: 200)]
-        let gif = try GIFCoder().encode(
-            GeneratedImages.animation(width: 40, height: 40, colors: colors, format: .gif),
-            as: .gif,
-            options: .init(maxEncodeDuration: nil)
-        )
-        fixture.origin.setRoute("/two.gif", .data(gif, contentType: "image/gif"))
+        fixture.origin.setRoute("/two.gif", .data(try Self.twoFrameGIF(), contentType: "image/gif"))
         let accept = "image/jxl,image/webp,*/*"
         let (still, stillBody) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: [.accept: accept])
         #expect(still.headers[.contentType] == "image/jxl" && still.headers[.vary] == "Accept")
@@ -123,6 +117,16 @@ struct ProxyEncodingTests {
         #expect(encoding.avifSpeed == 3 && encoding.avifEncoder == .rav1e && encoding.jxlEffort == 4)
         #expect(encoding.quality == 0.63 && encoding.maxEncodeDuration == nil)
         #expect(options.fingerprint != ProxyEncoders().fingerprint)
+    }
+
+    /// A 40×40 GIF of two frames, red then blue.
+    static func twoFrameGIF() throws -> Data {
+        let colors: [RGBA] = [.init(r: 200, g: 0, b: 0), .init(r: 0, g: 0, b: 200)]
+        return try GIFCoder().encode(
+            GeneratedImages.animation(width: 40, height: 40, colors: colors, format: .gif),
+            as: .gif,
+            options: .init(maxEncodeDuration: nil)
+        )
     }
 
     /// A photo-like PNG source (autoquality needs a measure that moves with quality).
@@ -287,13 +291,7 @@ struct ProxyEncodingTests {
         }
         defer { Task { await fixture.stop() } }
         fixture.origin.setRoute("/diagram.png", .data(Self.diagram, contentType: "image/png"))
-        let colors: [RGBA] = [.init(r: 200, g: 0, b: 0), .init(r: 0, g: 0, b: 200)]
-        let gif = try GIFCoder().encode(
-            GeneratedImages.animation(width: 40, height: 40, colors: colors, format: .gif),
-            as: .gif,
-            options: .init(maxEncodeDuration: nil)
-        )
-        fixture.origin.setRoute("/two.gif", .data(gif, contentType: "image/gif"))
+        fixture.origin.setRoute("/two.gif", .data(try Self.twoFrameGIF(), contentType: "image/gif"))
         let (byDefault, _) = try await fixture.get(
             fixture.url("w:200", "/diagram.png"),
             headers: [.accept: "image/webp"]
