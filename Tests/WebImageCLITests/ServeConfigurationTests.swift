@@ -147,6 +147,15 @@ struct ServeConfigurationTests {
             bounds.status == 2 && bounds.stderr.contains("--autoquality-min (90) is above --autoquality-max (80)"),
             "\(bounds.stderr)"
         )
+        // Flags are held to the same bounds as the environment.
+        for (arguments, cause) in [
+            (["--autoquality-target=-1"], "--autoquality-target must be above 0, got -1.0"),
+            (["--autoquality-allowed-error=-0.5"], "--autoquality-allowed-error must be 0 or more, got -0.5"),
+            (["--best-format-complexity-threshold=-2"], "--best-format-complexity-threshold must be 0 or more"),
+        ] {
+            let refused = try await CLIRunner.runDetached(["serve", "--insecure"] + arguments)
+            #expect(refused.status == 2 && refused.stderr.contains(cause), "\(arguments): \(refused.stderr)")
+        }
         let flag = try await CLIRunner.runDetached(["serve", "--insecure", "--ttl", "soon"])
         #expect(flag.status == 2 && flag.stderr.contains("--ttl: 'soon' is not a duration"), "\(flag.stderr)")
         let folder = try TemporaryDirectory(prefix: "webimage-config")

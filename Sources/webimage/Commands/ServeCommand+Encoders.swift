@@ -102,6 +102,13 @@ extension ServeCommand {
         where !(1...100).contains(value) {
             throw ValidationError("--\(name) must be 1 to 100, got \(value)")
         }
+        // Flags skip the parse closures above: their values are checked here.
+        guard autoQuality.target > 0, autoQuality.target.isFinite else {
+            throw ValidationError("--autoquality-target must be above 0, got \(autoQuality.target)")
+        }
+        guard autoQuality.allowedError >= 0 else {
+            throw ValidationError("--autoquality-allowed-error must be 0 or more, got \(autoQuality.allowedError)")
+        }
         guard autoQuality.min <= autoQuality.max else {
             throw ValidationError(
                 "--autoquality-min (\(autoQuality.min)) is above --autoquality-max (\(autoQuality.max))"
@@ -143,6 +150,12 @@ extension ServeCommand {
             flag: perImage.bestFormatAllowSkips,
             imgproxy: ["IMGPROXY_BEST_FORMAT_ALLOW_SKIPS"]
         )
+        for (name, value) in [
+            ("best-format-complexity-threshold", best.complexityThreshold),
+            ("best-format-max-resolution", best.maxResolution),
+        ] where !(value >= 0 && value.isFinite) {
+            throw ValidationError("--\(name) must be 0 or more, got \(value)")
+        }
         configuration.bestFormat = best
     }
 
