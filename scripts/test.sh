@@ -25,13 +25,17 @@ swift format lint --strict --recursive --parallel Package.swift Sources Tests Be
 # memory footprint's twelve 3000x2000 fixtures) are CPU-bound and use no network: run in their
 # own pass, they do not take the two cores from the network suites' in-process origins and
 # timeouts. The hang-up suite keeps `webimage serve` encoding large results on both cores for
-# two minutes, so it runs alone.
-cpu_bound='WebImageCodersTests|StoppedEncodeTests|ImageProcessorTests|MemoryFootprintTests|FrameByFrameRenderTests|AnimationFootprintTests'
-heavy="$cpu_bound|ServeHangUpTests"
+# two minutes, so it runs alone. The frame-by-frame proxy suite runs servers in the test process:
+# beside the codec suites (synchronous tests, each holding one of the two cooperative-pool threads
+# while it decodes) it once waited three minutes for a thread, so it has a pass of its own too.
+cpu_bound='WebImageCodersTests|StoppedEncodeTests|ImageProcessorTests|MemoryFootprintTests|AnimationFootprintTests'
+heavy="$cpu_bound|FrameByFrameRenderTests|ServeHangUpTests"
 echo "==> swift test (warnings as errors): network, cache, pipeline and CLI suites" >&2
 swift test -Xswiftc -warnings-as-errors --skip "$heavy" "$@"
 echo "==> swift test: codec and other CPU-bound suites" >&2
 swift test --skip-build -Xswiftc -warnings-as-errors --filter "$cpu_bound" "$@"
+echo "==> swift test: webimage serve rendering animations a frame at a time" >&2
+swift test --skip-build -Xswiftc -warnings-as-errors --filter FrameByFrameRenderTests "$@"
 echo "==> swift test: webimage serve under hang-ups and deadlines" >&2
 swift test --skip-build -Xswiftc -warnings-as-errors --filter ServeHangUpTests "$@"
 

@@ -49,19 +49,22 @@ struct CodingCancellationTests {
 
     @Test("A lossless WebP encode cancelled from another thread while it runs stops early")
     func cancelledWhileEncoding() throws {
-        // Lossless noise of 9 megapixels takes seconds; the cancellation comes after 50 ms.
+        // Lossless noise of 9 megapixels takes seconds; the cancellation comes from another
+        // thread as soon as the encode has made its first check (a fixed delay raced the
+        // encode's checks on a loaded machine and once came after the last of them).
         let large = DecodedImage(bitmap: GeneratedImages.noise(width: 3000, height: 3000), format: .png)
         let cancellation = CodingCancellation()
+        cancellation.cancel(afterChecks: .max)  // counts the checks, never raises itself
         var options = ImageEncodingOptions(lossless: true, maxEncodeDuration: nil)
         options.cancellation = cancellation
         let canceller = Thread {
-            Thread.sleep(forTimeInterval: 0.05)
+            while cancellation.checksMade == 0 { Thread.sleep(forTimeInterval: 0.001) }
             cancellation.cancel()
         }
         canceller.start()
         do {
             _ = try ImageCodersManager.shared.encode(large, as: .webp, options: options)
-            Issue.record("the encode ran to its end")
+            Issue.record("the encode ran to its end after \(cancellation.checksMade) checks")
         } catch {
             #expect(error.code == "limitExceeded" && "\(error)".contains("stopped"), "\(error)")
         }

@@ -43,36 +43,65 @@ struct StoppedEncodeTests {
     }
 
     @Test("Stopped at each of its checks, the encode says so; the next one is whole and the same", arguments: formats)
-    func stoppedAtEveryCheck(format: ImageFormat) throws {
-        let (whole, checks) = try Self.encode(format, stoppingAt: nil)
-        #expect(checks >= 1, "\(format) never checks its cancellation")
-        // Every check up to 60, evenly spread beyond (a progressive JPEG makes hundreds).
-        let step = max(1, checks / 60)
-        var stopped = 0
-        for check in stride(from: 1, through: checks, by: step) {
-            do {
-                _ = try Self.encode(format, stoppingAt: check)
-                Issue.record("\(format): stopped at check \(check) of \(checks), it encoded anyway")
-            } catch let error as CoderError {
-                #expect(error.code == "limitExceeded" && "\(error)".contains("stopped"), "\(format): \(error)")
-                stopped += 1
-            }
-        }
-        #expect(stopped == (checks + step - 1) / step)
-        let (again, _) = try Self.encode(format, stoppingAt: nil)
+    func stoppedAtEveryCheck(format: ImageFormat) async throws {
+        // Encoded on a thread of its own: a synchronous test would hold a cooperative-pool thread
+        // for the whole run, and the suites beside it (servers in this process) need those.
+        let run = try await onOwnThread { try Self.stopAtEveryCheck(format) }
+        #expect(run.checks >= 1, "\(format) never checks its cancellation")
+        #expect(run.problems.isEmpty, "\(format): \(run.problems)")
+        #expect(run.stopped == run.attempts, "\(format): \(run.stopped) of \(run.attempts) encodes stopped")
         // Compared as a Bool: a failed #expect on two Data values would diff every byte.
-        let same = again == whole
-        #expect(same, "\(format): after \(stopped) stops, \(again.count) bytes where there were \(whole.count)")
-        let decoded = try ImageCodersManager.shared.decode(again)
+        let same = run.again == run.whole
+        #expect(same, "\(format): after \(run.stopped) stops, \(run.again.count) bytes, not \(run.whole.count)")
+        let decoded = try ImageCodersManager.shared.decode(run.again)
         let expected = Self.image(for: format)
         #expect(decoded.width == expected.width && decoded.height == expected.height)
     }
 
+    /// What one format's stops gave: the whole encode before and after, and what went wrong.
+    struct StopRun: Sendable {
+        var whole: Data
+        var again: Data
+        var checks: Int
+        var attempts = 0
+        var stopped = 0
+        var problems: [String] = []
+    }
+
+    /// Encodes `format` whole, then stopped at every check up to 60 (evenly spread beyond: a
+    /// progressive JPEG makes hundreds), then whole again.
+    static func stopAtEveryCheck(_ format: ImageFormat) throws -> StopRun {
+        let (whole, checks) = try encode(format, stoppingAt: nil)
+        var run = StopRun(whole: whole, again: Data(), checks: checks)
+        let step = max(1, checks / 60)
+        for check in stride(from: 1, through: checks, by: step) {
+            run.attempts += 1
+            do {
+                _ = try encode(format, stoppingAt: check)
+                run.problems.append("stopped at check \(check) of \(checks), it encoded anyway")
+            } catch let error as CoderError {
+                if error.code == "limitExceeded" && "\(error)".contains("stopped") {
+                    run.stopped += 1
+                } else {
+                    run.problems.append("stopped at check \(check): \(error)")
+                }
+            }
+        }
+        run.again = try encode(format, stoppingAt: nil).0
+        return run
+    }
+
     @Test("Encodes stopped at random checks on four threads at once leave the process whole")
-    func stoppedConcurrently() throws {
+    func stoppedConcurrently() async throws {
+        let problems = try await onOwnThread { try Self.stopConcurrently() }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    /// Four threads, 24 encodes each, each stopped at a seeded random check: what went wrong.
+    static func stopConcurrently() throws -> [String] {
         let formats: [ImageFormat] = [.jpeg, .png, .webp, .tiff]
         var checks: [ImageFormat: Int] = [:]
-        for format in formats { checks[format] = try Self.encode(format, stoppingAt: nil).checks }
+        for format in formats { checks[format] = try encode(format, stoppingAt: nil).checks }
         let counts = checks
         let outcomes = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
@@ -81,7 +110,7 @@ struct StoppedEncodeTests {
                 let format = formats[(worker + round) % formats.count]
                 let check = Int(generator.next() % UInt64(counts[format]!)) + 1
                 do {
-                    _ = try Self.encode(format, stoppingAt: check)
+                    _ = try encode(format, stoppingAt: check)
                     outcomes.withLock { $0.append("\(format) encoded although stopped at \(check)") }
                 } catch {
                     if (error as? CoderError)?.code != "limitExceeded" {
@@ -90,8 +119,7 @@ struct StoppedEncodeTests {
                 }
             }
         }
-        let problems = outcomes.withLock { $0 }
-        #expect(problems.isEmpty, "\(problems)")
+        return outcomes.withLock { $0 }
     }
 }
 
