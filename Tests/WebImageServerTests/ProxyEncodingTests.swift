@@ -31,7 +31,7 @@ struct ProxyEncodingTests {
         #expect(configuration.formatQuality == [.webp: 79, .avif: 63, .jxl: 77])
         #expect(configuration.defaultQuality == 80)
         #expect(configuration.encoders == ProxyEncoders())
-        #expect(configuration.encoders.avifSpeed == 8 && configuration.encoders.jxlEffort == 4)
+        #expect(configuration.encoders.avifSpeed == 6 && configuration.encoders.jxlEffort == 4)
     }
 
     @Test("JPEG XL negotiation comes first when on and accepted, never for an animation; Vary: Accept")

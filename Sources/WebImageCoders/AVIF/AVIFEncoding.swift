@@ -10,7 +10,9 @@ struct AVIFEncoding {
     let options: ImageEncodingOptions
 
     /// libavif 0.11's quantizer (0 best … 63 worst) for a quality from 0 to 1.
-    var quantizer: Int32 { Int32((1 - min(max(options.quality, 0), 1)) * 63) }
+    static func quantizer(forQuality quality: Double) -> Int32 { Int32((1 - min(max(quality, 0), 1)) * 63) }
+
+    var quantizer: Int32 { Self.quantizer(forQuality: options.quality) }
 
     func encode(_ image: DecodedImage) throws(CoderError) -> Data {
         let deadline = CodingDeadline(options)

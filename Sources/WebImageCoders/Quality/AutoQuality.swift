@@ -74,7 +74,7 @@ extension ImageCodersManager {
         options: ImageEncodingOptions,
         autoQuality: AutoQuality
     ) throws(CoderError) -> AutoQualityResult {
-        var search = QualitySearch(autoQuality: autoQuality)
+        var search = QualitySearch(autoQuality: autoQuality, setting: Self.encoderSetting(for: format))
         while let quality = search.nextQuality() {
             var encoding = options
             encoding.quality = Double(quality) / 100
@@ -84,6 +84,14 @@ extension ImageCodersManager {
             search.record(QualitySearch.Trial(quality: quality, score: score, data: data))
         }
         return try search.result()
+    }
+
+    /// What the encoder of `format` makes of a quality (1–100): qualities with the same setting
+    /// write the same file, so a search tries one of them at most. AVIF's 100 qualities fall on
+    /// libavif's 64 quantizers.
+    static func encoderSetting(for format: ImageFormat) -> @Sendable (Int) -> Int {
+        guard format == .avif else { return { $0 } }
+        return { quality in Int(AVIFEncoding.quantizer(forQuality: Double(quality) / 100)) }
     }
 
     /// The difference of `data` (decoded) from `image`'s first frame.
@@ -114,9 +122,14 @@ struct QualitySearch {
     }
 
     let autoQuality: AutoQuality
+    /// The encoder's setting for a quality; qualities that share one are tried once.
+    let setting: @Sendable (Int) -> Int
     private(set) var trials: [Trial] = []
 
-    init(autoQuality: AutoQuality) { self.autoQuality = autoQuality }
+    init(autoQuality: AutoQuality, setting: @escaping @Sendable (Int) -> Int = { $0 }) {
+        self.autoQuality = autoQuality
+        self.setting = setting
+    }
 
     private var range: ClosedRange<Int> { autoQuality.range }
     private var bySize: Bool { autoQuality.method == .size }
@@ -155,8 +168,8 @@ struct QualitySearch {
             if let pass { high = pass.quality - 1 }
         }
         guard low <= high else { return nil }
-        let tried = Set(trials.map(\.quality))
-        let candidates = (low...high).filter { !tried.contains($0) }
+        let tried = Set(trials.map { setting($0.quality) })
+        let candidates = (low...high).filter { !tried.contains(setting($0)) }
         guard !candidates.isEmpty else { return nil }
         let predicted: Int
         if let pass, let fail {

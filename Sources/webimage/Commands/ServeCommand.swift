@@ -261,7 +261,10 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var autoJXL = false
 
-    @Option(name: .customLong("avif-speed"), help: "AVIF encoder speed, 0 (smallest) to 10 (fastest). Default 8.")
+    @Option(
+        name: .customLong("avif-speed"),
+        help: "AVIF encoder speed, 0 (smallest) to 10 (fastest). Default 6 (imgproxy: 8)."
+    )
     var avifSpeed: Int?
 
     @Option(name: .customLong("avif-encoder"), help: "The AV1 encoder for AVIF: auto (default), aom, svt or rav1e.")
