@@ -74,7 +74,22 @@ extension ImageCodersManager {
         options: ImageEncodingOptions,
         autoQuality: AutoQuality
     ) throws(CoderError) -> AutoQualityResult {
+        try encode(image, as: format, options: options, autoQuality: autoQuality, unlessLargerThan: nil)!
+    }
+
+    /// The same search, abandoned (`nil`) once it shows that its answer cannot be smaller than
+    /// `sizeLimit` bytes: a trial that misses a difference target while already that large (the
+    /// answer lies at a higher quality, so is larger still). How ``BestFormat`` drops a format
+    /// that cannot win without finishing its search.
+    func encode(
+        _ image: DecodedImage,
+        as format: ImageFormat,
+        options: ImageEncodingOptions,
+        autoQuality: AutoQuality,
+        unlessLargerThan sizeLimit: Int?
+    ) throws(CoderError) -> AutoQualityResult? {
         var search = QualitySearch(autoQuality: autoQuality, setting: Self.encoderSetting(for: format))
+        search.sizeLimit = sizeLimit
         while let quality = search.nextQuality() {
             var encoding = options
             encoding.quality = Double(quality) / 100
@@ -83,7 +98,7 @@ extension ImageCodersManager {
                 try autoQuality.method == .size ? Double(data.count) : difference(image, data, autoQuality.method)
             search.record(QualitySearch.Trial(quality: quality, score: score, data: data))
         }
-        return try search.result()
+        return search.isAbandoned ? nil : try search.result()
     }
 
     /// What the encoder of `format` makes of a quality (1–100): qualities with the same setting
@@ -124,6 +139,8 @@ struct QualitySearch {
     let autoQuality: AutoQuality
     /// The encoder's setting for a quality; qualities that share one are tried once.
     let setting: @Sendable (Int) -> Int
+    /// Bytes the answer must stay under to be of use (see ``isAbandoned``); `nil`: no limit.
+    var sizeLimit: Int?
     private(set) var trials: [Trial] = []
 
     init(autoQuality: AutoQuality, setting: @escaping @Sendable (Int) -> Int = { $0 }) {
@@ -146,9 +163,16 @@ struct QualitySearch {
         return bySize ? passing.max { $0.quality < $1.quality } : passing.min { $0.quality < $1.quality }
     }
 
+    /// Whether a difference search has shown its answer cannot fit ``sizeLimit``: a trial missed
+    /// the target with at least that many bytes, and the answer lies above its quality.
+    var isAbandoned: Bool {
+        guard let sizeLimit, !bySize else { return false }
+        return trials.contains { !passes($0) && $0.data.count >= sizeLimit }
+    }
+
     /// The quality to encode next, `nil` when the search is done.
     func nextQuality() -> Int? {
-        guard trials.count < autoQuality.maxEncodes else { return nil }
+        guard trials.count < autoQuality.maxEncodes, !isAbandoned else { return nil }
         guard let last = trials.last else { return firstGuess }
         if !bySize, abs(last.score - autoQuality.target) <= autoQuality.allowedError { return nil }
         if bySize, let best = bestPassing, best.score >= 0.95 * autoQuality.target { return nil }

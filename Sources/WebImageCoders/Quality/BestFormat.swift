@@ -4,8 +4,9 @@ import Foundation
 /// Pro's `format:best`): flat images (``complexity(of:)`` under ``complexityThreshold``)
 /// losslessly in the smallest of JPEG XL, WebP and PNG among the candidates; others lossy,
 /// trying the ``lossyTrials`` most efficient candidates (AVIF, JPEG XL, WebP, JPEG, in that
-/// order) each at its own quality or autoquality, and keeping the smallest. JPEG is left out
-/// for images with transparency. Runs on the calling thread.
+/// order) each at its own quality or autoquality, and keeping the smallest (a later candidate's
+/// quality search stops as soon as it shows it cannot be smaller). JPEG is left out for images
+/// with transparency. Runs on the calling thread.
 public struct BestFormat: Sendable {
     /// The formats the result may be written in.
     public var candidates: [ImageFormat]
@@ -93,8 +94,17 @@ public struct BestFormat: Sendable {
                 encoding.quality = 1
                 data = try ImageCodersManager.shared.encode(image, as: format, options: encoding)
             } else if let search = autoQuality(format) {
-                data = try ImageCodersManager.shared.encode(image, as: format, options: encoding, autoQuality: search)
-                    .data
+                // A format whose search shows it cannot beat the smallest so far stops early.
+                guard
+                    let result = try ImageCodersManager.shared.encode(
+                        image,
+                        as: format,
+                        options: encoding,
+                        autoQuality: search,
+                        unlessLargerThan: best?.data.count
+                    )
+                else { continue }
+                data = result.data
             } else {
                 data = try ImageCodersManager.shared.encode(image, as: format, options: encoding)
             }
