@@ -164,4 +164,38 @@ struct AVIFCoderTests {
         slow.avifSpeed = 2
         #expect(try Self.encode(noise, slow) != Self.encode(noise, .init(quality: 0.6)))
     }
+
+    @Test("An AVIF encode leaves its thread's scheduling as it found it (SVT-AV1 makes it real-time)")
+    func schedulingRestored() async throws {
+        guard AVIFEncoderChoice.svt.isAvailable else {
+            Issue.record("Debian's libavif has SVT-AV1; this one has not")
+            return
+        }
+        let source = DecodedImage(bitmap: GeneratedImages.gradient(width: 64, height: 64), format: .png)
+        let policies = try await onOwnThread { () throws -> [Int32] in
+            func policy() -> Int32 {
+                var policy: Int32 = -1
+                var parameters = sched_param()
+                _ = pthread_getschedparam(pthread_self(), &policy, &parameters)
+                return policy
+            }
+            let before = policy()
+            var options = ImageEncodingOptions(quality: 0.7)
+            options.avifEncoder = .svt
+            _ = try Self.encode(source, options)
+            let afterSVT = policy()
+            // Changed by hand (allowed as root, as in CI): put back just the same.
+            var realTime = sched_param(sched_priority: 1)
+            let madeRealTime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &realTime) == 0
+            let scheduling = ThreadScheduling()
+            var normal = sched_param(sched_priority: 0)
+            _ = pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal)
+            scheduling.restore()
+            let restored = policy()
+            _ = pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal)
+            return [before, afterSVT, madeRealTime ? restored : SCHED_FIFO]
+        }
+        #expect(policies[0] == SCHED_OTHER && policies[1] == SCHED_OTHER, "before, after: \(policies)")
+        #expect(policies[2] == SCHED_FIFO, "a saved real-time policy restored: \(policies)")
+    }
 }

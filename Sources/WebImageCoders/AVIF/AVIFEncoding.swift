@@ -17,6 +17,10 @@ struct AVIFEncoding {
     func encode(_ image: DecodedImage) throws(CoderError) -> Data {
         let deadline = CodingDeadline(options)
         let image = try image.withProfileFitting(.rgb)
+        // SVT-AV1 makes this thread real-time while it encodes (see ThreadScheduling): undone on
+        // every path, after the encoder and its threads are gone.
+        let scheduling = ThreadScheduling()
+        defer { scheduling.restore() }
         guard let encoder = avifEncoderCreate() else { throw .outOfMemory(.avif, "cannot create the encoder") }
         defer { avifEncoderDestroy(encoder) }
         encoder.pointee.maxThreads = 1
