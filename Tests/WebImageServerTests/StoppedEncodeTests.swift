@@ -29,6 +29,9 @@ struct StoppedEncodeTests {
 
     static let formats = ProcessingOptions.outputFormats.sorted { $0.rawValue < $1.rawValue }
 
+    /// The encodes this suite runs at once.
+    static let slots = DispatchSemaphore(value: 2)
+
     static func image(for format: ImageFormat) -> DecodedImage { [.ico, .gif].contains(format) ? icon : photo }
 
     /// As the proxy encodes: the shared coders, its default quality, progressive JPEG and
@@ -46,7 +49,12 @@ struct StoppedEncodeTests {
     func stoppedAtEveryCheck(format: ImageFormat) async throws {
         // Encoded on a thread of its own: a synchronous test would hold a cooperative-pool thread
         // for the whole run, and the suites beside it (servers in this process) need those.
-        let run = try await onOwnThread { try Self.stopAtEveryCheck(format) }
+        let run = try await onOwnThread {
+            // Two formats at a time, as on the two cores: the nine at once starved the suites beside.
+            Self.slots.wait()
+            defer { Self.slots.signal() }
+            return try Self.stopAtEveryCheck(format)
+        }
         #expect(run.checks >= 1, "\(format) never checks its cancellation")
         #expect(run.problems.isEmpty, "\(format): \(run.problems)")
         #expect(run.stopped == run.attempts, "\(format): \(run.stopped) of \(run.attempts) encodes stopped")
@@ -93,7 +101,11 @@ struct StoppedEncodeTests {
 
     @Test("Encodes stopped at random checks on four threads at once leave the process whole")
     func stoppedConcurrently() async throws {
-        let problems = try await onOwnThread { try Self.stopConcurrently() }
+        let problems = try await onOwnThread {
+            Self.slots.wait()
+            defer { Self.slots.signal() }
+            return try Self.stopConcurrently()
+        }
         #expect(problems.isEmpty, "\(problems)")
     }
 
