@@ -97,12 +97,18 @@ public struct ImageProxyConfiguration: Sendable {
     /// JPEG XL, first, for still images whose client's `Accept` lists `image/jxl`, when the URL
     /// names no format (`IMGPROXY_AUTO_JXL`; `Vary: Accept`). Default off, as imgproxy's.
     public var negotiatesJXL = false
+    /// WebP alone, as ``formatNegotiation`` without AVIF (`IMGPROXY_AUTO_WEBP`). Default off.
+    public var negotiatesWebP = false
+    /// AVIF alone, as ``formatNegotiation`` without WebP (`IMGPROXY_AUTO_AVIF`). Default off.
+    public var negotiatesAVIF = false
 
-    /// The formats negotiation may pick: AVIF and WebP with ``formatNegotiation``, JPEG XL with
-    /// ``negotiatesJXL``.
+    /// The formats negotiation may pick: AVIF and WebP with ``formatNegotiation``, each alone
+    /// with ``negotiatesAVIF`` or ``negotiatesWebP``, JPEG XL with ``negotiatesJXL``.
     public var negotiatedFormats: OutputFormatChoice.NegotiatedFormats {
         var formats: OutputFormatChoice.NegotiatedFormats = formatNegotiation ? .modern : []
         if negotiatesJXL { formats.insert(.jxl) }
+        if negotiatesWebP { formats.insert(.webp) }
+        if negotiatesAVIF { formats.insert(.avif) }
         return formats
     }
 

@@ -47,6 +47,42 @@ struct ServeImgproxySettingsTests {
         await origin.stop()
     }
 
+    @Test("IMGPROXY_AUTO_WEBP and IMGPROXY_AUTO_AVIF (and their older names) negotiate each format alone")
+    func perFormatNegotiation() async throws {
+        let origin = try await OriginServer.start()
+        defer { Task { await origin.stop() } }
+        origin.setRoute("/a.png", .data(try Self.png(RGBA(r: 9, g: 90, b: 9)), contentType: "image/png"))
+        let session = HTTPSession()
+        defer { Task { try? await session.shutdown() } }
+        let source = origin.url("/a.png").absoluteString
+        let browser = "image/avif,image/webp,image/apng,*/*;q=0.8"
+        let cases: [(environment: [String: String], expected: String, vary: Bool)] = [
+            (["IMGPROXY_AUTO_WEBP": "true"], "image/webp", true),
+            (["IMGPROXY_ENABLE_WEBP_DETECTION": "true"], "image/webp", true),
+            (["IMGPROXY_AUTO_AVIF": "true"], "image/avif", true),
+            (["IMGPROXY_ENABLE_AVIF_DETECTION": "true"], "image/avif", true),
+            (["IMGPROXY_AUTO_WEBP": "true", "IMGPROXY_AUTO_AVIF": "true"], "image/avif", true),
+            ([:], "image/png", false),
+        ]
+        for entry in cases {
+            let server = try await RunningServer.start(
+                ["--bind", "127.0.0.1:0", "--insecure", "--allow-loopback", "--json"],
+                environment: entry.environment
+            )
+            defer { if server.process.isRunning { _ = server.stop() } }
+            var request = HTTPSession.Request(url: try Self.url(server, "w:30", source))
+            request.headers[.accept] = browser
+            let (body, response) = try await session.data(for: request)
+            #expect(response.statusCode == 200, "\(entry.environment)")
+            #expect(response.headers[.contentType] == entry.expected, "\(entry.environment)")
+            #expect((response.headers[.vary] == "Accept") == entry.vary, "\(entry.environment)")
+            #expect(ImageFormat(sniffing: body).mimeType == entry.expected, "\(entry.environment)")
+            #expect(server.stop() == 0)
+        }
+        try await session.shutdown()
+        await origin.stop()
+    }
+
     @Test("IMGPROXY_REQUESTS_QUEUE_SIZE=0 is no limit: one worker, four requests at once, all answered 200")
     func unlimitedQueue() async throws {
         let origin = try await OriginServer.start()

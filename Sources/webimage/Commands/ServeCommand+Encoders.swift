@@ -22,6 +22,16 @@ extension ServeCommand {
             flag: autoJXL,
             imgproxy: ["IMGPROXY_AUTO_JXL"]
         )
+        configuration.negotiatesWebP = try settings.switchedOn(
+            "auto-webp",
+            flag: autoWebP,
+            imgproxy: ["IMGPROXY_AUTO_WEBP", "IMGPROXY_ENABLE_WEBP_DETECTION"]
+        )
+        configuration.negotiatesAVIF = try settings.switchedOn(
+            "auto-avif",
+            flag: autoAVIF,
+            imgproxy: ["IMGPROXY_AUTO_AVIF", "IMGPROXY_ENABLE_AVIF_DETECTION"]
+        )
         var encoders = ProxyEncoders()
         encoders.avifSpeed = try settings.value(
             "avif-speed",

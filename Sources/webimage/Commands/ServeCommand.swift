@@ -261,6 +261,12 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var autoJXL = false
 
+    @Flag(name: .customLong("auto-webp"), help: "Pick WebP from Accept when the URL names no format (AVIF stays off).")
+    var autoWebP = false
+
+    @Flag(name: .customLong("auto-avif"), help: "Pick AVIF from Accept when the URL names no format (WebP stays off).")
+    var autoAVIF = false
+
     @Option(
         name: .customLong("avif-speed"),
         help: "AVIF encoder speed, 0 (smallest) to 10 (fastest). Default 6 (imgproxy: 8)."
