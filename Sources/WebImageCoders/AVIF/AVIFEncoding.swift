@@ -98,7 +98,9 @@ public enum AVIFEncoderChoice: String, Sendable, Hashable, CaseIterable {
     case automatic = "auto"
     /// libaom.
     case aom
-    /// SVT-AV1 (libavif's name `svt`).
+    /// SVT-AV1 (libavif's name `svt`). Version 1.4 runs its own threads real-time (`SCHED_FIFO`)
+    /// when the process may (as root), ahead of every other thread while it encodes; the calling
+    /// thread's scheduling is put back after each encode.
     case svt
     /// rav1e.
     case rav1e
