@@ -15,8 +15,8 @@ coffee, hubble_deep_field, ihc, motorcycle_left, motorcycle_right, retina, rocke
 Every result is decoded to PNG by `webimage fetch` and scored with SSIMULACRA2 (ssimulacra2
 0.3.0, higher is better) against its pipeline's reference. Each request's time is the median of
 ROUNDS sequential requests on the warm server (the source cached, the result not: a cache
-buster per round). Prints one Markdown table: mean bytes, bytes against libvips's JPEG, mean
-and lowest score, and ms per request.
+buster per round). Prints one Markdown table: mean and largest bytes, bytes against libvips's
+JPEG, mean and lowest score, and ms per request.
 
 Run through Benchmarks/best-format.sh, which installs libvips-tools and the Python reference.
 """
@@ -144,6 +144,8 @@ def main():
         f"webimage AVIF aq:dssim:{args.target} (30-90)": (f"aq:dssim:{args.target}:30:90/", "@avif"),
         "webimage best (fixed qualities)": ("", "@best"),
         f"webimage best aq:dssim:{args.target} (30-90)": (f"aq:dssim:{args.target}:30:90/", "@best"),
+        "webimage AVIF aq:size:12000 (30-90)": ("aq:size:12000:30:90/", "@avif"),
+        "webimage JPEG aq:size:12000 (30-90)": ("aq:size:12000:30:90/", "@jpg"),
     }
     workdir = tempfile.mkdtemp(prefix="webimage-best-")
     try:
@@ -155,14 +157,14 @@ def main():
         print(f"{len(PHOTOS)} photos of scikit-image 0.26.0 fit into 512x512; SSIMULACRA2 against each "
               "pipeline's lossless resize; ms: libvips's save alone (CLI, one process each), webimage's whole "
               f"request (median of {args.rounds})\n")
-        print("| method | mean bytes | × libvips JPEG | mean score | lowest score | ms | formats |")
-        print("|---|---:|---:|---:|---:|---:|---|")
+        print("| method | mean bytes | largest | × libvips JPEG | mean score | lowest score | ms | formats |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
         for label, values in rows.items():
             sizes = [size for size, _, _ in values]
             scores = [value for _, value, _ in values]
             times = [elapsed for _, _, elapsed in values]
             written = ", ".join(f"{kind.split('/')[-1]} {count}" for kind, count in sorted(kinds.get(label, {}).items()))
-            print(f"| {label} | {statistics.mean(sizes):,.0f} | {statistics.mean(sizes) / baseline:.2f} | "
+            print(f"| {label} | {statistics.mean(sizes):,.0f} | {max(sizes):,} | {statistics.mean(sizes) / baseline:.2f} | "
                   f"{statistics.mean(scores):.1f} | {min(scores):.1f} | {statistics.median(times):.0f} | {written} |")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
