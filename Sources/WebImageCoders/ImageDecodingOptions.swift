@@ -35,9 +35,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// Carry the source's EXIF block on ``DecodedImage/exif`` (for encoders to write back).
     /// Default `false`: EXIF is read for the orientation only.
     public var keepsMetadata = false
-    /// Decode the image's first embedded thumbnail instead of the image when it has one (HEIF;
-    /// imgproxy's `enforce_thumbnail`): the result's ``DecodedImage/sourceSize`` is the
-    /// thumbnail's. Default `false`: a thumbnail is used only when it covers
+    /// Decode the image's first embedded thumbnail instead of the image when it has one (HEIF and
+    /// AVIF; imgproxy's `enforce_thumbnail`): the result's ``DecodedImage/sourceSize`` is the
+    /// thumbnail's. Default `false`: a HEIF thumbnail is used only when it covers
     /// ``thumbnailPixelSize``.
     public var prefersEmbeddedThumbnail = false
     /// Turn the pixels upright according to EXIF orientation (the result reports `.up`).

@@ -2,7 +2,8 @@ import CHEIF
 import Foundation
 import WebImageCoders
 
-/// Writes HEIC files with libheif's HEVC encoder (x265), for tests and fuzz seeds (not a
+/// Writes HEIC files with libheif's HEVC encoder (x265), or AVIF with its AV1 encoder (aom),
+/// for tests and fuzz seeds (not a
 /// general-purpose encoder: it checks little and is not tuned): alpha, an
 /// `irot`/`imir` orientation, and an embedded thumbnail made from a separate image (so a test
 /// can tell which one a decoder read).
@@ -14,7 +15,8 @@ public enum HEIFTestEncoder {
     /// `bitmap` as a HEIC file (lossless when `lossless`, else quality 90); `orientation` is
     /// stored as `irot`/`imir`; `thumbnail` is encoded to fit a `thumbnailBox`-pixel square.
     /// `others` are stored before it as further top-level images (a collection); `bitmap` stays
-    /// the primary image. `iccProfile` is stored in the primary image's `colr` box.
+    /// the primary image. `iccProfile` is stored in the primary image's `colr` box. `format`
+    /// `.avif` writes AV1 items in an AVIF file instead.
     // shape: a test fixture's knobs, each defaulted; call sites name only the ones they vary.
     public static func encode(
         _ bitmap: Bitmap,
@@ -23,13 +25,15 @@ public enum HEIFTestEncoder {
         lossless: Bool = true,
         thumbnail: Bitmap? = nil,
         thumbnailBox: Int = 32,
-        others: [Bitmap] = []
+        others: [Bitmap] = [],
+        format: ImageFormat = .heic
     ) throws -> Data {
         guard let context = heif_context_alloc() else { throw Failure(description: "heif_context_alloc") }
         defer { heif_context_free(context) }
         var encoder: OpaquePointer?
-        try check(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder))
-        guard let encoder else { throw Failure(description: "no HEVC encoder") }
+        let compression = format == .avif ? heif_compression_AV1 : heif_compression_HEVC
+        try check(heif_context_get_encoder_for_format(context, compression, &encoder))
+        guard let encoder else { throw Failure(description: "no \(format) encoder in libheif") }
         defer { heif_encoder_release(encoder) }
         try check(lossless ? heif_encoder_set_lossless(encoder, 1) : heif_encoder_set_lossy_quality(encoder, 90))
         let options = heif_encoding_options_alloc()

@@ -1,6 +1,7 @@
 import CAVIF
 import Foundation
 import Testing
+import WebImageTestEncoders
 import WebImageTestSupport
 
 @testable import WebImageCoders
@@ -197,5 +198,53 @@ struct AVIFCoderTests {
         }
         #expect(policies[0] == SCHED_OTHER && policies[1] == SCHED_OTHER, "before, after: \(policies)")
         #expect(policies[2] == SCHED_FIFO, "a saved real-time policy restored: \(policies)")
+    }
+
+    @Test(
+        "An embedded thumbnail is cut out and decoded when preferred; damaged files fail or decode whole, never crash"
+    )
+    func embeddedThumbnail() throws {
+        let red = RGBA(r: 255, g: 0, b: 0)
+        let blue = RGBA(r: 0, g: 0, b: 255)
+        let data = try HEIFTestEncoder.encode(
+            GeneratedImages.solid(width: 256, height: 128, color: red),
+            thumbnail: GeneratedImages.solid(width: 256, height: 128, color: blue),
+            thumbnailBox: 64,
+            format: .avif
+        )
+        #expect(ImageFormat(sniffing: data) == .avif)
+        var preferring = ImageDecodingOptions()
+        preferring.prefersEmbeddedThumbnail = true
+        let thumbnail = try AVIFCoder().decode(data, options: preferring)
+        #expect(
+            thumbnail.width == 64 && thumbnail.height == 32 && thumbnail.sourceSize == PixelSize(width: 64, height: 32)
+        )
+        #expect(thumbnail.bitmap[32, 16].b > 200 && thumbnail.bitmap[32, 16].r < 60)
+        let whole = try AVIFCoder().decode(data, options: .init())
+        #expect(whole.width == 256 && whole.height == 128 && whole.bitmap[128, 64].r > 200)
+        // The cut file is an AVIF of its own: libavif reads it as any other.
+        let cut = try #require(AVIFThumbnail.file(from: data))
+        #expect(try AVIFCoder().decode(cut, options: .init()).width == 64)
+        // No thumbnail, or one that is not AV1 (HEIC's), or not a container at all: nothing to cut.
+        let plain = try AVIFCoder().encode(whole, as: .avif, options: .init(quality: 0.6))
+        #expect(AVIFThumbnail.file(from: plain) == nil)
+        #expect(try AVIFCoder().decode(plain, options: preferring).width == 256)
+        let heic = try HEIFTestEncoder.encode(
+            GeneratedImages.solid(width: 64, height: 32, color: red),
+            thumbnail: GeneratedImages.solid(width: 64, height: 32, color: blue),
+            thumbnailBox: 16
+        )
+        #expect(AVIFThumbnail.file(from: heic) == nil && AVIFThumbnail.file(from: Data("not a box".utf8)) == nil)
+        // Cut short anywhere, or a byte changed anywhere in the boxes: a CoderError or an image.
+        for length in stride(from: 0, to: data.count, by: 7) {
+            _ = try? AVIFCoder().decode(data.prefix(length), options: preferring)
+        }
+        let headers = min(data.count, 600)
+        for index in 0..<headers {
+            var damaged = data
+            damaged[index] ^= 0x5A
+            _ = AVIFThumbnail.file(from: damaged)
+            _ = try? AVIFCoder().decode(damaged, options: preferring)
+        }
     }
 }

@@ -177,8 +177,11 @@ struct ProxyTrimAndWatermarkTests {
         await markOrigin.stop()
     }
 
-    @Test("enforce_thumbnail renders from the HEIF's embedded thumbnail, sized on it; without one, the image")
-    func enforceThumbnail() async throws {
+    @Test(
+        "enforce_thumbnail renders from the HEIF's or AVIF's embedded thumbnail, sized on it; without one, the image",
+        arguments: [ImageFormat.heic, .avif]
+    )
+    func enforceThumbnail(format: ImageFormat) async throws {
         let fixture = try await ImageProxyServerTests.start()
         defer { Task { await fixture.stop() } }
         let red = RGBA(r: 255, g: 0, b: 0)
@@ -186,16 +189,18 @@ struct ProxyTrimAndWatermarkTests {
         let data = try HEIFTestEncoder.encode(
             GeneratedImages.solid(width: 256, height: 128, color: red),
             thumbnail: GeneratedImages.solid(width: 256, height: 128, color: blue),
-            thumbnailBox: 64
+            thumbnailBox: 64,
+            format: format
         )
-        fixture.origin.setRoute("/thumbed.heic", .data(data, contentType: "image/heic"))
+        let path = "/thumbed.\(format.rawValue)"
+        fixture.origin.setRoute(path, .data(data, contentType: format.mimeType))
         func isBlue(_ pixel: RGBA) -> Bool { pixel.b > 200 && pixel.r < 60 }
-        let enforced = try await Self.image(fixture, "eth:1", "/thumbed.heic")
-        #expect(Self.size(enforced) == [64, 32] && isBlue(enforced.bitmap[32, 16]))
-        let enlarged = try await Self.image(fixture, "eth:1/w:128/el:1", "/thumbed.heic")
-        #expect(Self.size(enlarged) == [128, 64] && isBlue(enlarged.bitmap[64, 32]))
-        let plain = try await Self.image(fixture, "w:128", "/thumbed.heic")
-        #expect(Self.size(plain) == [128, 64] && !isBlue(plain.bitmap[64, 32]))
+        let enforced = try await Self.image(fixture, "eth:1", path)
+        #expect(Self.size(enforced) == [64, 32] && isBlue(enforced.bitmap[32, 16]), "\(format)")
+        let enlarged = try await Self.image(fixture, "eth:1/w:128/el:1", path)
+        #expect(Self.size(enlarged) == [128, 64] && isBlue(enlarged.bitmap[64, 32]), "\(format)")
+        let plain = try await Self.image(fixture, "w:128", path)
+        #expect(Self.size(plain) == [128, 64] && !isBlue(plain.bitmap[64, 32]), "\(format)")
         let photo = try await Self.image(fixture, "eth:1/w:100", "/photo.jpg")
         #expect(Self.size(photo) == [100, 75], "a source without a thumbnail is used whole")
         await fixture.stop()

@@ -24,7 +24,12 @@ enum FuzzTargets {
         "png": { data in _ = try? PNGCoder().decode(data, options: limits) },
         "gif": { data in _ = try? GIFCoder().decode(data, options: limits) },
         "webp": { data in _ = try? WebPCoder().decode(data, options: limits) },
-        "avif": { data in _ = try? AVIFCoder().decode(data, options: limits) },
+        "avif": { data in
+            _ = try? AVIFCoder().decode(data, options: limits)
+            var thumbnail = limits  // the embedded thumbnail cut into a file of its own
+            thumbnail.prefersEmbeddedThumbnail = true
+            _ = try? AVIFCoder().decode(data, options: thumbnail)
+        },
         // libheif reads AVIF too: AVIF seeds reach its container parser, HEIC seeds libde265.
         "heic": { data in _ = try? HEIFCoder().decode(data, options: limits) },
         "jxl": { data in

@@ -29,6 +29,15 @@ public struct AVIFCoder: ImageCoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
+        if options.prefersEmbeddedThumbnail, let thumbnail = AVIFThumbnail.file(from: data) {
+            var whole = options
+            whole.prefersEmbeddedThumbnail = false
+            do {
+                return try decode(thumbnail, options: whole)
+            } catch let error where error.code == "corruptData" || error.code == "truncatedData" {
+                // A thumbnail libavif cannot read: the image itself, as when there is none.
+            }
+        }
         let deadline = CodingDeadline(options)
         let decoded = data.withUnsafeBytes { bytes in
             Result { () throws(CoderError) -> DecodedImage in try decode(bytes, options: options, deadline: deadline) }
