@@ -94,6 +94,18 @@ public enum HEIFTestEncoder {
         return output.data
     }
 
+    /// A 256×128 red image with a blue thumbnail fitted to 64 pixels (64×32), as HEIC or AVIF:
+    /// a decoder that shows blue read the thumbnail.
+    public static func redWithBlueThumbnail(format: ImageFormat) throws -> Data {
+        func solid(_ color: RGBA) -> Bitmap { Bitmap(width: 256, height: 128, fill: color) }
+        return try encode(
+            solid(RGBA(r: 255, g: 0, b: 0)),
+            thumbnail: solid(RGBA(r: 0, g: 0, b: 255)),
+            thumbnailBox: 64,
+            format: format
+        )
+    }
+
     private static func makeImage(_ bitmap: Bitmap) throws -> OpaquePointer {
         var image: OpaquePointer?
         let chroma = bitmap.hasAlpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB

@@ -204,14 +204,7 @@ struct AVIFCoderTests {
         "An embedded thumbnail is cut out and decoded when preferred; damaged files fail or decode whole, never crash"
     )
     func embeddedThumbnail() throws {
-        let red = RGBA(r: 255, g: 0, b: 0)
-        let blue = RGBA(r: 0, g: 0, b: 255)
-        let data = try HEIFTestEncoder.encode(
-            GeneratedImages.solid(width: 256, height: 128, color: red),
-            thumbnail: GeneratedImages.solid(width: 256, height: 128, color: blue),
-            thumbnailBox: 64,
-            format: .avif
-        )
+        let data = try HEIFTestEncoder.redWithBlueThumbnail(format: .avif)
         #expect(ImageFormat(sniffing: data) == .avif)
         var preferring = ImageDecodingOptions()
         preferring.prefersEmbeddedThumbnail = true
@@ -229,11 +222,7 @@ struct AVIFCoderTests {
         let plain = try AVIFCoder().encode(whole, as: .avif, options: .init(quality: 0.6))
         #expect(AVIFThumbnail.file(from: plain) == nil)
         #expect(try AVIFCoder().decode(plain, options: preferring).width == 256)
-        let heic = try HEIFTestEncoder.encode(
-            GeneratedImages.solid(width: 64, height: 32, color: red),
-            thumbnail: GeneratedImages.solid(width: 64, height: 32, color: blue),
-            thumbnailBox: 16
-        )
+        let heic = try HEIFTestEncoder.redWithBlueThumbnail(format: .heic)
         #expect(AVIFThumbnail.file(from: heic) == nil && AVIFThumbnail.file(from: Data("not a box".utf8)) == nil)
         // Cut short anywhere, or a byte changed anywhere in the boxes: a CoderError or an image.
         for length in stride(from: 0, to: data.count, by: 7) {

@@ -184,14 +184,7 @@ struct ProxyTrimAndWatermarkTests {
     func enforceThumbnail(format: ImageFormat) async throws {
         let fixture = try await ImageProxyServerTests.start()
         defer { Task { await fixture.stop() } }
-        let red = RGBA(r: 255, g: 0, b: 0)
-        let blue = RGBA(r: 0, g: 0, b: 255)
-        let data = try HEIFTestEncoder.encode(
-            GeneratedImages.solid(width: 256, height: 128, color: red),
-            thumbnail: GeneratedImages.solid(width: 256, height: 128, color: blue),
-            thumbnailBox: 64,
-            format: format
-        )
+        let data = try HEIFTestEncoder.redWithBlueThumbnail(format: format)
         let path = "/thumbed.\(format.rawValue)"
         fixture.origin.setRoute(path, .data(data, contentType: format.mimeType))
         func isBlue(_ pixel: RGBA) -> Bool { pixel.b > 200 && pixel.r < 60 }
