@@ -47,7 +47,7 @@ struct AutoQualityTests {
     }
 
     @Test(
-        "Autoquality by size: the highest quality in range that fits, found in few encodes",
+        "Autoquality by size: the highest quality in range that fits, found in few encodes; below the range if it must",
         arguments: [ImageFormat.jpeg, .webp, .avif, .jxl]
     )
     func bySize(format: ImageFormat) throws {
@@ -89,7 +89,17 @@ struct AutoQualityTests {
             options: .init(),
             autoQuality: AutoQuality(method: .size, target: 10, range: 30...90)
         )
-        #expect(tight.quality == 30 && tight.data.count > 10)
+        #expect(tight.quality < 30 && tight.data.count > 10 && tight.encodes <= 6, "\(format) q\(tight.quality)")
+        // A budget the range's lowest quality misses but a lower one keeps: kept, below the range.
+        let lowest = try ImageCodersManager.shared.encode(image, as: format, options: .init(quality: 0.01)).count
+        let under = Double(lowest + (bottom - lowest) / 2)
+        let belowRange = try ImageCodersManager.shared.encode(
+            image,
+            as: format,
+            options: .init(),
+            autoQuality: AutoQuality(method: .size, target: under, range: 30...90)
+        )
+        #expect(Double(belowRange.data.count) <= under && belowRange.quality < 30, "\(format) q\(belowRange.quality)")
     }
 
     @Test(

@@ -149,6 +149,11 @@ struct ProxyEncodingTests {
         #expect(response.statusCode == 200, "\(suffix)")
         #expect(body.count <= budget && body.count >= budget * 8 / 10, "\(suffix): \(body.count) of \(budget)")
         #expect(try ImageCodersManager.shared.decode(body).width == 300)
+        // A budget under the server's default range (imgproxy's 70–80, AVIF 60–65) is kept too.
+        let (_, lowest) = try await fixture.get(fixture.url("w:300/q:2", "/scene.png", suffix: "@" + suffix))
+        let tight = (lowest.count + low.count) / 2
+        let (_, kept) = try await fixture.get(fixture.url("w:300/aq:size:\(tight)", "/scene.png", suffix: "@" + suffix))
+        #expect(kept.count <= tight, "\(suffix): \(kept.count) over \(tight)")
         await fixture.stop()
     }
 

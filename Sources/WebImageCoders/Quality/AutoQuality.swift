@@ -7,7 +7,9 @@ import Foundation
 public struct AutoQuality: Sendable, Hashable {
     /// What the quality is chosen for.
     public enum Method: String, Sendable, Hashable, CaseIterable {
-        /// The highest quality whose file is at most ``AutoQuality/target`` bytes.
+        /// The highest quality whose file is at most ``AutoQuality/target`` bytes; below the
+        /// range's lowest when even that is over the budget (the budget is kept if any quality
+        /// keeps it).
         case size
         /// The quality whose ``ImageDifference/dssim(_:_:)`` to the unencoded image is
         /// ``AutoQuality/target`` (within ``AutoQuality/allowedError``; the lowest such).
@@ -182,7 +184,10 @@ struct QualitySearch {
         let failing = trials.filter { !passes($0) }
         let pass = bySize ? passing.max { $0.quality < $1.quality } : passing.min { $0.quality < $1.quality }
         let fail = bySize ? failing.min { $0.quality < $1.quality } : failing.max { $0.quality < $1.quality }
-        var low = range.lowerBound
+        // A byte budget is kept even below the range: once its lowest quality is over, the
+        // search goes on down to quality 1.
+        let belowRange = bySize && fail.map { $0.quality <= range.lowerBound } == true
+        var low = belowRange ? 1 : range.lowerBound
         var high = range.upperBound
         if bySize {
             if let pass { low = pass.quality + 1 }
