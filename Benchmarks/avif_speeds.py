@@ -20,6 +20,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import urllib.error
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from best_format import PHOTOS, fetch, photo_set, score, to_png  # noqa: E402
@@ -27,6 +28,10 @@ from serve import start_serve  # noqa: E402
 
 CONFIGURATIONS = [("aom", speed) for speed in (9, 8, 7, 6, 5)] + [("svt", 8), ("svt", 6), ("rav1e", 8), ("rav1e", 6)]
 QUALITIES = [50, 56, 63, 70, 76]
+
+
+class EncoderFailed(Exception):
+    """A request the server could not answer with this encoder and speed."""
 
 
 def measure(webimage, photos, workdir, encoder, speed, rounds):
@@ -47,7 +52,11 @@ def measure(webimage, photos, workdir, encoder, speed, rounds):
             for name in PHOTOS:
                 elapsed = []
                 for round_ in range(rounds):
-                    body, _, ms = fetch(server.port, f"/_/rs:fit:512:512/q:{quality}/cb:{round_}/plain/local:///{name}@avif")
+                    path = f"/_/rs:fit:512:512/q:{quality}/cb:{round_}/plain/local:///{name}@avif"
+                    try:
+                        body, _, ms = fetch(server.port, path)
+                    except urllib.error.HTTPError as error:
+                        raise EncoderFailed(f"{path}: {error.code} {error.read()[:200].decode(errors='replace')}")
                     elapsed.append(ms)
                 result = os.path.join(workdir, f"out-{encoder}-{speed}-{quality}-{name}.avif")
                 with open(result, "wb") as out:
@@ -82,8 +91,12 @@ def main():
     try:
         photos = photo_set(workdir)
         results = {}
+        failures = {}
         for encoder, speed in CONFIGURATIONS:
-            results[(encoder, speed)] = measure(args.webimage, photos, workdir, encoder, speed, args.rounds)
+            try:
+                results[(encoder, speed)] = measure(args.webimage, photos, workdir, encoder, speed, args.rounds)
+            except EncoderFailed as failure:
+                failures[(encoder, speed)] = str(failure)
         baseline = results[("aom", 8)]
         base_bytes = bytes_at(baseline, args.target)
         base_ms = statistics.median(row[2] for row in baseline.values())
@@ -96,6 +109,8 @@ def main():
             ms = statistics.median(row[2] for row in rows.values())
             shown = f"{at:,.0f} | {at / base_bytes:.2f}" if at and base_bytes else "– | –"
             print(f"| {encoder} | {speed} | {shown} | {rows[63][1]:.1f} | {ms:.0f} | {ms / base_ms:.2f} |")
+        for (encoder, speed), failure in failures.items():
+            print(f"| {encoder} | {speed} | failed: {failure} | | | | |")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

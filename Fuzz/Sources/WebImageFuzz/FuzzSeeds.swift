@@ -39,10 +39,18 @@ enum FuzzSeeds {
             try save(try coders.encode(still, as: .avif, options: .init(quality: 0.5)), "still.avif")
             try save(try coders.encode(animation, as: .avif, options: .init(quality: 0.5)), "animated.avif")
             try save(try HEIFTestEncoder.encode(bitmap, orientation: .right, lossless: false), "still.heic")
-            try save(
-                try HEIFTestEncoder.encode(bitmap, lossless: false, thumbnail: second, thumbnailBox: 8, format: .avif),
-                "thumbnailed.avif"
-            )
+            if width >= 16 {  // libheif's thumbnail must be smaller than the image
+                try save(
+                    try HEIFTestEncoder.encode(
+                        bitmap,
+                        lossless: false,
+                        thumbnail: second,
+                        thumbnailBox: width / 2,
+                        format: .avif
+                    ),
+                    "thumbnailed.avif"
+                )
+            }
             try save(try JXLTestEncoder.encode([bitmap], orientation: .left), "lossless.jxl")
             try save(try JXLTestEncoder.encode([bitmap], distance: 2), "lossy.jxl")
             try save(try JXLTestEncoder.encode([bitmap, second], durations: [100, 50]), "animated.jxl")
