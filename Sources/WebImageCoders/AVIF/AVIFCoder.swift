@@ -177,6 +177,13 @@ public struct AVIFCoder: ImageCoding {
     ) throws(CoderError) -> Data {
         guard format == .avif else { throw .encodingFailed(format, "the AVIF coder writes only AVIF") }
         let speed = options.avifSpeed.map { min(max($0, 0), 10) } ?? speed
-        return try AVIFEncoding(speed: speed, codec: options.avifEncoder ?? encoder, options: options).encode(image)
+        let codec = options.avifEncoder ?? encoder
+        do {
+            return try AVIFEncoding(speed: speed, codec: codec, options: options).encode(image)
+        } catch let error where codec == .svt && error.code == "encodingFailed" && AVIFEncoderChoice.aom.isAvailable {
+            // SVT-AV1 1.4 refuses some sizes libavif 0.11 hands it (odd widths and heights): aom
+            // writes those.
+            return try AVIFEncoding(speed: speed, codec: .aom, options: options).encode(image)
+        }
     }
 }

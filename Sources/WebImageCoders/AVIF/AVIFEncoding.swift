@@ -100,7 +100,8 @@ public enum AVIFEncoderChoice: String, Sendable, Hashable, CaseIterable {
     case aom
     /// SVT-AV1 (libavif's name `svt`). Version 1.4 runs its own threads real-time (`SCHED_FIFO`)
     /// when the process may (as root), ahead of every other thread while it encodes; the calling
-    /// thread's scheduling is put back after each encode.
+    /// thread's scheduling is put back after each encode. Sizes it refuses (odd widths and
+    /// heights) are written by aom.
     case svt
     /// rav1e.
     case rav1e
