@@ -165,7 +165,7 @@ def main():
             times = [elapsed for _, _, elapsed in values]
             written = ", ".join(f"{kind.split('/')[-1]} {count}" for kind, count in sorted(kinds.get(label, {}).items()))
             print(f"| {label} | {statistics.mean(sizes):,.0f} | {max(sizes):,} | {statistics.mean(sizes) / baseline:.2f} | "
-                  f"{statistics.mean(scores):.1f} | {min(scores):.1f} | {statistics.median(times):.0f} | {written} |")
+                  f"{statistics.mean(scores):.2f} | {min(scores):.1f} | {statistics.median(times):.0f} | {written} |")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -7,32 +7,33 @@ import Foundation
 /// size of the image and run on the calling thread.
 public enum ImageDifference {
     /// Structural dissimilarity, `1 / SSIM − 1` (0: identical), in the manner of Kornel
-    /// Lesiński's `dssim`: SSIM computed in CIE L\*a\*b\* (chroma weighted half), at five
-    /// scales made in linear light, weighted towards the middle ones. Our own implementation,
-    /// scaled by ``dssimScale`` so that imgproxy's default autoquality target, 0.02, is about the
-    /// look of JPEG at quality 80 on photos (SSIMULACRA2 about 75 on scikit-image's photos at
-    /// 512 px; Benchmarks/best-format.sh).
+    /// Lesiński's `dssim`: SSIM of CIE L\* at five scales made in linear light, weighted towards
+    /// the middle ones. Our own implementation, scaled by ``dssimScale`` so that imgproxy's
+    /// default autoquality target, 0.02, is about the look of JPEG at quality 80 on photos
+    /// (SSIMULACRA2 about 75.5 on scikit-image's photos at 512 px; Benchmarks/best-format.sh).
+    /// Lightness alone: SSIM of a\* and b\* ranks photos against SSIMULACRA2 worse than
+    /// none (it spends bytes on the colour noise of a star field, and few on faces).
     /// - Throws: ``CoderError/invalidArgument(_:)`` when the sizes differ or a side is empty.
     public static func dssim(_ reference: Bitmap, _ distorted: Bitmap) throws(CoderError) -> Double {
         try checkSizes(reference, distorted)
-        var first = LinearPlanes(reference)
-        var second = LinearPlanes(distorted)
+        var first = LuminancePlane(reference)
+        var second = LuminancePlane(distorted)
         var weighted = 0.0
         var weights = 0.0
         for weight in [0.028, 0.197, 0.322, 0.298, 0.155] {
             guard first.width >= 8, first.height >= 8 else { break }
-            weighted += weight * SSIM.lab(first, second)
+            weighted += weight * SSIM.lightness(first, second)
             weights += weight
             first = first.halved()
             second = second.halved()
         }
-        if weights == 0 { weighted = SSIM.lab(first, second) } else { weighted /= weights }
+        if weights == 0 { weighted = SSIM.lightness(first, second) } else { weighted /= weights }
         return weighted > 0 ? dssimScale * (1 / weighted - 1) : .infinity
     }
 
-    /// What `1 / SSIM − 1` is multiplied by in ``dssim(_:_:)``: its raw value at JPEG quality 80
-    /// on photos is about 0.008.
-    public static let dssimScale = 2.5
+    /// What `1 / SSIM − 1` is multiplied by in ``dssim(_:_:)``: its raw value at the look of
+    /// JPEG quality 80 on photos is about 0.003.
+    public static let dssimScale = 6.45
 
     /// libjxl's Butteraugli distance (3-norm over the image; about 1 is the threshold of a
     /// visible difference, higher is worse), with intensity target 80 nits as `cjxl` uses.
@@ -96,123 +97,78 @@ public enum ImageDifference {
     }
 }
 
-/// Three planes of linear-light RGB, translucent pixels composed over mid grey.
-private struct LinearPlanes {
+/// The relative luminance (linear light) of a bitmap, translucent pixels composed over mid grey.
+private struct LuminancePlane {
     let width: Int
     let height: Int
-    var red: [Float]
-    var green: [Float]
-    var blue: [Float]
+    var luminance: [Float]
 
     private static let toLinear: [Float] = (0..<256).map { level in
         let value = Float(level) / 255
         return value <= 0.04045 ? value / 12.92 : powf((value + 0.055) / 1.055, 2.4)
     }
 
-    init(width: Int, height: Int, red: [Float], green: [Float], blue: [Float]) {
+    init(width: Int, height: Int, luminance: [Float]) {
         self.width = width
         self.height = height
-        self.red = red
-        self.green = green
-        self.blue = blue
+        self.luminance = luminance
     }
 
     init(_ bitmap: Bitmap) {
-        let count = bitmap.width * bitmap.height
-        var red = [Float](repeating: 0, count: count)
-        var green = red
-        var blue = red
+        var luminance = [Float](repeating: 0, count: bitmap.width * bitmap.height)
         Self.toLinear.withUnsafeBufferPointer { table in
             let grey = table[128]
             bitmap.pixels.withUnsafeBufferPointer { pixels in
-                red.withUnsafeMutableBufferPointer { red in
-                    green.withUnsafeMutableBufferPointer { green in
-                        blue.withUnsafeMutableBufferPointer { blue in
-                            for y in 0..<bitmap.height {
-                                var from = y * bitmap.bytesPerRow
-                                for index in y * bitmap.width..<(y + 1) * bitmap.width {
-                                    let alpha = Float(pixels[from + 3]) * (1 / 255)
-                                    let under = grey * (1 - alpha)
-                                    red[index] = table[Int(pixels[from])] * alpha + under
-                                    green[index] = table[Int(pixels[from + 1])] * alpha + under
-                                    blue[index] = table[Int(pixels[from + 2])] * alpha + under
-                                    from += 4
-                                }
-                            }
+                luminance.withUnsafeMutableBufferPointer { luminance in
+                    for y in 0..<bitmap.height {
+                        var from = y * bitmap.bytesPerRow
+                        for index in y * bitmap.width..<(y + 1) * bitmap.width {
+                            let alpha = Float(pixels[from + 3]) * (1 / 255)
+                            let colour =
+                                0.2126 * table[Int(pixels[from])] + 0.7152 * table[Int(pixels[from + 1])]
+                                + 0.0722 * table[Int(pixels[from + 2])]
+                            luminance[index] = colour * alpha + grey * (1 - alpha)
+                            from += 4
                         }
                     }
                 }
             }
         }
-        self.init(width: bitmap.width, height: bitmap.height, red: red, green: green, blue: blue)
+        self.init(width: bitmap.width, height: bitmap.height, luminance: luminance)
     }
 
     /// Half the size (rounded down), each pixel the mean of a 2×2 block.
-    func halved() -> LinearPlanes {
+    func halved() -> LuminancePlane {
         let width = self.width / 2
         let height = self.height / 2
-        func half(_ plane: [Float]) -> [Float] {
-            var result = [Float](repeating: 0, count: width * height)
-            plane.withUnsafeBufferPointer { plane in
-                result.withUnsafeMutableBufferPointer { result in
-                    for y in 0..<height {
-                        for x in 0..<width {
-                            let top = 2 * y * self.width + 2 * x
-                            let bottom = top + self.width
-                            result[y * width + x] =
-                                (plane[top] + plane[top + 1] + plane[bottom] + plane[bottom + 1]) * 0.25
-                        }
+        var result = [Float](repeating: 0, count: width * height)
+        luminance.withUnsafeBufferPointer { plane in
+            result.withUnsafeMutableBufferPointer { result in
+                for y in 0..<height {
+                    for x in 0..<width {
+                        let top = 2 * y * self.width + 2 * x
+                        let bottom = top + self.width
+                        result[y * width + x] = (plane[top] + plane[top + 1] + plane[bottom] + plane[bottom + 1]) * 0.25
                     }
                 }
             }
-            return result
         }
-        return LinearPlanes(width: width, height: height, red: half(red), green: half(green), blue: half(blue))
+        return LuminancePlane(width: width, height: height, luminance: result)
     }
 
-    /// CIE L\*a\*b\* (D65) planes scaled to about 0…1: L/100, a/220 and b/220 about 0.5.
-    func lab() -> (l: [Float], a: [Float], b: [Float]) {
-        let count = width * height
-        var l = [Float](repeating: 0, count: count)
-        var a = l
-        var b = l
-        func f(_ t: Float) -> Float { t > 0.008856 ? cbrtf(t) : 7.787 * t + 16 / 116 }
-        red.withUnsafeBufferPointer { red in
-            green.withUnsafeBufferPointer { green in
-                blue.withUnsafeBufferPointer { blue in
-                    l.withUnsafeMutableBufferPointer { l in
-                        a.withUnsafeMutableBufferPointer { a in
-                            b.withUnsafeMutableBufferPointer { b in
-                                for index in 0..<count {
-                                    let (r, g, bl) = (red[index], green[index], blue[index])
-                                    let fx = f((0.4124 * r + 0.3576 * g + 0.1805 * bl) * (1 / 0.95047))
-                                    let fy = f(0.2126 * r + 0.7152 * g + 0.0722 * bl)
-                                    let fz = f((0.0193 * r + 0.1192 * g + 0.9505 * bl) * (1 / 1.08883))
-                                    l[index] = (116 * fy - 16) * 0.01
-                                    a[index] = 500 * (fx - fy) * (1 / 220) + 0.5
-                                    b[index] = 200 * (fy - fz) * (1 / 220) + 0.5
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+    /// CIE L\* (D65), scaled to 0…1.
+    func lightness() -> [Float] {
+        luminance.map { value in
+            (116 * (value > 0.008856 ? cbrtf(value) : 7.787 * value + 16 / 116) - 16) * 0.01
         }
-        return (l, a, b)
     }
 }
 
 /// Mean SSIM over a plane pair, windows of about σ 1.5 (two box blurs of radius 2).
 private enum SSIM {
-    /// L\*, a\* and b\*'s SSIM at one scale, chroma weighted half.
-    static func lab(_ first: LinearPlanes, _ second: LinearPlanes) -> Double {
-        let one = first.lab()
-        let two = second.lab()
-        let (width, height) = (first.width, first.height)
-        let luma = mean(one.l, two.l, width: width, height: height)
-        let chroma =
-            mean(one.a, two.a, width: width, height: height) + mean(one.b, two.b, width: width, height: height)
-        return (luma + 0.25 * chroma) / 1.5
+    /// L\*'s SSIM at one scale.
+    static func lightness(_ first: LuminancePlane, _ second: LuminancePlane) -> Double {
+        mean(first.lightness(), second.lightness(), width: first.width, height: first.height)
     }
 
     static func mean(_ x: [Float], _ y: [Float], width: Int, height: Int) -> Double {
