@@ -280,11 +280,20 @@ public final class ImageProxy: Sendable {
             let candidates = configuration.bestFormat.candidates(negotiated: client.negotiated)
             return (OutputFormatChoice(format: .unknown, variesWithAccept: client.negotiation), candidates)
         }
+        let negotiated = animated ? client.negotiatedForAnimation : client.negotiated
+        if let requested = request.requestedFormat, !configuration.enforcedFormats.isEmpty {
+            // An enforced format the client accepts replaces the URL's (imgproxy's ENFORCE_*).
+            let member = negotiated.flatMap(OutputFormatChoice.NegotiatedFormats.member)
+            let enforced = member.map { configuration.enforcedFormats.contains($0) } ?? false
+            return (
+                OutputFormatChoice(format: enforced ? negotiated ?? requested : requested, variesWithAccept: true), nil
+            )
+        }
         let choice = OutputFormatChoice(
             requested: request.requestedFormat,
             source: fetched.header.format,
             hasAlpha: nil,  // a source we cannot write gets PNG or JPEG once decoding tells
-            negotiated: animated ? client.negotiatedForAnimation : client.negotiated,
+            negotiated: negotiated,
             negotiation: client.negotiation
         )
         return (choice, nil)

@@ -102,10 +102,17 @@ public struct ImageProxyConfiguration: Sendable {
     /// AVIF alone, as ``formatNegotiation`` without WebP (`IMGPROXY_AUTO_AVIF`). Default off.
     public var negotiatesAVIF = false
 
+    /// Formats that `Accept` picks even when the URL names another (imgproxy's
+    /// `IMGPROXY_ENFORCE_WEBP`, `_AVIF`, `_JXL`): each also turns its negotiation on. Every
+    /// response then carries `Vary: Accept`. Default none.
+    public var enforcedFormats: OutputFormatChoice.NegotiatedFormats = []
+
     /// The formats negotiation may pick: AVIF and WebP with ``formatNegotiation``, each alone
-    /// with ``negotiatesAVIF`` or ``negotiatesWebP``, JPEG XL with ``negotiatesJXL``.
+    /// with ``negotiatesAVIF`` or ``negotiatesWebP``, JPEG XL with ``negotiatesJXL``, and the
+    /// ``enforcedFormats``.
     public var negotiatedFormats: OutputFormatChoice.NegotiatedFormats {
         var formats: OutputFormatChoice.NegotiatedFormats = formatNegotiation ? .modern : []
+        formats.formUnion(enforcedFormats)
         if negotiatesJXL { formats.insert(.jxl) }
         if negotiatesWebP { formats.insert(.webp) }
         if negotiatesAVIF { formats.insert(.avif) }

@@ -95,6 +95,8 @@ struct ServeConfigurationTests {
             ("IMGPROXY_ENFORCE_THUMBNAIL", "true", "enforce-thumbnail"), ("IMGPROXY_USE_S3", "false", "s3"),
             ("IMGPROXY_USE_LAST_MODIFIED", "true", "last-modified"), ("IMGPROXY_AUTO_JXL", "true", "auto-jxl"),
             ("IMGPROXY_AUTO_WEBP", "true", "auto-webp"), ("IMGPROXY_AUTO_AVIF", "true", "auto-avif"),
+            ("IMGPROXY_ENFORCE_WEBP", "true", "enforce-webp"), ("IMGPROXY_ENFORCE_AVIF", "true", "enforce-avif"),
+            ("IMGPROXY_ENFORCE_JXL", "true", "enforce-jxl"),
             ("IMGPROXY_AVIF_SPEED", "4", "avif-speed"), ("IMGPROXY_JXL_EFFORT", "7", "jxl-effort"),
             ("IMGPROXY_SET_CANONICAL_HEADER", "true", "set-canonical-header"),
             ("IMGPROXY_AUTOQUALITY_METHOD", "dssim", "autoquality-method"),

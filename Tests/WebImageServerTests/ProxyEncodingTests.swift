@@ -97,6 +97,25 @@ struct ProxyEncodingTests {
         await fixture.stop()
     }
 
+    @Test("--enforce-webp over HTTP: WebP replaces the URL's @png when Accept lists it; otherwise @png; both vary")
+    func enforcedFormatOverHTTP() async throws {
+        let fixture = try await ImageProxyServerTests.start { $0.enforcedFormats = .webp }
+        defer { Task { await fixture.stop() } }
+        let url = fixture.url("w:100", "/photo.jpg", suffix: "@png")
+        let (enforced, enforcedBody) = try await fixture.get(url, headers: [.accept: "image/avif,image/webp,*/*"])
+        #expect(enforced.headers[.contentType] == "image/webp" && enforced.headers[.vary] == "Accept")
+        #expect(ImageFormat(sniffing: enforcedBody) == .webp)
+        #expect(try ImageCodersManager.shared.decode(enforcedBody).width == 100)
+        let (kept, keptBody) = try await fixture.get(url, headers: [.accept: "image/png,*/*"])
+        #expect(kept.headers[.contentType] == "image/png" && kept.headers[.vary] == "Accept")
+        #expect(ImageFormat(sniffing: keptBody) == .png)
+        #expect(enforced.headers[.eTag] != kept.headers[.eTag])
+        // Without a format in the URL, enforcement negotiates as --auto-webp does.
+        let (plain, _) = try await fixture.get(fixture.url("w:100", "/photo.jpg"), headers: [.accept: "image/webp"])
+        #expect(plain.headers[.contentType] == "image/webp")
+        await fixture.stop()
+    }
+
     @Test("The encoders' settings reach the encoders and the ETag: another effort, other bytes and another tag")
     func encoderSettings() async throws {
         var results: [(etag: String?, body: Data)] = []

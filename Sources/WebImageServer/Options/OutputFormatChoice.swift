@@ -19,6 +19,16 @@ public struct OutputFormatChoice: Sendable, Hashable {
         /// AVIF and WebP (`--format-negotiation`).
         public static let modern: NegotiatedFormats = [.avif, .webp]
 
+        /// The member for `format`, `nil` for formats negotiation never picks.
+        public static func member(_ format: ImageFormat) -> NegotiatedFormats? {
+            switch format {
+            case .jxl: .jxl
+            case .avif: .avif
+            case .webp: .webp
+            default: nil
+            }
+        }
+
         /// These formats for a source: JPEG XL and AVIF never for an `animated` one, as
         /// imgproxy, and AVIF only when an AVIF encoder is present.
         public func forSource(animated: Bool, encodesAVIF: Bool = true) -> NegotiatedFormats {

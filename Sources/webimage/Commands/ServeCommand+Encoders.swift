@@ -32,6 +32,14 @@ extension ServeCommand {
             flag: autoAVIF,
             imgproxy: ["IMGPROXY_AUTO_AVIF", "IMGPROXY_ENABLE_AVIF_DETECTION"]
         )
+        for (setting, flag, variable, format) in [
+            ("enforce-webp", enforceWebP, "IMGPROXY_ENFORCE_WEBP", OutputFormatChoice.NegotiatedFormats.webp),
+            ("enforce-avif", enforceAVIF, "IMGPROXY_ENFORCE_AVIF", .avif),
+            ("enforce-jxl", enforceJXL, "IMGPROXY_ENFORCE_JXL", .jxl),
+        ]
+        where try settings.switchedOn(setting, flag: flag, imgproxy: [variable]) {
+            configuration.enforcedFormats.insert(format)
+        }
         var encoders = ProxyEncoders()
         encoders.avifSpeed = try settings.value(
             "avif-speed",

@@ -267,6 +267,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("auto-avif"), help: "Pick AVIF from Accept when the URL names no format (WebP stays off).")
     var autoAVIF = false
 
+    @Flag(name: .customLong("enforce-webp"), help: "Pick WebP from Accept even when the URL names another format.")
+    var enforceWebP = false
+
+    @Flag(name: .customLong("enforce-avif"), help: "Pick AVIF from Accept even when the URL names another format.")
+    var enforceAVIF = false
+
+    @Flag(name: .customLong("enforce-jxl"), help: "Pick JPEG XL from Accept even when the URL names another format.")
+    var enforceJXL = false
+
     @Option(
         name: .customLong("avif-speed"),
         help: "AVIF encoder speed, 0 (smallest) to 10 (fastest). Default 6 (imgproxy: 8)."
