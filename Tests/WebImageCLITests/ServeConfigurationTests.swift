@@ -117,6 +117,10 @@ struct ServeConfigurationTests {
         // The older IMGPROXY_CONCURRENCY names the workers too.
         let older = try await Self.printed(["--insecure"], environment: ["IMGPROXY_CONCURRENCY": "2"])
         #expect(older["workers"]?.origin == "environment IMGPROXY_CONCURRENCY")
+        // Per-format defaults are shown as they apply, not as "none".
+        #expect(older["autoquality-format-min"]?.value == "avif=60")
+        #expect(older["autoquality-format-max"]?.value == "avif=65")
+        #expect(older["format-quality"]?.value == "avif=63,jxl=77,webp=79")
     }
 
     @Test("A bad value names where it came from; a bad file names the file")

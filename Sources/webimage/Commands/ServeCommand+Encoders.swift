@@ -8,7 +8,13 @@ extension ServeCommand {
     /// effort (imgproxy's `IMGPROXY_FORMAT_QUALITY`, `IMGPROXY_SET_CANONICAL_HEADER`,
     /// `IMGPROXY_AUTO_JXL`, `IMGPROXY_AVIF_SPEED`, `IMGPROXY_JXL_EFFORT`).
     func applyEncoders(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
-        for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
+        let shownQualities = configuration.formatQuality.map { "\($0.key.rawValue)=\($0.value)" }.sorted()
+        for entry in try settings.list(
+            "format-quality",
+            flags: formatQuality,
+            imgproxy: ["IMGPROXY_FORMAT_QUALITY"],
+            shownDefault: shownQualities.joined(separator: ",")
+        ) {
             let (format, value) = try Self.formatQuality(entry, setting: "format-quality")
             configuration.formatQuality[format] = value
         }
@@ -107,7 +113,9 @@ extension ServeCommand {
             ("autoquality-format-min", perImage.autoQualityFormatMin, "IMGPROXY_AUTOQUALITY_FORMAT_MIN"),
             ("autoquality-format-max", perImage.autoQualityFormatMax, "IMGPROXY_AUTOQUALITY_FORMAT_MAX"),
         ] {
-            for entry in try settings.list(name, flags: flags, imgproxy: [variable]) {
+            let defaults = name.hasSuffix("min") ? autoQuality.formatMin : autoQuality.formatMax
+            let shown = defaults.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ",")
+            for entry in try settings.list(name, flags: flags, imgproxy: [variable], shownDefault: shown) {
                 let (format, value) = try Self.formatQuality(entry, setting: name)
                 if name.hasSuffix("min") {
                     autoQuality.formatMin[format] = value

@@ -114,12 +114,14 @@ final class ServeSettings {
 
     /// A repeatable setting: the flags when any are given, else a comma-separated list from the
     /// environment (`separator` for imgproxy's own lists) or the file (an array or a string).
+    /// `shownDefault` is what `--print-config` shows when none is given.
     func list(
         _ name: String,
         flags: [String],
         imgproxy: [String] = [],
         secret: Bool = false,
-        separator: Character = ","
+        separator: Character = ",",
+        shownDefault: String = "none"
     ) throws -> [String] {
         if !flags.isEmpty {
             record(name, flags.joined(separator: ","), .flag, secret: secret)
@@ -132,7 +134,7 @@ final class ServeSettings {
             return items
         }
         guard let (text, origin) = try raw(name, imgproxy: imgproxy) else {
-            record(name, "none", .defaultValue, secret: false)
+            record(name, shownDefault, .defaultValue, secret: false)
             return []
         }
         record(name, text, origin, secret: secret)
