@@ -10,7 +10,7 @@ public enum ImageDifference {
     /// Lesiński's `dssim`: SSIM of CIE L\* at five scales made in linear light, weighted towards
     /// the middle ones. Our own implementation, scaled by ``dssimScale`` so that imgproxy's
     /// default autoquality target, 0.02, is about the look of JPEG at quality 80 on photos
-    /// (SSIMULACRA2 about 75.5 on scikit-image's photos at 512 px; Benchmarks/best-format.sh).
+    /// (SSIMULACRA2 about 75.3 on scikit-image's photos at 512 px; Benchmarks/best-format.sh).
     /// Lightness alone: SSIM of a\* and b\* ranks photos against SSIMULACRA2 worse than
     /// none (it spends bytes on the colour noise of a star field, and few on faces).
     /// - Throws: ``CoderError/invalidArgument(_:)`` when the sizes differ or a side is empty.
