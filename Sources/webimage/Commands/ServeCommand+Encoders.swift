@@ -8,16 +8,11 @@ extension ServeCommand {
     /// effort (imgproxy's `IMGPROXY_FORMAT_QUALITY`, `IMGPROXY_SET_CANONICAL_HEADER`,
     /// `IMGPROXY_AUTO_JXL`, `IMGPROXY_AVIF_SPEED`, `IMGPROXY_JXL_EFFORT`).
     func applyEncoders(_ settings: ServeSettings, to configuration: inout ImageProxyConfiguration) throws {
-        let shownQualities = configuration.formatQuality.map { "\($0.key.rawValue)=\($0.value)" }.sorted()
-        for entry in try settings.list(
-            "format-quality",
-            flags: formatQuality,
-            imgproxy: ["IMGPROXY_FORMAT_QUALITY"],
-            shownDefault: shownQualities.joined(separator: ",")
-        ) {
+        for entry in try settings.list("format-quality", flags: formatQuality, imgproxy: ["IMGPROXY_FORMAT_QUALITY"]) {
             let (format, value) = try Self.formatQuality(entry, setting: "format-quality")
             configuration.formatQuality[format] = value
         }
+        settings.showDefault("format-quality", as: Self.described(configuration.formatQuality))
         configuration.setsCanonicalHeader = try settings.switchedOn(
             "set-canonical-header",
             flag: setCanonicalHeader,
@@ -113,9 +108,7 @@ extension ServeCommand {
             ("autoquality-format-min", perImage.autoQualityFormatMin, "IMGPROXY_AUTOQUALITY_FORMAT_MIN"),
             ("autoquality-format-max", perImage.autoQualityFormatMax, "IMGPROXY_AUTOQUALITY_FORMAT_MAX"),
         ] {
-            let defaults = name.hasSuffix("min") ? autoQuality.formatMin : autoQuality.formatMax
-            let shown = defaults.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ",")
-            for entry in try settings.list(name, flags: flags, imgproxy: [variable], shownDefault: shown) {
+            for entry in try settings.list(name, flags: flags, imgproxy: [variable]) {
                 let (format, value) = try Self.formatQuality(entry, setting: name)
                 if name.hasSuffix("min") {
                     autoQuality.formatMin[format] = value
@@ -123,6 +116,10 @@ extension ServeCommand {
                     autoQuality.formatMax[format] = value
                 }
             }
+            settings.showDefault(
+                name,
+                as: Self.described(name.hasSuffix("min") ? autoQuality.formatMin : autoQuality.formatMax)
+            )
         }
         for (name, value) in [("autoquality-min", autoQuality.min), ("autoquality-max", autoQuality.max)]
         where !(1...100).contains(value) {
@@ -183,6 +180,11 @@ extension ServeCommand {
             throw ValidationError("--\(name) must be 0 or more, got \(value)")
         }
         configuration.bestFormat = best
+    }
+
+    /// Qualities per format as the settings write them: `avif=63,webp=79`.
+    private static func described(_ qualities: [ImageFormat: Int]) -> String {
+        qualities.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ",")
     }
 
     /// A comma-separated list of formats the proxy writes.

@@ -114,14 +114,12 @@ final class ServeSettings {
 
     /// A repeatable setting: the flags when any are given, else a comma-separated list from the
     /// environment (`separator` for imgproxy's own lists) or the file (an array or a string).
-    /// `shownDefault` is what `--print-config` shows when none is given.
     func list(
         _ name: String,
         flags: [String],
         imgproxy: [String] = [],
         secret: Bool = false,
-        separator: Character = ",",
-        shownDefault: String = "none"
+        separator: Character = ","
     ) throws -> [String] {
         if !flags.isEmpty {
             record(name, flags.joined(separator: ","), .flag, secret: secret)
@@ -134,7 +132,7 @@ final class ServeSettings {
             return items
         }
         guard let (text, origin) = try raw(name, imgproxy: imgproxy) else {
-            record(name, shownDefault, .defaultValue, secret: false)
+            record(name, "none", .defaultValue, secret: false)
             return []
         }
         record(name, text, origin, secret: secret)
@@ -166,6 +164,13 @@ final class ServeSettings {
             }
         }
         return nil
+    }
+
+    /// Shows `value` for `name` in `--print-config` when nothing set it: the default that
+    /// applies, where the setting's own default reads "none".
+    func showDefault(_ name: String, as value: String) {
+        guard let entry = entries.first(where: { $0.name == name }), case .defaultValue = entry.origin else { return }
+        record(name, value, .defaultValue, secret: false)
     }
 
     private func record(_ name: String, _ value: String, _ origin: Origin, secret: Bool) {
