@@ -66,7 +66,7 @@ public struct ImageHeader: Sendable, Hashable {
 
     /// The most bytes of decoded pixels a decode of this image with `options` holds at once
     /// (RGBA, 4 bytes a pixel): every frame at full size, or one with
-    /// ``ImageDecodingOptions/firstFrameOnly``; a GIF, APNG or WebP animation delivered smaller than
+    /// ``ImageDecodingOptions/firstFrameOnly``; a GIF, APNG, WebP or AVIF animation delivered smaller than
     /// its canvas, every reduced frame and one frame's canvases (it is reduced frame by frame). A JPEG decoded smaller (a thumbnail, a scale-down
     /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
     /// full frame (by the decoder's own N/8 rule), and a progressive one its coefficient buffer
@@ -84,7 +84,7 @@ public struct ImageHeader: Sendable, Hashable {
         return frame.width * frame.height * 4 * frames + decoderWorkingBytes
     }
 
-    /// A GIF, APNG or WebP animation reduced frame by frame (``AnimatedImage``): the reduced frames and
+    /// A GIF, APNG, WebP or AVIF animation reduced frame by frame (``AnimatedImage``): the reduced frames and
     /// one frame's canvases, 0 when the reduced frames are over the animation limit; `nil` when
     /// the options keep the canvas size, or one frame's canvases are over the limit (the
     /// animation is then decoded whole, as the decoders do).

@@ -7,10 +7,12 @@ import WebImageTestSupport
 /// frame at a time.
 @Suite("AnimatedImage: frames on demand")
 struct AnimatedImageTests {
-    /// The corpus's animations this type decodes (GIF, APNG, animated WebP) that decode whole.
+    /// The corpus's animations this type decodes (GIF, APNG, animated WebP, AVIF sequences) that
+    /// decode whole (the AVIF rows' manifest checks sniffing only; libavif decodes them).
     static let animations: [Corpus.Entry] = Corpus.entriesOrNote.filter { entry in
-        entry.expected == "decode-ok" && (entry.format == "gif" || entry.traits.contains("animated"))
-            && ["gif", "webp", "apng"].contains(entry.format)
+        (entry.expected == "decode-ok" || (entry.format == "avif" && entry.expected == "sniff"))
+            && (entry.format == "gif" || entry.traits.contains("animated"))
+            && ["gif", "webp", "apng", "avif"].contains(entry.format)
     }
 
     /// Frame `index` of `animation` matches frame `index` of `whole`: pixels, size, duration.
@@ -28,7 +30,7 @@ struct AnimatedImageTests {
     }
 
     @Test(
-        "Every corpus GIF, APNG and animated WebP: the facts before any pixel, each frame as the whole decode has it, in order and out of order",
+        "Every corpus GIF, APNG, animated WebP and AVIF sequence: the facts before any pixel, each frame as the whole decode has it, in order and out of order",
         arguments: animations
     )
     func corpusFramesMatchWholeDecode(entry: Corpus.Entry) throws {
@@ -93,6 +95,33 @@ struct AnimatedImageTests {
         #expect(throws: CoderError.corruptData(.gif, "frame 48 asked of an animation of 48")) {
             try animation.frame(at: 48)
         }
+    }
+
+    @Test("An AVIF sequence a frame at a time: jumps back and forward from key frames, as the whole decode has them")
+    func avifSequence() throws {
+        let gif = GIFBuilder.checkerAnimation(width: 48, height: 32, frames: 12)
+        let source = try ImageCodersManager.shared.decode(gif)
+        let avif = try ImageCodersManager.shared.encode(source, as: .avif, options: ImageEncodingOptions(quality: 0.9))
+        #expect(AnimatedImage.canDecode(avif))
+        let whole = try ImageCodersManager.shared.decode(avif)
+        #expect(whole.frames.count == 12)
+        let animation = try AnimatedImage(data: avif)
+        #expect(animation.info.format == .avif && animation.frameCount == 12 && animation.loopCount == whole.loopCount)
+        #expect(animation.info.durations == whole.frames.map(\.duration))
+        for index in [9, 8, 11, 0, 5, 6, 1] {
+            #expect(try animation.frame(at: index).bitmap == whole.frames[index].bitmap, "frame \(index)")
+        }
+        #expect(throws: CoderError.corruptData(.avif, "frame 12 asked of an animation of 12")) {
+            try animation.frame(at: 12)
+        }
+        // A thumbnail of it is reduced a frame at a time: the same as the frame source's.
+        let options = ImageDecodingOptions(thumbnailPixelSize: PixelSize(width: 24, height: 24))
+        let reduced = try ImageCodersManager.shared.decode(avif, options: options)
+        let small = try AnimatedImage(data: avif, options: options)
+        #expect(reduced.frames.count == 12 && reduced.width == 24 && reduced.height == 16)
+        for index in [3, 11, 0] { #expect(try small.frame(at: index).bitmap == reduced.frames[index].bitmap) }
+        // Cut short: refused when the container is read, by cause.
+        #expect(throws: CoderError.self) { try AnimatedImage(data: Data(avif.prefix(avif.count / 3))).frame(at: 11) }
     }
 
     @Test("The memory limit counts the frames held at once, not frames × canvas")

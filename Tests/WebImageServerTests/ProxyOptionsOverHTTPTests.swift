@@ -216,6 +216,24 @@ struct FrameByFrameRenderTests {
             #expect(image.frames.count == 60 && image.width == 64)
             #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations)
         }
+        // So is an AVIF sequence (its frames reached through libavif's decoder, one at a time).
+        let avifSource = try await onOwnThread {
+            var options = ImageEncodingOptions(quality: 0.5)
+            options.avifSpeed = 9
+            return try ImageCodersManager.shared.encode(
+                try ImageCodersManager.shared.decode(source),
+                as: .avif,
+                options: options
+            )
+        }
+        fixture.origin.setRoute("/big.avif", .data(avifSource, contentType: "image/avif"))
+        let (fromAVIF, avifWebP) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.avif", suffix: "@webp"))
+        #expect(fromAVIF.statusCode == 200, "\(String(decoding: avifWebP.prefix(300), as: UTF8.self))")
+        if fromAVIF.statusCode == 200 {
+            let image = try ImageCodersManager.shared.decode(avifWebP)
+            #expect(image.frames.count == 60 && image.width == 64)
+            #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations)
+        }
         // APNG output is still rendered from the whole decode: over the budget, refused before any work.
         let (apng, body) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.gif", suffix: "@png"))
         #expect(apng.statusCode == 422)

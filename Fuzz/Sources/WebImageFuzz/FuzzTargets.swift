@@ -29,6 +29,7 @@ enum FuzzTargets {
             var thumbnail = limits  // the embedded thumbnail cut into a file of its own
             thumbnail.prefersEmbeddedThumbnail = true
             _ = try? AVIFCoder().decode(data, options: thumbnail)
+            animatedFrames(data)  // a sequence a frame at a time, jumping back by key frames
         },
         // libheif reads AVIF too: AVIF seeds reach its container parser, HEIC seeds libde265.
         "heic": { data in _ = try? HEIFCoder().decode(data, options: limits) },

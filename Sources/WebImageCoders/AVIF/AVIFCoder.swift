@@ -38,6 +38,8 @@ public struct AVIFCoder: ImageCoding {
                 // A thumbnail libavif cannot read: the image itself, as when there is none.
             }
         }
+        // A sequence's frames delivered smaller than its canvas are reduced one at a time.
+        if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
         let deadline = CodingDeadline(options)
         let decoded = data.withUnsafeBytes { bytes in
             Result { () throws(CoderError) -> DecodedImage in try decode(bytes, options: options, deadline: deadline) }
@@ -50,12 +52,8 @@ public struct AVIFCoder: ImageCoding {
         options: ImageDecodingOptions,
         deadline: CodingDeadline
     ) throws(CoderError) -> DecodedImage {
-        guard let decoder = avifDecoderCreate() else { throw .outOfMemory(.avif, "cannot create the decoder") }
+        let decoder = try Self.makeDecoder()
         defer { avifDecoderDestroy(decoder) }
-        decoder.pointee.maxThreads = 1  // the caller's work queue bounds concurrency
-        decoder.pointee.ignoreExif = AVIF_TRUE
-        decoder.pointee.ignoreXMP = AVIF_TRUE
-        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
         try Self.check(
             avifDecoderSetIOMemory(decoder, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count),
             "cannot read the data"
@@ -89,6 +87,18 @@ public struct AVIFCoder: ImageCoding {
         ).finished(with: options, deadline: deadline)
     }
 
+    /// A libavif decoder as every decode here uses it: one thread (the caller's work queue bounds
+    /// concurrency), EXIF and XMP skipped, lenient about what other writers get wrong. The
+    /// caller destroys it (`avifDecoderDestroy`).
+    static func makeDecoder() throws(CoderError) -> UnsafeMutablePointer<avifDecoder> {
+        guard let decoder = avifDecoderCreate() else { throw .outOfMemory(.avif, "cannot create the decoder") }
+        decoder.pointee.maxThreads = 1
+        decoder.pointee.ignoreExif = AVIF_TRUE
+        decoder.pointee.ignoreXMP = AVIF_TRUE
+        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
+        return decoder
+    }
+
     /// The image's ICC profile, or the profile its `nclx` code points describe; `nil` for sRGB.
     static func colorProfile(_ image: avifImage) -> ColorProfile? {
         if image.icc.size > 0, let bytes = image.icc.data {
@@ -103,11 +113,8 @@ public struct AVIFCoder: ImageCoding {
     /// The container's declared size and frame count, from libavif's parse (no AV1 decoding,
     /// no pixel memory); `nil` when it cannot be parsed.
     static func header(_ bytes: UnsafeRawBufferPointer) -> ImageHeader? {
-        guard let decoder = avifDecoderCreate() else { return nil }
+        guard let decoder = try? makeDecoder() else { return nil }
         defer { avifDecoderDestroy(decoder) }
-        decoder.pointee.ignoreExif = AVIF_TRUE
-        decoder.pointee.ignoreXMP = AVIF_TRUE
-        decoder.pointee.strictFlags = AVIF_STRICT_DISABLED.rawValue
         let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         guard avifDecoderSetIOMemory(decoder, base, bytes.count) == AVIF_RESULT_OK,
             avifDecoderParse(decoder) == AVIF_RESULT_OK
@@ -121,7 +128,7 @@ public struct AVIFCoder: ImageCoding {
     }
 
     /// The decoder's current image as 8-bit RGBA (libavif converts any depth and subsampling).
-    private static func rgba(
+    static func rgba(
         _ image: UnsafeMutablePointer<avifImage>,
         size: PixelSize,
         hasAlpha: Bool

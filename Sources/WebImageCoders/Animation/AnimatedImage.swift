@@ -19,7 +19,8 @@ import Synchronization
 /// ``ImageDecodingOptions/applyOrientation`` asks for it. Frames asked in order cost one
 /// frame's work each; asking for an earlier frame decodes again from the first.
 ///
-/// GIF, APNG and animated WebP. Thread-safe: frames decode one at a time under the image's lock, on
+/// GIF, APNG, animated WebP and AVIF image sequences (whose frames are reached from the nearest
+/// key frame, not the first). Thread-safe: frames decode one at a time under the image's lock, on
 /// the calling thread (a C decode: call it from a work queue, not the Swift cooperative pool).
 /// ``ImageDecodingOptions/maxDecodeDuration`` and the cancellation bound each call.
 public final class AnimatedImage: Sendable {
@@ -35,8 +36,8 @@ public final class AnimatedImage: Sendable {
     private let cursor = Mutex<(any AnimationFrameDecoder)?>(nil)
 
     /// Reads the animation's headers; no frame is decoded.
-    /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF, an APNG or an
-    ///   animated WebP; `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
+    /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF, an APNG, an
+    ///   animated WebP or an AVIF sequence; `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
     ///   when the canvas is over ``ImageDecodingOptions/maxPixelCount``, the frames over
     ///   ``ImageDecodingOptions/maxFrameCount``, or the memory one frame needs (the codec's
     ///   canvas, the composed frame and the delivered one) over
@@ -54,6 +55,9 @@ public final class AnimatedImage: Sendable {
         case .png where details.isAnimated:
             info = try APNGFrameDecoder.info(of: data, options: options)
             colorProfile = nil  // read by libpng with the first frame (the decoder's)
+        case .avif where details.isAnimated:
+            info = try AVIFFrameDecoder.info(of: data, options: options)
+            colorProfile = nil  // the decoder's, with the first frame (an AV1 stream may carry it)
         default:
             throw .unsupportedFormat(details.format)
         }
@@ -76,11 +80,12 @@ public final class AnimatedImage: Sendable {
     /// disposal), the composed copy, the delivered frame.
     public static let framesHeldAtOnce = 3
 
-    /// The formats whose animations this type reads a frame at a time: GIF, APNG (`.png`) and
-    /// WebP.
-    public static let formats: Set<ImageFormat> = [.gif, .png, .webp]
+    /// The formats whose animations this type reads a frame at a time: GIF, APNG (`.png`), WebP
+    /// and AVIF image sequences.
+    public static let formats: Set<ImageFormat> = [.gif, .png, .webp, .avif]
 
-    /// Whether `data` is an animation this type decodes: a GIF, an APNG or an animated WebP.
+    /// Whether `data` is an animation this type decodes: a GIF, an APNG, an animated WebP or an
+    /// AVIF image sequence.
     public static func canDecode(_ data: Data) -> Bool {
         let details = ImageFormatDetails(sniffing: data)
         return details.format == .gif || (formats.contains(details.format) && details.isAnimated)
@@ -151,18 +156,20 @@ public final class AnimatedImage: Sendable {
         switch info.format {
         case .gif: try GIFFrameDecoder(data: data, options: options)
         case .png: try APNGFrameDecoder(data: data, options: options)
+        case .avif: try AVIFFrameDecoder(data: data, options: options)
         default: try WebPFrameDecoder(data: data, options: options)
         }
     }
 
-    /// Moves `decoder` to frame `index` (from the first frame when it is past it) and decodes it.
+    /// Moves `decoder` to frame `index` (by a jump when the codec can, else from the first frame
+    /// when it is past it) and decodes it.
     private static func canvas(
         at index: Int,
         from decoder: any AnimationFrameDecoder,
         deadline: CodingDeadline,
         format: ImageFormat
     ) throws(CoderError) -> Bitmap {
-        if decoder.position > index { try decoder.rewind() }
+        if decoder.position != index, !decoder.skip(to: index), decoder.position > index { try decoder.rewind() }
         while true {
             try deadline.check(format)
             let position = decoder.position

@@ -17,8 +17,14 @@ protocol AnimationFrameDecoder: AnyObject {
 
     /// Goes back to the first frame.
     func rewind() throws(CoderError)
+
+    /// Makes frame `index` the next one without decoding those between, when the codec can jump
+    /// (AVIF, from its nearest key frame); `false` when frames must be composed in order.
+    func skip(to index: Int) -> Bool
 }
 
 extension AnimationFrameDecoder {
     var colorProfile: ColorProfile? { nil }
+
+    func skip(to index: Int) -> Bool { false }
 }
