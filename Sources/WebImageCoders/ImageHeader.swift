@@ -92,7 +92,7 @@ public struct ImageHeader: Sendable, Hashable {
         guard AnimatedImage.formats.contains(format), size.pixelCount <= options.maxPixelCount else { return nil }
         let target = options.targetSize(forSource: size, orientation: orientation ?? .up)
         guard target.pixelCount < size.pixelCount else { return nil }
-        let working = AnimatedImage.framesHeldAtOnce * size.pixelCount * 4
+        let working = AnimatedImage.framesHeld(for: format) * size.pixelCount * 4
         guard working <= options.maxAnimationBytes else { return nil }  // decoded whole (see the decoder)
         let reduced = target.pixelCount.multipliedReportingOverflow(by: 4 * frameCount)
         guard frameCount <= options.maxFrameCount, !reduced.overflow, reduced.partialValue <= options.maxAnimationBytes

@@ -68,7 +68,7 @@ public final class AnimatedImage: Sendable {
             )
         }
         try options.checkAnimationLimits(
-            frameCount: Self.framesHeldAtOnce,
+            frameCount: Self.framesHeld(for: info.format),
             canvas: info.canvasSize,
             format: info.format
         )
@@ -77,8 +77,13 @@ public final class AnimatedImage: Sendable {
     }
 
     /// Canvases one frame's decode holds at its peak: the codec's (and its previous one, for
-    /// disposal), the composed copy, the delivered frame.
+    /// disposal), the composed copy, the delivered frame. AVIF's is ``framesHeld(for:)``.
     public static let framesHeldAtOnce = 3
+
+    /// Canvases (RGBA at the canvas size) one frame's decode of `format` holds at its peak: AVIF
+    /// adds the AV1 decoder's reference frames and pictures (a 1024² sequence's thumbnail peaked
+    /// 20 MB above the same GIF's: five canvases more); the others ``framesHeldAtOnce``.
+    public static func framesHeld(for format: ImageFormat) -> Int { format == .avif ? 8 : framesHeldAtOnce }
 
     /// The formats whose animations this type reads a frame at a time: GIF, APNG (`.png`), WebP
     /// and AVIF image sequences.
@@ -109,7 +114,7 @@ public final class AnimatedImage: Sendable {
     }
 
     /// The bytes one frame's decode holds at most (see ``init(data:options:)``).
-    public var bytesPerFrame: Int { Self.framesHeldAtOnce * info.canvasSize.pixelCount * 4 }
+    public var bytesPerFrame: Int { Self.framesHeld(for: info.format) * info.canvasSize.pixelCount * 4 }
 
     /// The first frame: the image to show when not animating.
     public func posterFrame() throws(CoderError) -> DecodedImage.Frame { try frame(at: 0) }
@@ -196,7 +201,7 @@ extension AnimatedImage {
         // large for this path, is the one-pass decoder's to judge.
         guard !options.firstFrameOnly, canDecode(data), let header = ImageHeader(data), header.frameCount > 1,
             header.size.pixelCount <= options.maxPixelCount,
-            framesHeldAtOnce * header.size.pixelCount * 4 <= options.maxAnimationBytes
+            framesHeld(for: header.format) * header.size.pixelCount * 4 <= options.maxAnimationBytes
         else { return nil }
         let animation = try AnimatedImage(data: data, options: options)
         let target = options.targetSize(forSource: animation.info.canvasSize, orientation: animation.info.orientation)

@@ -182,7 +182,8 @@ extension RenderPlan {
         )
         let decoded =
             plan.rendersFrameByFrame
-            ? AnimatedImage.framesHeldAtOnce * header.size.pixelCount * 4 : header.decodedByteCount(with: plan.decoding)
+            ? AnimatedImage.framesHeld(for: header.format) * header.size.pixelCount * 4
+            : header.decodedByteCount(with: plan.decoding)
         let (bytes, overflow) = decoded.addingReportingOverflow(results.partialValue)
         guard !canvas.overflow, !results.overflow, !overflow, budget.admits(bytes) else {
             throw ProxyError(
