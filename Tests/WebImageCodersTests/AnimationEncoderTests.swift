@@ -11,7 +11,7 @@ struct AnimationEncoderTests {
     @Test(
         "Decoded, then encoded frame by frame: byte for byte what the whole encoders write",
         arguments: [
-            ImageFormat.webp, .gif,
+            ImageFormat.webp, .gif, .avif,
         ]
     )
     func sameBytesAsWholeEncode(format: ImageFormat) throws {
@@ -22,6 +22,7 @@ struct AnimationEncoderTests {
         #expect(streamed == expected)
         let decoded = try ImageCodersManager.shared.decode(streamed)
         #expect(decoded.frames.count == 12 && decoded.loopCount == 0)
+        #expect(decoded.frames.map(\.duration) == whole.frames.map(\.duration))
     }
 
     @Test("A transform runs on each frame as it is decoded; durations, loop count and the frame limit hold")
@@ -52,7 +53,7 @@ struct AnimationEncoderTests {
             duration: 0.1
         )
         let odd = DecodedImage.Frame(bitmap: Bitmap(width: 4, height: 8), duration: 0.1)
-        for format in [ImageFormat.webp, .gif] {
+        for format in [ImageFormat.webp, .gif, .avif] {
             let encoder = try AnimationEncoder(format: format, canvasSize: size, frameCount: 2, loopCount: 0)
             try encoder.add(frame)
             #expect(throws: CoderError.encodingFailed(format, "frame 2 is 4×8, not the animation's 8×8")) {
@@ -66,7 +67,7 @@ struct AnimationEncoderTests {
             }
             #expect(throws: CoderError.encodingFailed(format, "finish() was called twice")) { try encoder.finish() }
         }
-        #expect(throws: CoderError.encodingFailed(.png, "frame by frame encoding writes WebP and GIF")) {
+        #expect(throws: CoderError.encodingFailed(.png, "frame by frame encoding writes WebP, GIF and AVIF")) {
             try AnimationEncoder(format: .png, canvasSize: size, frameCount: 2, loopCount: 0)
         }
     }

@@ -190,7 +190,7 @@ struct FrameByFrameRenderTests {
         }
         defer { Task { await fixture.stop() } }
         fixture.origin.setRoute("/big.gif", .data(source, contentType: "image/gif"))
-        for (suffix, type) in [("", "image/gif"), ("@webp", "image/webp")] {
+        for (suffix, type) in [("", "image/gif"), ("@webp", "image/webp"), ("@avif", "image/avif")] {
             let (response, body) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.gif", suffix: suffix))
             #expect(response.statusCode == 200 && response.headers[.contentType] == type, "\(suffix)")
             let image = try ImageCodersManager.shared.decode(body)

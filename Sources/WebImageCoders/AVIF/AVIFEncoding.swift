@@ -21,16 +21,8 @@ struct AVIFEncoding {
         // every path, after the encoder and its threads are gone.
         let scheduling = ThreadScheduling()
         defer { scheduling.restore() }
-        guard let encoder = avifEncoderCreate() else { throw .outOfMemory(.avif, "cannot create the encoder") }
+        let encoder = try makeEncoder()
         defer { avifEncoderDestroy(encoder) }
-        encoder.pointee.maxThreads = 1
-        encoder.pointee.speed = Int32(speed)
-        encoder.pointee.codecChoice = try codec.codecChoice()
-        encoder.pointee.minQuantizer = quantizer
-        encoder.pointee.maxQuantizer = quantizer
-        encoder.pointee.minQuantizerAlpha = options.lossless ? 0 : quantizer
-        encoder.pointee.maxQuantizerAlpha = options.lossless ? 0 : quantizer
-        encoder.pointee.timescale = 1000
         let frames = options.firstFrameOnly ? [image.frames[0]] : image.frames
         let hasAlpha = frames.contains { $0.bitmap.hasAlpha && $0.bitmap.containsTransparency }
         for frame in frames {
@@ -58,8 +50,24 @@ struct AVIFEncoding {
         return Data(bytes: bytes, count: output.size)
     }
 
-    /// YUV planes (and alpha) made from an RGBA bitmap.
-    private static func image(
+    /// A libavif encoder at this speed, codec and quality (one thread, milliseconds as its
+    /// timescale). The caller destroys it (`avifEncoderDestroy`).
+    func makeEncoder() throws(CoderError) -> UnsafeMutablePointer<avifEncoder> {
+        let choice = try codec.codecChoice()
+        guard let encoder = avifEncoderCreate() else { throw .outOfMemory(.avif, "cannot create the encoder") }
+        encoder.pointee.maxThreads = 1
+        encoder.pointee.speed = Int32(speed)
+        encoder.pointee.codecChoice = choice
+        encoder.pointee.minQuantizer = quantizer
+        encoder.pointee.maxQuantizer = quantizer
+        encoder.pointee.minQuantizerAlpha = options.lossless ? 0 : quantizer
+        encoder.pointee.maxQuantizerAlpha = options.lossless ? 0 : quantizer
+        encoder.pointee.timescale = 1000
+        return encoder
+    }
+
+    /// YUV planes (and alpha) made from an RGBA bitmap; the caller destroys them.
+    static func image(
         from bitmap: Bitmap,
         withAlpha: Bool
     ) throws(CoderError) -> UnsafeMutablePointer<avifImage> {
@@ -86,7 +94,7 @@ struct AVIFEncoding {
         return image
     }
 
-    private static func check(_ result: avifResult, _ context: String) throws(CoderError) {
+    static func check(_ result: avifResult, _ context: String) throws(CoderError) {
         guard result != AVIF_RESULT_OK else { return }
         throw .encodingFailed(.avif, "\(context): \(String(cString: avifResultToString(result)))")
     }

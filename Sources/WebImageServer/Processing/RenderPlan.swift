@@ -177,7 +177,8 @@ extension RenderPlan {
             plan.rendersFrameByFrame
             ? 1 + 3 : plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
-            by: frames + 3 + encoderCanvases(plan.request) + searchCanvases(plan.request.autoQuality)
+            by: frames + 3 + encoderCanvases(plan.request, animated: frames > 1)
+                + searchCanvases(plan.request.autoQuality)
                 + (options.watermark == nil ? 0 : 1)
         )
         let decoded =
@@ -197,14 +198,23 @@ extension RenderPlan {
 
     /// The encoder's working memory in result canvases (4 bytes a pixel): one for most, 14 for
     /// libjxl 0.7, which holds about 52–57 bytes a pixel while it encodes (measured at effort 4
-    /// and 7 on 1 and 12 megapixels).
-    static func encoderCanvases(_ format: ImageFormat) -> Int { format == .jxl ? 14 : 1 }
+    /// and 7 on 1 and 12 megapixels), 64 for an AVIF sequence (aom's AV1 state: 120 bytes a pixel
+    /// of a 1024² sequence after ten frames, 240 at its peak).
+    static func encoderCanvases(_ format: ImageFormat, animated: Bool = false) -> Int {
+        switch format {
+        case .jxl: 14
+        case .avif where animated: 64
+        default: 1
+        }
+    }
 
     /// The request's encoders: its format's, or for `best` the largest candidate's and the
     /// smallest encoding so far (one more).
-    static func encoderCanvases(_ request: ImageProxy.RenderRequest) -> Int {
-        guard let candidates = request.bestCandidates else { return encoderCanvases(request.choice.format) }
-        return (candidates.map(encoderCanvases).max() ?? 1) + 1
+    static func encoderCanvases(_ request: ImageProxy.RenderRequest, animated: Bool) -> Int {
+        guard let candidates = request.bestCandidates else {
+            return encoderCanvases(request.choice.format, animated: animated)
+        }
+        return (candidates.map { encoderCanvases($0) }.max() ?? 1) + 1
     }
 
     /// An autoquality search's working memory in result canvases: a trial decoded back and the
