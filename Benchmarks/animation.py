@@ -3,7 +3,8 @@
 
 Writes a WIDTHxHEIGHT animated GIF of FRAMES frames (grey bands under a moving square, each
 frame 40-70 ms; written here, a sub-rectangle per frame) and the same animation as an animated
-WebP (`webimage fetch` converts it), then for each source, each round in the same order:
+WebP and an AVIF sequence (`webimage fetch` converts it), then for each source, each round in
+the same order:
 
   CLI frames   webimage fetch --thumbnail 256x256 -o out.webp (frames decoded, reduced and
                encoded one at a time)
@@ -126,11 +127,13 @@ def main():
         os.mkdir(folder)
         gif = os.path.join(folder, "anim.gif")
         webp = os.path.join(folder, "anim.webp")
+        avif = os.path.join(folder, "anim.avif")
         write_gif(gif, width, height, args.frames)
         run([args.webimage, "fetch", "--no-disk-cache", "--quality", "90", "-o", webp, "file://" + gif])
+        run([args.webimage, "fetch", "--no-disk-cache", "--quality", "60", "-o", avif, "file://" + gif])
         out = os.path.join(scratch, "out.webp")
         rows = []
-        for source in (gif, webp):
+        for source in (gif, webp, avif):
             name = os.path.basename(source)
             frames = frame_count(args.webimage, source)
             for label, flag in (("CLI frames", "--thumbnail"), ("CLI whole", "--resize")):
