@@ -200,39 +200,26 @@ struct FrameByFrameRenderTests {
             #expect(image.frames.count == 60, "\(suffix): \(image.frames.count) frames")
             #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations, "\(suffix)")
         }
-        // An APNG source is read a frame at a time too.
-        let apngSource = try await onOwnThread {
-            try ImageCodersManager.shared.encode(
-                try ImageCodersManager.shared.decode(source),
-                as: .png,
-                options: ImageEncodingOptions()
-            )
-        }
-        fixture.origin.setRoute("/big.png", .data(apngSource, contentType: "image/png"))
-        let (fromAPNG, webp) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.png", suffix: "@webp"))
-        #expect(fromAPNG.statusCode == 200, "\(String(decoding: webp.prefix(300), as: UTF8.self))")
-        if fromAPNG.statusCode == 200 {
-            let image = try ImageCodersManager.shared.decode(webp)
-            #expect(image.frames.count == 60 && image.width == 64)
-            #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations)
-        }
-        // So is an AVIF sequence (its frames reached through libavif's decoder, one at a time).
-        let avifSource = try await onOwnThread {
-            var options = ImageEncodingOptions(quality: 0.5)
-            options.avifSpeed = 9
-            return try ImageCodersManager.shared.encode(
-                try ImageCodersManager.shared.decode(source),
-                as: .avif,
-                options: options
-            )
-        }
-        fixture.origin.setRoute("/big.avif", .data(avifSource, contentType: "image/avif"))
-        let (fromAVIF, avifWebP) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.avif", suffix: "@webp"))
-        #expect(fromAVIF.statusCode == 200, "\(String(decoding: avifWebP.prefix(300), as: UTF8.self))")
-        if fromAVIF.statusCode == 200 {
-            let image = try ImageCodersManager.shared.decode(avifWebP)
-            #expect(image.frames.count == 60 && image.width == 64)
-            #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations)
+        // APNG sources and AVIF sequences (reached through libavif's decoder) are read a frame at a time too.
+        var avifOptions = ImageEncodingOptions(quality: 0.5)
+        avifOptions.avifSpeed = 9
+        for (format, options) in [(ImageFormat.png, ImageEncodingOptions()), (.avif, avifOptions)] {
+            let other = try await onOwnThread {
+                try ImageCodersManager.shared.encode(
+                    try ImageCodersManager.shared.decode(source),
+                    as: format,
+                    options: options
+                )
+            }
+            let path = "/big.\(format.rawValue)"
+            fixture.origin.setRoute(path, .data(other, contentType: format.mimeType))
+            let (response, webp) = try await fixture.get(fixture.url("rs:fit:64:64", path, suffix: "@webp"))
+            #expect(response.statusCode == 200, "\(format): \(String(decoding: webp.prefix(300), as: UTF8.self))")
+            if response.statusCode == 200 {
+                let image = try ImageCodersManager.shared.decode(webp)
+                #expect(image.frames.count == 60 && image.width == 64, "\(format)")
+                #expect(image.frames.map { ($0.duration * 100).rounded() } == sourceDurations, "\(format)")
+            }
         }
         // APNG output is still rendered from the whole decode: over the budget, refused before any work.
         let (apng, body) = try await fixture.get(fixture.url("rs:fit:64:64", "/big.gif", suffix: "@png"))
