@@ -11,7 +11,7 @@ struct AnimationEncoderTests {
     @Test(
         "Decoded, then encoded frame by frame: byte for byte what the whole encoders write",
         arguments: [
-            ImageFormat.webp, .gif, .avif,
+            ImageFormat.webp, .gif, .png, .avif,
         ]
     )
     func sameBytesAsWholeEncode(format: ImageFormat) throws {
@@ -43,7 +43,7 @@ struct AnimationEncoderTests {
         #expect(decoded.loopCount == animation.loopCount)
     }
 
-    @Test("Misuse is an error naming it: a frame of another size, a frame after finish, finish twice, PNG")
+    @Test("Misuse is an error naming it: another size, a frame after finish, finish twice, JPEG, APNG's count")
     func misuse() throws {
         let size = PixelSize(width: 8, height: 8)
         let frame = DecodedImage.Frame(bitmap: Bitmap(width: 8, height: 8, fill: RGBA(r: 9, g: 9, b: 9)), duration: 0.1)
@@ -53,7 +53,7 @@ struct AnimationEncoderTests {
             duration: 0.1
         )
         let odd = DecodedImage.Frame(bitmap: Bitmap(width: 4, height: 8), duration: 0.1)
-        for format in [ImageFormat.webp, .gif, .avif] {
+        for format in [ImageFormat.webp, .gif, .png, .avif] {
             let encoder = try AnimationEncoder(format: format, canvasSize: size, frameCount: 2, loopCount: 0)
             try encoder.add(frame)
             #expect(throws: CoderError.encodingFailed(format, "frame 2 is 4×8, not the animation's 8×8")) {
@@ -67,8 +67,19 @@ struct AnimationEncoderTests {
             }
             #expect(throws: CoderError.encodingFailed(format, "finish() was called twice")) { try encoder.finish() }
         }
-        #expect(throws: CoderError.encodingFailed(.png, "frame by frame encoding writes WebP, GIF and AVIF")) {
-            try AnimationEncoder(format: .png, canvasSize: size, frameCount: 2, loopCount: 0)
+        #expect(throws: CoderError.encodingFailed(.jpeg, "frame by frame encoding writes WebP, GIF, PNG and AVIF")) {
+            try AnimationEncoder(format: .jpeg, canvasSize: size, frameCount: 2, loopCount: 0)
+        }
+        // APNG names its frame count first: one frame short, or one past it, is refused.
+        let short = try AnimationEncoder(format: .png, canvasSize: size, frameCount: 2, loopCount: 0)
+        try short.add(frame)
+        #expect(throws: CoderError.encodingFailed(.png, "the APNG declares 2 frames and 1 were added")) {
+            try short.finish()
+        }
+        let long = try AnimationEncoder(format: .png, canvasSize: size, frameCount: 1, loopCount: 0)
+        try long.add(frame)
+        #expect(throws: CoderError.encodingFailed(.png, "frame 2 is past the 1 the APNG declares")) {
+            try long.add(second)
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Writes an animation a frame at a time, so a long or large animation is never held whole:
 /// animated WebP (libwebp's `WebPAnimEncoder`), GIF (each frame quantised to its own palette
-/// as it is added) or an AVIF image sequence (libavif's encoder; its AV1 state is large: about
+/// as it is added), APNG (each frame compressed by libpng as it is added) or an AVIF image sequence (libavif's encoder; its AV1 state is large: about
 /// 120–240 bytes a pixel of the canvas with aom, against 4 for one RGBA frame).
 ///
 /// ```swift
@@ -19,19 +19,20 @@ public final class AnimationEncoder {
         case webp(WebPAnimationWriter)
         case gif(GIFAnimationWriter)
         case avif(AVIFAnimationWriter)
+        case png(APNGEncoder)
     }
 
-    /// The formats it writes: WebP, GIF and AVIF.
-    public static let formats: Set<ImageFormat> = [.webp, .gif, .avif]
+    /// The formats it writes: WebP, GIF, APNG (`.png`) and AVIF.
+    public static let formats: Set<ImageFormat> = [.webp, .gif, .png, .avif]
 
     private let writer: Writer
     private var finished = false
 
     /// An encoder of `frameCount` frames of `canvasSize` that play `loopCount` times (0: forever).
     /// GIF writes the loop extension only for more than one frame; AVIF (libavif 0.11) writes
-    /// none, and plays forever.
-    /// - Throws: ``CoderError/encodingFailed(_:_:)`` for a format other than WebP, GIF or AVIF,
-    ///   or a canvas the format cannot hold.
+    /// none, and plays forever; APNG declares `frameCount`, and exactly that many must be added.
+    /// - Throws: ``CoderError/encodingFailed(_:_:)`` for a format other than WebP, GIF, PNG or
+    ///   AVIF, or a canvas the format cannot hold.
     public init(
         format: ImageFormat,
         canvasSize: PixelSize,
@@ -48,8 +49,17 @@ public final class AnimationEncoder {
             )
         case .avif:
             writer = .avif(try AVIFAnimationWriter(size: canvasSize, options: options))
+        case .png:
+            writer = .png(
+                PNGCoder().animationWriter(
+                    size: canvasSize,
+                    frameCount: frameCount,
+                    loopCount: loopCount,
+                    options: options
+                )
+            )
         default:
-            throw .encodingFailed(format, "frame by frame encoding writes WebP, GIF and AVIF")
+            throw .encodingFailed(format, "frame by frame encoding writes WebP, GIF, PNG and AVIF")
         }
     }
 
@@ -62,6 +72,7 @@ public final class AnimationEncoder {
         case .webp(let webp): try webp.add(frame)
         case .gif(let gif): try gif.add(frame)
         case .avif(let avif): try avif.add(frame)
+        case .png(let png): try png.add(frame)
         }
     }
 
@@ -74,6 +85,7 @@ public final class AnimationEncoder {
         case .webp(let webp): return try webp.finish()
         case .gif(let gif): return try gif.finish()
         case .avif(let avif): return try avif.finish()
+        case .png(let png): return try png.finish()
         }
     }
 
@@ -82,6 +94,7 @@ public final class AnimationEncoder {
         case .webp: .webp
         case .gif: .gif
         case .avif: .avif
+        case .png: .png
         }
     }
 }
@@ -95,7 +108,7 @@ extension AnimatedImage {
     ///
     /// Runs on the calling thread (C decoding and encoding: call it from a work queue).
     /// - Parameters:
-    ///   - format: `.webp`, `.gif` or `.avif`.
+    ///   - format: `.webp`, `.gif`, `.png` or `.avif`.
     ///   - options: quality, time limit and cancellation of the whole encode.
     ///   - frameLimit: encode at most this many frames (the first ones); `nil`: all.
     ///   - transform: the work on each decoded frame; default: none.

@@ -1,44 +1,84 @@
 import Foundation
 
-/// Writes an animation as APNG: each frame a full-canvas PNG from libpng, its image data moved
-/// into the animation's chunks (`acTL`, then `fcTL` + `IDAT` for the first frame and `fcTL` +
-/// `fdAT` for the rest). Every frame replaces the canvas (dispose none, blend source), so what
-/// a viewer shows is exactly each decoded frame.
-enum APNGEncoder {
-    /// - Parameter encodeFrame: encodes one frame as a still PNG (the first, `true`, with the
-    ///   image's iCCP and eXIf chunks, which are copied); every frame must get the same colour type
-    ///   (the caller passes the same alpha decision for all).
-    static func encode(
-        _ image: DecodedImage,
-        encodeFrame: (Bitmap, _ isFirst: Bool) throws(CoderError) -> Data
-    ) throws(CoderError) -> Data {
-        let frames = image.frames
-        guard let first = frames.first else { throw .encodingFailed(.png, "the animation has no frames") }
-        guard frames.allSatisfy({ $0.bitmap.width == first.bitmap.width && $0.bitmap.height == first.bitmap.height })
-        else { throw .encodingFailed(.png, "APNG frames must all be \(first.bitmap.width)×\(first.bitmap.height)") }
-        var writer = PNGStreamWriter()
-        var sequence: UInt32 = 0
-        for (index, frame) in frames.enumerated() {
-            let still = try encodeFrame(frame.bitmap, index == 0)
-            let (header, metadata, imageData) = try chunks(of: still)
-            if index == 0 {
-                writer.append(type: "IHDR", payload: header)
-                for (type, payload) in metadata { writer.append(type: type, payload: payload) }
-                writer.append(
-                    type: "acTL",
-                    payload: bigEndian(UInt32(frames.count)) + bigEndian(UInt32(image.loopCount))
-                )
+/// Writes an animation as APNG a frame at a time: each frame a full-canvas PNG from libpng, its
+/// image data moved into the animation's chunks (`acTL`, then `fcTL` + `IDAT` for the first
+/// frame and `fcTL` + `fdAT` for the rest) as it is added, so only the file so far is held.
+/// Every frame replaces the canvas (dispose none, blend source), so what a viewer shows is
+/// exactly each frame. `acTL` names the frame count first: exactly that many must be added.
+/// Not thread-safe: one owner adds the frames in order.
+final class APNGEncoder {
+    /// Encodes one frame as a still PNG (the first, `true`, with the image's iCCP and eXIf
+    /// chunks, which are copied); every frame must get the same colour type.
+    typealias FrameEncoder = (Bitmap, _ isFirst: Bool) throws(CoderError) -> Data
+
+    private let size: PixelSize
+    private let frameCount: Int
+    private let loopCount: Int
+    private let encodeFrame: FrameEncoder
+    private var writer = PNGStreamWriter()
+    private var sequence: UInt32 = 0
+    private var added = 0
+
+    /// A writer of `frameCount` frames of `size` that play `loopCount` times (0: forever).
+    init(size: PixelSize, frameCount: Int, loopCount: Int, encodeFrame: @escaping FrameEncoder) {
+        self.size = size
+        self.frameCount = frameCount
+        self.loopCount = loopCount
+        self.encodeFrame = encodeFrame
+    }
+
+    /// The whole animation at once (the caller passes the same alpha decision for all frames).
+    static func encode(_ image: DecodedImage, encodeFrame: @escaping FrameEncoder) throws(CoderError) -> Data {
+        guard let first = image.frames.first else { throw .encodingFailed(.png, "the animation has no frames") }
+        let encoder = APNGEncoder(
+            size: PixelSize(width: first.bitmap.width, height: first.bitmap.height),
+            frameCount: image.frames.count,
+            loopCount: image.loopCount,
+            encodeFrame: encodeFrame
+        )
+        for frame in image.frames { try encoder.add(frame) }
+        return try encoder.finish()
+    }
+
+    /// Encodes the next frame and appends its chunks.
+    /// - Throws: `encodingFailed` for a frame of another size or one past the count;
+    ///   the frame encoder's errors.
+    func add(_ frame: DecodedImage.Frame) throws(CoderError) {
+        guard frame.bitmap.width == size.width, frame.bitmap.height == size.height else {
+            throw .encodingFailed(
+                .png,
+                "frame \(added + 1) is \(frame.bitmap.width)×\(frame.bitmap.height), not the animation's "
+                    + "\(size.width)×\(size.height)"
+            )
+        }
+        guard added < frameCount else {
+            throw .encodingFailed(.png, "frame \(added + 1) is past the \(frameCount) the APNG declares")
+        }
+        let still = try encodeFrame(frame.bitmap, added == 0)
+        let (header, metadata, imageData) = try Self.chunks(of: still)
+        if added == 0 {
+            writer.append(type: "IHDR", payload: header)
+            for (type, payload) in metadata { writer.append(type: type, payload: payload) }
+            writer.append(type: "acTL", payload: Self.bigEndian(UInt32(frameCount)) + Self.bigEndian(UInt32(loopCount)))
+        }
+        writer.append(type: "fcTL", payload: Self.frameControl(frame, sequence: sequence))
+        sequence += 1
+        for payload in imageData {
+            if added == 0 {
+                writer.append(type: "IDAT", payload: payload)
+            } else {
+                writer.append(type: "fdAT", payload: Self.bigEndian(sequence) + payload)
+                sequence += 1
             }
-            writer.append(type: "fcTL", payload: frameControl(frame, sequence: sequence))
-            sequence += 1
-            for payload in imageData {
-                if index == 0 {
-                    writer.append(type: "IDAT", payload: payload)
-                } else {
-                    writer.append(type: "fdAT", payload: bigEndian(sequence) + payload)
-                    sequence += 1
-                }
-            }
+        }
+        added += 1
+    }
+
+    /// The file, once the declared number of frames is added.
+    /// - Throws: `encodingFailed` when fewer frames were added than declared.
+    func finish() throws(CoderError) -> Data {
+        guard added == frameCount, added > 0 else {
+            throw .encodingFailed(.png, "the APNG declares \(frameCount) frames and \(added) were added")
         }
         writer.append(type: "IEND", payload: [])
         return writer.data

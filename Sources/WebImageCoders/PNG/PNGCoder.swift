@@ -179,6 +179,24 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
         return try encodeStill(image.bitmap, hasAlpha: image.bitmap.hasAlpha, deadline: deadline, metadata: still)
     }
 
+    /// An APNG writer for frames added one at a time (``AnimationEncoder``): the first frame's
+    /// alpha flag decides every frame's colour type; no profile or EXIF is written.
+    func animationWriter(
+        size: PixelSize,
+        frameCount: Int,
+        loopCount: Int,
+        options: ImageEncodingOptions
+    ) -> APNGEncoder {
+        let deadline = CodingDeadline(options)
+        var withAlpha: Bool?
+        return APNGEncoder(size: size, frameCount: frameCount, loopCount: loopCount) {
+            (bitmap, _) throws(CoderError) -> Data in
+            let alpha = withAlpha ?? bitmap.hasAlpha
+            withAlpha = alpha
+            return try encodeStill(bitmap, hasAlpha: alpha, deadline: deadline, metadata: nil)
+        }
+    }
+
     /// What a PNG says beside its pixels: the iCCP profile and the eXIf block, and whether its
     /// rows are Adam7-interlaced (``ImageEncodingOptions/progressive``; still images only).
     private struct Metadata {
