@@ -120,6 +120,15 @@ struct AnimatedImageTests {
         let small = try AnimatedImage(data: avif, options: options)
         #expect(reduced.frames.count == 12 && reduced.width == 24 && reduced.height == 16)
         for index in [3, 11, 0] { #expect(try small.frame(at: index).bitmap == reduced.frames[index].bitmap) }
+        // A still AVIF is a one-frame animation (libavif may read a track the sniffer cannot see).
+        let still = try ImageCodersManager.shared.encode(
+            DecodedImage(bitmap: whole.frames[4].bitmap, format: .avif),
+            as: .avif,
+            options: ImageEncodingOptions(quality: 0.9)
+        )
+        let one = try AnimatedImage(data: still)
+        #expect(one.frameCount == 1 && one.info.durations == [0])
+        #expect(try one.frame(at: 0).bitmap == ImageCodersManager.shared.decode(still).bitmap)
         // Cut short: refused when the container is read, by cause.
         #expect(throws: CoderError.self) { try AnimatedImage(data: Data(avif.prefix(avif.count / 3))).frame(at: 11) }
     }

@@ -37,7 +37,7 @@ public final class AnimatedImage: Sendable {
 
     /// Reads the animation's headers; no frame is decoded.
     /// - Throws: ``CoderError/unsupportedFormat(_:)`` for data that is not a GIF, an APNG, an
-    ///   animated WebP or an AVIF sequence; `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
+    ///   animated WebP or an AVIF (a still one is one frame); `corruptData` or `truncatedData` when the headers cannot be read; `limitExceeded`
     ///   when the canvas is over ``ImageDecodingOptions/maxPixelCount``, the frames over
     ///   ``ImageDecodingOptions/maxFrameCount``, or the memory one frame needs (the codec's
     ///   canvas, the composed frame and the delivered one) over
@@ -55,7 +55,9 @@ public final class AnimatedImage: Sendable {
         case .png where details.isAnimated:
             info = try APNGFrameDecoder.info(of: data, options: options)
             colorProfile = nil  // read by libpng with the first frame (the decoder's)
-        case .avif where details.isAnimated:
+        case .avif:
+            // Any AVIF: libavif reads a sequence's track even when the major brand is generic
+            // (`mif1`), which the sniffer does not call animated; a still one is one frame.
             info = try AVIFFrameDecoder.info(of: data, options: options)
             colorProfile = nil  // the decoder's, with the first frame (an AV1 stream may carry it)
         default:
