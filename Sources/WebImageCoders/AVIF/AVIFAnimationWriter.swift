@@ -40,13 +40,7 @@ final class AVIFAnimationWriter {
     /// - Throws: `encodingFailed` for a frame of another size or one libavif refuses;
     ///   `limitExceeded` when the time limit passed or the cancellation was raised.
     func add(_ frame: DecodedImage.Frame) throws(CoderError) {
-        guard frame.bitmap.width == size.width, frame.bitmap.height == size.height else {
-            throw .encodingFailed(
-                .avif,
-                "frame \(framesAdded + 1) is \(frame.bitmap.width)×\(frame.bitmap.height), not the animation's "
-                    + "\(size.width)×\(size.height)"
-            )
-        }
+        try frame.checkSize(size, number: framesAdded + 1, format: .avif)
         try deadline.check(.avif, "encoding")
         let alpha = withAlpha ?? frame.bitmap.hasAlpha
         withAlpha = alpha

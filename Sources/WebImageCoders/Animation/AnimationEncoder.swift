@@ -138,3 +138,16 @@ extension AnimatedImage {
         return try encoder.finish()
     }
 }
+
+extension DecodedImage.Frame {
+    /// The rule every animation writer keeps: frame `number` (from 1) must be `size`.
+    /// - Throws: ``CoderError/encodingFailed(_:_:)`` naming both sizes.
+    func checkSize(_ size: PixelSize, number: Int, format: ImageFormat) throws(CoderError) {
+        guard bitmap.width == size.width, bitmap.height == size.height else {
+            throw .encodingFailed(
+                format,
+                "frame \(number) is \(bitmap.width)×\(bitmap.height), not the animation's \(size)"
+            )
+        }
+    }
+}

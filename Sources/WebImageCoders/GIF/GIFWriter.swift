@@ -64,12 +64,7 @@ final class GIFAnimationWriter {
     func add(_ frame: DecodedImage.Frame) throws(CoderError) {
         try deadline.check(.gif, "encoding")
         let (width, height) = (size.width, size.height)
-        guard frame.bitmap.width == width, frame.bitmap.height == height else {
-            throw .encodingFailed(
-                .gif,
-                "frame \(added + 1) is \(frame.bitmap.width)×\(frame.bitmap.height), not the animation's \(size)"
-            )
-        }
+        try frame.checkSize(size, number: added + 1, format: .gif)
         let result = quantizer.quantize(frame.bitmap)
         let delay = Int((frame.duration * 100).rounded())
         let disposal = isAnimation && result.transparentIndex != nil ? 2 : 1

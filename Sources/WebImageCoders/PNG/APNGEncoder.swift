@@ -44,13 +44,7 @@ final class APNGEncoder {
     /// - Throws: `encodingFailed` for a frame of another size or one past the count;
     ///   the frame encoder's errors.
     func add(_ frame: DecodedImage.Frame) throws(CoderError) {
-        guard frame.bitmap.width == size.width, frame.bitmap.height == size.height else {
-            throw .encodingFailed(
-                .png,
-                "frame \(added + 1) is \(frame.bitmap.width)×\(frame.bitmap.height), not the animation's "
-                    + "\(size.width)×\(size.height)"
-            )
-        }
+        try frame.checkSize(size, number: added + 1, format: .png)
         guard added < frameCount else {
             throw .encodingFailed(.png, "frame \(added + 1) is past the \(frameCount) the APNG declares")
         }

@@ -35,12 +35,7 @@ final class WebPAnimationWriter {
     /// Adds the next frame; its bitmap must have the animation's size.
     func add(_ frame: DecodedImage.Frame) throws(CoderError) {
         try deadline.check(.webp, "encoding")
-        guard frame.bitmap.width == size.width, frame.bitmap.height == size.height else {
-            throw .encodingFailed(
-                .webp,
-                "frame \(added + 1) is \(frame.bitmap.width)×\(frame.bitmap.height), not the animation's \(size)"
-            )
-        }
+        try frame.checkSize(size, number: added + 1, format: .webp)
         try WebPEncoding.withPicture(of: frame.bitmap) { (picture) throws(CoderError) in
             guard WebPAnimEncoderAdd(encoder, &picture, timestamp, &config) != 0 else {
                 throw .encodingFailed(.webp, "cannot add frame \(added + 1): \(message)")
