@@ -177,7 +177,7 @@ extension RenderPlan {
             plan.rendersFrameByFrame
             ? 1 + 3 : plan.decoding.firstFrameOnly ? 1 : max(1, min(header.frameCount, limits.maxAnimationFrames))
         let results = canvas.partialValue.multipliedReportingOverflow(
-            by: frames + 3 + encoderCanvases(plan.request, animated: frames > 1)
+            by: frames + 3 + encoderCanvases(plan.request, animated: plan.rendersFrameByFrame || frames > 1)
                 + searchCanvases(plan.request.autoQuality)
                 + (options.watermark == nil ? 0 : 1)
         )
@@ -218,13 +218,15 @@ extension RenderPlan {
     }
 
     /// An autoquality search's working memory in result canvases: a trial decoded back and the
-    /// difference's planes (DSSIM holds about 92 bytes a pixel at its peak; libjxl's Butteraugli
-    /// more); a size search only its best encoding so far, counted as one.
+    /// difference's planes (DSSIM of lightness holds about 52 bytes a pixel at its peak: two
+    /// luminance and two lightness planes, three products and five blurred planes with a
+    /// scratch, 4 bytes each; libjxl's Butteraugli more); a size search only its best encoding
+    /// so far, counted as one.
     static func searchCanvases(_ autoQuality: AutoQuality?) -> Int {
         switch autoQuality?.method {
         case nil: 0
         case .size: 1
-        case .dssim: 24
+        case .dssim: 16
         case .butteraugli: 32
         }
     }
