@@ -75,8 +75,7 @@ extension ImageManager {
                 loader: loader,
                 options: options,
                 context: context,
-                configuration: settings,
-                checkedMemory: checksMemory
+                configuration: settings
             )
         )
     }

@@ -59,7 +59,9 @@ extension ResultLoad {
             forKey: inputs.cacheKey.rawValue,
             options: options,
             context: inputs.context,
-            cacheType: inputs.checkedMemory ? .disk : .all
+            // Memory too, though the caller's preflight missed there: a task of the same key
+            // may have stored its image and closed in between (its disk write still queued).
+            cacheType: .all
         ) { [self] cached in
             guard !isCancelled else { return }
             if cached.isHit { use(cached) } else { loadMissing() }

@@ -33,8 +33,6 @@ final class ResultLoad: Sendable {
         let context: ImageContext
         /// The manager's settings when the load started.
         let configuration: ImageManager.Configuration
-        /// Whether the caller looked in memory already (the cache query then reads the disk only).
-        let checkedMemory: Bool
 
         /// The key the original's bytes are stored under (the URL's own key, or the filter's).
         var originalKey: String { cacheKey.original.rawValue }
