@@ -8,8 +8,10 @@ the same order:
 
   CLI frames   webimage fetch --thumbnail 256x256 -o out.webp (frames decoded, reduced and
                encoded one at a time)
-  CLI whole    webimage fetch --resize 256x256 -o out.webp (every frame decoded at full size,
-               then resized: the path every animation took before)
+  CLI resize   webimage fetch --resize 256x256 -o out.webp (the manager decodes and resizes a
+               frame at a time)
+  CLI whole    the same with --options progressive-load: the loader decodes every frame at full
+               size, then the transformer resizes them (the path every animation took before)
   proxy frames GET /_/rs:fit:256:256/plain/local:///SOURCE (the source's format kept)
   proxy whole  the same with mb:1000000000: max_bytes takes the whole-animation render (it may
                re-encode smaller, so it needs the whole result; at 1 GB it encodes once)
@@ -136,9 +138,10 @@ def main():
         for source in (gif, webp, avif):
             name = os.path.basename(source)
             frames = frame_count(args.webimage, source)
-            for label, flag in (("CLI frames", "--thumbnail"), ("CLI whole", "--resize")):
+            for label, flags in (("CLI frames", ["--thumbnail"]), ("CLI resize", ["--resize"]),
+                                 ("CLI whole", ["--options", "progressive-load", "--resize"])):
                 results = [
-                    run([args.webimage, "fetch", "--no-disk-cache", "--memory-cache", "0", flag, "256x256",
+                    run([args.webimage, "fetch", "--no-disk-cache", "--memory-cache", "0", *flags, "256x256",
                          "-o", out, "file://" + source])
                     for _ in range(args.rounds)
                 ]

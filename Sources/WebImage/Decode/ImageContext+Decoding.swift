@@ -18,23 +18,75 @@ extension ImageContext {
         isCancelled: @escaping @Sendable () -> Bool = { false },
         completion: @escaping @Sendable (Result<DecodedImage, CoderError>?) -> Void
     ) {
-        let queue = decodeQueue ?? .decoding
-        let priority = ImageWorkQueue.Priority(options)
         let decodingOptions = decodingOptions(for: options)
         let coders = coders ?? .shared
+        runWithinBudget(
+            options: options,
+            bytes: { budget in Self.reservation(for: data, options: decodingOptions, budget: budget) },
+            isCancelled: isCancelled,
+            work: { Result { () throws(CoderError) in try coders.decode(data, options: decodingOptions) } },
+            completion: completion
+        )
+    }
+
+    /// Decodes the animation `data` a frame at a time on the context's queue and passes each
+    /// frame, as a one-frame image, to `transformer` before the next is decoded: the budget
+    /// holds one frame's canvases (``AnimatedImage/bytesPerFrame``), the caller the transformed
+    /// frames (limited by ``ImageDecodingOptions/maxAnimationBytes``). `completion` runs once,
+    /// on a worker thread: the animation, `.success(nil)` when the transformer gave no image,
+    /// the decode's error, or `nil` when cancelled before the work started.
+    func decodeTransformingEachFrame(
+        _ data: Data,
+        options: ImageOptions,
+        transformer: any ImageTransformer,
+        key: String,
+        isCancelled: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (Result<DecodedImage?, CoderError>?) -> Void
+    ) {
+        let cancellation = CodingCancellation()
+        let decodingOptions = decodingOptions(for: options, cancellation: cancellation)
+        runWithinBudget(
+            options: options,
+            bytes: { budget in Self.frameReservation(for: data, budget: budget) },
+            isCancelled: isCancelled,
+            work: {
+                Result { () throws(CoderError) in
+                    let animation = try AnimatedImage(data: data, options: decodingOptions)
+                    return try animation.decodedImage(transformingEachFrame: { frame in
+                        if isCancelled() { cancellation.cancel() }
+                        return transformer.transform(frame, forKey: key)
+                    })
+                }
+            },
+            completion: completion
+        )
+    }
+
+    /// Runs `work` on the context's queue at the options' priority once the budget granted the
+    /// bytes `bytes` asks for; `completion` gets its result, an error when the bytes exceed the
+    /// whole budget, or `nil` when `isCancelled` said so before the work started.
+    private func runWithinBudget<Value: Sendable>(
+        options: ImageOptions,
+        bytes: @escaping @Sendable (DecodingMemoryBudget) -> Result<Int, CoderError>,
+        isCancelled: @escaping @Sendable () -> Bool,
+        work: @escaping @Sendable () -> Result<Value, CoderError>,
+        completion: @escaping @Sendable (Result<Value, CoderError>?) -> Void
+    ) {
+        let queue = decodeQueue ?? .decoding
+        let priority = ImageWorkQueue.Priority(options)
         let budget = decodingMemoryBudget ?? .shared
         let run: @Sendable (DecodingMemoryBudget.Reservation) -> Void = { reservation in
             guard !isCancelled() else {
                 reservation.release()
                 return completion(nil)
             }
-            let result = Result { () throws(CoderError) in try coders.decode(data, options: decodingOptions) }
+            let result = work()
             reservation.release()
             completion(result)
         }
         queue.enqueue(priority: priority) {
             guard !isCancelled() else { return completion(nil) }
-            switch Self.reservation(for: data, options: decodingOptions, budget: budget) {
+            switch bytes(budget) {
             case .failure(let error):
                 completion(.failure(error))
             case .success(let bytes):
@@ -85,6 +137,29 @@ extension ImageContext {
                 .limitExceeded(
                     header?.format ?? .unknown,
                     "decoding it\(size) takes \(mebibytes(bytes)), more than the "
+                        + "\(mebibytes(budget.limit)) decoding memory budget"
+                )
+            )
+        }
+        return .success(bytes)
+    }
+
+    private func decodingOptions(for options: ImageOptions, cancellation: CodingCancellation) -> ImageDecodingOptions {
+        var decodingOptions = decodingOptions(for: options)
+        decodingOptions.cancellation = cancellation
+        return decodingOptions
+    }
+
+    /// The bytes one frame's decode of the animation `data` reserves (its canvases), or the
+    /// error when they exceed the whole budget.
+    private static func frameReservation(for data: Data, budget: DecodingMemoryBudget) -> Result<Int, CoderError> {
+        guard let header = ImageHeader(data) else { return .success(0) }
+        let bytes = AnimatedImage.framesHeld(for: header.format) * header.size.pixelCount * 4
+        guard budget.admits(bytes) else {
+            return .failure(
+                .limitExceeded(
+                    header.format,
+                    "decoding one frame of it (\(header.size)) takes \(mebibytes(bytes)), more than the "
                         + "\(mebibytes(budget.limit)) decoding memory budget"
                 )
             )

@@ -124,6 +124,10 @@ extension ResultLoad {
             let metadata = stored.metadata ?? DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType)
             let original = Loaded(image: nil, data: data, metadata: metadata, origin: .storedOriginal)
             guard !inputs.options.contains(.avoidDecodeImage) else { return transform(original) }
+            if transformsFrameByFrame {
+                // A stored original that does not decode: the network may have a better copy.
+                return decodeThenTransform(original) { _ in self.fetch(revalidating: nil) }
+            }
             inputs.context.decode(data, options: inputs.options, isCancelled: { self.isCancelled }) { result in
                 switch result {
                 case .success(let image):
@@ -153,7 +157,10 @@ extension ResultLoad {
             return broadcast(cached?.settled ?? .failure(notCached, url))
         }
         let loader = inputs.loader
-        let (options, context) = loaderRequest(revalidating: cached)
+        var (options, context) = loaderRequest(revalidating: cached)
+        // A revalidation keeps the loader's decode: its failure may fall back on the cached copy.
+        let decodesAfter = cached == nil && transformsFrameByFrame
+        if decodesAfter { options.insert(.avoidDecodeImage) }
         let token = loader.requestImage(
             with: url,
             options: options,
@@ -165,9 +172,20 @@ extension ResultLoad {
                     return
                 }
                 guard let error else {
-                    return transform(
-                        Loaded(image: image, data: data, metadata: metadata ?? DiskCacheMetadata(), origin: .loader)
+                    let loaded = Loaded(
+                        image: image,
+                        data: data,
+                        metadata: metadata ?? DiskCacheMetadata(),
+                        origin: .loader
                     )
+                    guard decodesAfter, image == nil else { return transform(loaded) }
+                    return decodeThenTransform(loaded) { [self] error in
+                        let message = "\(url): \(error)"
+                        fail(
+                            WebImageError(.badImageData, url: url, message: message, coderError: error),
+                            revalidating: nil
+                        )
+                    }
                 }
                 if error.code == .cacheNotModified, let cached {
                     refreshStoredCopy(cached, notModified: metadata)
@@ -204,7 +222,7 @@ extension ResultLoad {
 
     /// A failed load: a stale copy stands in when HTTP allows it; a failure for good is
     /// remembered (the failed-URL list); a refresh of a delivered copy ends with that copy.
-    private func fail(_ error: WebImageError, revalidating cached: CachedCopy?) {
+    func fail(_ error: WebImageError, revalidating cached: CachedCopy?) {
         let logger = inputs.configuration.logger
         if let cached, !cached.delivered, servesStale(cached, after: error) {
             logger.notice(

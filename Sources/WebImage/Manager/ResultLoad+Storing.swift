@@ -63,7 +63,7 @@ extension ResultLoad {
     /// Stores the image (memory first, so a load of the key that starts once this task has
     /// closed finds it there; then disk) and delivers it; with `waitStoreCache`, once the disk
     /// write has ended.
-    private func store(_ loaded: Loaded) {
+    func store(_ loaded: Loaded) {
         if inputs.options.contains(.retryFailed) { manager.failed.remove(url) }
         let loaded = withThumbnailBytes(loaded)
         let storeType = storeType(for: loaded)

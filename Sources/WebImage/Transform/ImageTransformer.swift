@@ -12,6 +12,16 @@ public protocol ImageTransformer: Sendable {
     /// The transformed image, or `nil` when it cannot be made (the load then fails with
     /// `badImageData`).
     func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage?
+    /// Whether an animation's transform is each frame's own, made as a one-frame image (no
+    /// frame depends on another, the frame count and durations stay): ``ImageManager`` then
+    /// decodes and transforms an animation a frame at a time, holding one source canvas and
+    /// the transformed frames. Default `false`; `true` for every ``BitmapTransformer``,
+    /// ``OrientTransformer`` and a ``PipelineTransformer`` of such transformers.
+    var transformsFramesIndependently: Bool { get }
+}
+
+extension ImageTransformer {
+    public var transformsFramesIndependently: Bool { false }
 }
 
 /// A transformer applied to every frame's bitmap the same way.
@@ -20,6 +30,8 @@ public protocol BitmapTransformer: ImageTransformer {
 }
 
 extension BitmapTransformer {
+    public var transformsFramesIndependently: Bool { true }
+
     public func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
         var frames: [DecodedImage.Frame] = []
         frames.reserveCapacity(image.frames.count)
@@ -49,6 +61,8 @@ public struct PipelineTransformer: ImageTransformer {
     public init(_ transformers: [any ImageTransformer]) { self.transformers = transformers }
 
     public var transformerKey: String { transformers.map(\.transformerKey).joined(separator: "-") }
+
+    public var transformsFramesIndependently: Bool { transformers.allSatisfy(\.transformsFramesIndependently) }
 
     public func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
         var current = image
@@ -431,6 +445,8 @@ public struct OrientTransformer: ImageTransformer {
     public init() {}
 
     public var transformerKey: String { "Orient" }
+
+    public var transformsFramesIndependently: Bool { true }
 
     public func transform(_ image: DecodedImage, forKey key: String) -> DecodedImage? {
         guard image.orientation != .up else { return image }

@@ -189,6 +189,46 @@ public final class AnimatedImage: Sendable {
 }
 
 extension AnimatedImage {
+    /// The whole animation, each frame finished by ``options`` and then passed to `transform` as
+    /// a one-frame image before the next frame is decoded: only the transformed frames and one
+    /// frame's canvases (``bytesPerFrame``) are held at once, never every source canvas. Frame
+    /// durations, the loop count and the facts of the source carry over; every frame has alpha
+    /// when one has. `transform` runs on the calling thread, outside the image's lock.
+    ///
+    /// - Returns: the animation, or `nil` when `transform` gave no image for a frame (the work
+    ///   stops there).
+    /// - Throws: what ``frame(at:)`` throws; `limitExceeded` when the first transformed frame
+    ///   times the frame count is over ``ImageDecodingOptions/maxAnimationBytes``, or when the
+    ///   frames together ran past ``ImageDecodingOptions/maxDecodeDuration`` (checked between
+    ///   frames) or the options' cancellation stopped them.
+    public func decodedImage(
+        transformingEachFrame transform: (DecodedImage) -> DecodedImage?
+    ) throws(CoderError) -> DecodedImage? {
+        let deadline = CodingDeadline(options)
+        var frames: [DecodedImage.Frame] = []
+        frames.reserveCapacity(frameCount)
+        var last: DecodedImage?
+        for index in 0..<frameCount {
+            try deadline.check(info.format)
+            let decoded = try finishedFrame(at: index, deadline: deadline)
+            guard let transformed = transform(decoded), let frame = transformed.frames.first else { return nil }
+            if index == 0 {
+                let size = PixelSize(width: frame.bitmap.width, height: frame.bitmap.height)
+                try options.checkAnimationLimits(frameCount: frameCount, canvas: size, format: info.format)
+            }
+            frames.append(DecodedImage.Frame(bitmap: frame.bitmap, duration: info.durations[index]))
+            last = transformed
+        }
+        guard var image = last else { return nil }
+        let hasAlpha = frames.contains { $0.bitmap.hasAlpha }
+        for index in frames.indices { frames[index].bitmap.hasAlpha = hasAlpha }
+        image.frames = frames
+        image.loopCount = info.loopCount
+        image.sourceFrameCount = info.frameCount
+        if options.keepsMetadata, info.format == .webp { image.exif = WebPCoder.exif(in: data) }
+        return image
+    }
+
     /// The whole decode of an animation whose frames come out smaller than its canvas (a
     /// thumbnail or a scale-down), made frame by frame: each frame is reduced as soon as it is
     /// composed, so only the small frames and one canvas's work are held, never every composed
@@ -213,20 +253,6 @@ extension AnimatedImage {
             canvas: target,
             format: animation.info.format
         )
-        let deadline = CodingDeadline(options)
-        var frames: [DecodedImage.Frame] = []
-        frames.reserveCapacity(animation.frameCount)
-        var last: DecodedImage?
-        for index in 0..<animation.frameCount {
-            let frame = try animation.finishedFrame(at: index, deadline: deadline)
-            frames.append(frame.frames[0])
-            last = frame
-        }
-        guard var image = last else { return nil }
-        let hasAlpha = frames.contains { $0.bitmap.hasAlpha }
-        for index in frames.indices { frames[index].bitmap.hasAlpha = hasAlpha }
-        image.frames = frames
-        if options.keepsMetadata, animation.info.format == .webp { image.exif = WebPCoder.exif(in: data) }
-        return image
+        return try animation.decodedImage(transformingEachFrame: { $0 })
     }
 }
