@@ -14,6 +14,16 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
     private let options: ImageDecodingOptions
     private var ended = false
     private(set) var position = 0
+    /// Where the frames that need no earlier frame begin, found by one scan on the first jump.
+    private var keyFrames: [KeyFrame]?
+
+    /// A frame whose composed canvas needs no earlier frame: it covers the canvas with opaque
+    /// pixels (and is not undone by a "restore previous" disposal), or the frame before it
+    /// cleared the whole canvas. `offset` is where its records (its graphic control) begin.
+    struct KeyFrame {
+        var index: Int
+        var offset: Int
+    }
 
     init(data: Data, options: ImageDecodingOptions) throws(CoderError) {
         let source = UnsafeMutablePointer<GIFSource>.allocate(capacity: 1)
@@ -122,6 +132,28 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
         position = 0
     }
 
+    /// Jumps to the last key frame at or before `index`, when that saves decoding: it is ahead
+    /// of the frame next decoded, or `index` is behind it. giflib is opened afresh (its list of
+    /// images read so far would otherwise grow with every loop) and reads on from the frame's
+    /// records with a cleared canvas, the state that frame's composition assumes.
+    func skip(to index: Int) -> Bool {
+        if keyFrames == nil {
+            var source = GIFSource(data: source.pointee.data)
+            keyFrames = withUnsafeMutablePointer(to: &source) { source in
+                guard let gif = try? Self.open(source) else { return [] }
+                defer { Self.close(gif) }
+                let canvas = PixelSize(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
+                return (try? Self.scan(gif, source: source, canvas: canvas).keyFrames) ?? []
+            }
+        }
+        guard let key = keyFrames?.last(where: { $0.index <= index }), key.index > position || index < position,
+            (try? rewind()) != nil
+        else { return false }
+        source.pointee.offset = key.offset
+        position = key.index
+        return true
+    }
+
     /// The animation's facts from one pass over its blocks, skipping the compressed pixels:
     /// each frame's duration, the loop count, and whether any frame can have transparent pixels
     /// (a transparent index, an area cleared by disposal, a first frame short of the canvas).
@@ -132,7 +164,7 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
             defer { close(gif) }
             let canvas = PixelSize(width: Int(gif.pointee.SWidth), height: Int(gif.pointee.SHeight))
             try options.checkPixelLimit(canvas, format: .gif)
-            return try scan(gif, source: source, canvas: canvas)
+            return try scan(gif, source: source, canvas: canvas).info
         }
     }
 
@@ -140,12 +172,15 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
         _ gif: UnsafeMutablePointer<GifFileType>,
         source: UnsafeMutablePointer<GIFSource>,
         canvas: PixelSize
-    ) throws(CoderError) -> AnimationInfo {
+    ) throws(CoderError) -> (info: AnimationInfo, keyFrames: [KeyFrame]) {
         let fail = { GIFReader.error(code: gif.pointee.Error, source: source.pointee) }
         var control = GIFFrameControl()
         var loopCount: Int?
         var durations: [TimeInterval] = []
         var mayHaveAlpha = false
+        var keyFrames: [KeyFrame] = []
+        var recordsStart = source.pointee.offset
+        var clearedWholeCanvas = true  // the canvas before the first frame is clear
         scanning: while true {
             var record = UNDEFINED_RECORD_TYPE
             guard DGifGetRecordType(gif, &record) == GIF_OK else {
@@ -162,8 +197,14 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
                 mayHaveAlpha =
                     mayHaveAlpha || control.transparentIndex != nil || control.disposal == 2
                     || (durations.isEmpty && !coversCanvas)
+                let paintsWholeCanvas = coversCanvas && control.transparentIndex == nil && control.disposal != 3
+                if clearedWholeCanvas || paintsWholeCanvas {
+                    keyFrames.append(KeyFrame(index: durations.count, offset: recordsStart))
+                }
+                clearedWholeCanvas = coversCanvas && control.disposal == 2
                 durations.append(GIFComposition.duration(of: control))
                 try GIFReader.skipImageData(gif, fail: fail)
+                recordsStart = source.pointee.offset
                 control = GIFFrameControl()
             case TERMINATE_RECORD_TYPE:
                 break scanning
@@ -173,7 +214,7 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
         }
         guard !durations.isEmpty else { throw .corruptData(.gif, "the GIF has no image") }
         if durations.count == 1 { durations[0] = 0 }
-        return AnimationInfo(
+        let info = AnimationInfo(
             format: .gif,
             canvasSize: canvas,
             durations: durations,
@@ -181,5 +222,6 @@ final class GIFFrameDecoder: AnimationFrameDecoder {
             mayHaveAlpha: mayHaveAlpha,
             orientation: .up
         )
+        return (info, keyFrames)
     }
 }
