@@ -88,7 +88,7 @@ struct AnimationFootprintTests {
     }
 
     @Test(
-        "webimage fetch --thumbnail 256x256 -o out.webp and webimage serve rs:fit:256:256 keep every frame at a bounded peak",
+        "webimage fetch --thumbnail or --resize 256x256 -o out.webp and webimage serve rs:fit:256:256 keep every frame at a bounded peak",
         arguments: fixtures
     )
     func thumbnailAndResize(_ fixture: Fixture) async throws {
@@ -99,25 +99,43 @@ struct AnimationFootprintTests {
             cache.remove()
         }
         let source = try await Self.write(fixture, in: folder)
+        // One fixture is enough for `info`, whose frames are decoded the way the others' are.
+        if fixture.format == .gif { try await Self.info(fixture, source: source, in: folder) }
         try await Self.fetchThumbnail(fixture, source: source, in: folder)
         try await Self.serveResize(fixture, source: source, folder: folder, cache: cache)
     }
 
+    /// `webimage info` decodes the animation a frame at a time (its frames together are over
+    /// the animation limit) and reports it decoded.
+    static func info(_ fixture: Fixture, source: AnimationInfo, in folder: TemporaryDirectory) async throws {
+        let path = folder.file(fixture.name).path
+        let result = try await onOwnThread { try CLIRunner.run(["info", "--json", path]) }
+        #expect(result.status == 0, "\(fixture): \(result.stdout) \(result.stderr)")
+        let report = try #require(try result.jsonLines().first)
+        #expect(report["decoded"] as? Bool == true, "\(fixture): \(result.stdout)")
+        #expect(report["frames"] as? Int == source.frameCount && report["width"] as? Int == fixture.width)
+        #expect(report["loopCount"] as? Int == source.loopCount)
+    }
+
+    /// `webimage fetch --thumbnail` (the coder reduces each frame) and `--resize` (the manager
+    /// decodes and resizes a frame at a time; the whole animation was refused before).
     static func fetchThumbnail(_ fixture: Fixture, source: AnimationInfo, in folder: TemporaryDirectory) async throws {
-        let output = folder.file("out.webp")
-        let run = try await CLIRunner.peakResidentMemory(
-            // A debug build on a busy machine may need more than the default 10 s to decode.
-            ["fetch", "--no-disk-cache", "--decode-timeout", "600", "--thumbnail", "256x256", "-o", output.path]
-                + [folder.file(fixture.name).absoluteString]
-        )
-        #expect(run.status == 0, "\(fixture)")
-        let result = try AnimatedImage(data: Data(contentsOf: output))
-        #expect(result.info.format == .webp)
-        Self.expectResized(result.info, from: source, fixture)
-        #expect(
-            run.peakKiB < fixture.fetchLineMB * 1024,
-            "\(fixture): webimage fetch peaked at \(run.peakKiB / 1024) MB, line \(fixture.fetchLineMB) MB"
-        )
+        for operation in ["--thumbnail", "--resize"] {
+            let output = folder.file("out\(operation).webp")
+            let run = try await CLIRunner.peakResidentMemory(
+                // A debug build on a busy machine may need more than the default 10 s to decode.
+                ["fetch", "--no-disk-cache", "--decode-timeout", "600", operation, "256x256", "-o", output.path]
+                    + [folder.file(fixture.name).absoluteString]
+            )
+            #expect(run.status == 0, "\(fixture) \(operation)")
+            let result = try AnimatedImage(data: Data(contentsOf: output))
+            #expect(result.info.format == .webp)
+            Self.expectResized(result.info, from: source, fixture)
+            #expect(
+                run.peakKiB < fixture.fetchLineMB * 1024,
+                "\(fixture): webimage fetch \(operation) peaked at \(run.peakKiB / 1024) MB, line \(fixture.fetchLineMB) MB"
+            )
+        }
     }
 
     /// A server of its own, so its peak is this animation's.

@@ -64,10 +64,37 @@ struct InfoCommand: AsyncParsableCommand {
 
 /// What `info` learns about one input.
 struct ImageInfo {
+    /// What a decode found: the frame size, the frames, the loop count, the orientation, alpha.
+    struct Decoded {
+        var width: Int
+        var height: Int
+        var sourceFrameCount: Int
+        var loopCount: Int
+        var orientation: ImageOrientation
+        var hasAlpha: Bool
+
+        init(
+            width: Int,
+            height: Int,
+            sourceFrameCount: Int,
+            loopCount: Int,
+            orientation: ImageOrientation,
+            hasAlpha: Bool
+        ) {
+            (self.width, self.height, self.sourceFrameCount) = (width, height, sourceFrameCount)
+            (self.loopCount, self.orientation, self.hasAlpha) = (loopCount, orientation, hasAlpha)
+        }
+
+        init(_ image: DecodedImage) {
+            (width, height, sourceFrameCount) = (image.width, image.height, image.sourceFrameCount)
+            (loopCount, orientation, hasAlpha) = (image.loopCount, image.orientation, image.hasAlpha)
+        }
+    }
+
     var input: String
     var ok: Bool
     var format: ImageFormat = .unknown
-    var image: DecodedImage?
+    var image: Decoded?
     /// What the header declares, kept when the decode fails (no decoder for the format, or
     /// damage past the header).
     var header: ImageHeader?
@@ -162,14 +189,16 @@ struct ImageInfo {
         return inspect(data, info: info)
     }
 
-    /// Decodes `data` (already read) and fills in what it is.
+    /// Decodes `data` (already read) and fills in what it is. An animation too large to hold
+    /// whole is decoded a frame at a time (each frame checked, one held at once).
     private static func inspect(_ data: Data, info: ImageInfo) -> ImageInfo {
         var info = info
         let input = info.input
         let clock = ContinuousClock()
         let start = clock.now
-        do {
-            let image = try ImageCodersManager.shared.decode(data)
+        do throws(CoderError) {
+            var image = try decodeFrameByFrameIfLarge(data)
+            if image == nil { image = Decoded(try ImageCodersManager.shared.decode(data)) }
             info.decodeMilliseconds = Self.milliseconds(clock.now - start)
             info.image = image
             info.ok = true
@@ -180,6 +209,29 @@ struct ImageInfo {
             info.decodeFailed = true
         }
         return info
+    }
+
+    /// Every frame of an animation whose frames together are over the animation memory limit,
+    /// decoded in turn (one held at once); `nil` for anything else (the whole decode takes it).
+    private static func decodeFrameByFrameIfLarge(_ data: Data) throws(CoderError) -> Decoded? {
+        let options = ImageDecodingOptions()
+        guard AnimatedImage.canDecode(data), let header = ImageHeader(data), header.frameCount > 1,
+            header.frameCount.multipliedReportingOverflow(by: header.size.pixelCount * 4).partialValue
+                > options.maxAnimationBytes
+        else { return nil }
+        let animation = try AnimatedImage(data: data, options: options)
+        var hasAlpha = false
+        for index in 0..<animation.frameCount {
+            hasAlpha = try animation.frame(at: index).bitmap.hasAlpha || hasAlpha
+        }
+        return Decoded(
+            width: animation.frameSize.width,
+            height: animation.frameSize.height,
+            sourceFrameCount: animation.frameCount,
+            loopCount: animation.loopCount,
+            orientation: animation.info.orientation,
+            hasAlpha: hasAlpha
+        )
     }
 
     private static func milliseconds(_ duration: Duration) -> Double {
