@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-import WebImageCoders
 import WebImageTestSupport
+
+@testable import WebImageCoders
 
 @Suite("Progressive (incremental) decoding")
 struct ProgressiveDecodingTests {
@@ -89,6 +90,24 @@ struct ProgressiveDecodingTests {
         #expect(partials.count >= 2)
         #expect(partials.allSatisfy { $0.isPartial })
         try assertFinalEqualsOneShot(data, final)
+    }
+
+    @Test(
+        "Animated WebP: the first frame once its ANMF chunk has arrived, as the whole decode has it; then every frame"
+    )
+    func animatedWebP() throws {
+        let data = try GeneratedImages.movingSquareAnimation(width: 96, height: 64, frames: 6, format: .webp)
+        let whole = try ImageCodersManager.shared.decode(data)
+        let (partials, final) = try feed(data, chunk: 64)
+        #expect(partials.count == 1)
+        let preview = try #require(partials.first)
+        #expect(preview.isPartial && preview.frames.count == 1)
+        #expect(preview.frames[0].bitmap == whole.frames[0].bitmap)
+        #expect(final.frames.count == 6)
+        try assertFinalEqualsOneShot(data, final)
+        // Not before the first frame's chunk is whole: one byte short of it gives nothing.
+        let firstFrameEnd = try #require(WebPIncrementalDecoder.firstFrameData(data)).count
+        #expect(WebPIncrementalDecoder.firstFrameData(data.prefix(firstFrameEnd - 2)) == nil)
     }
 
     @Test("GIF: the first frame once it has arrived, then every frame")

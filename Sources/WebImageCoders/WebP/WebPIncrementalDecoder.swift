@@ -2,14 +2,16 @@ import CWebP
 import Foundation
 
 /// Feeds WebP data to libwebp's incremental decoder and previews the rows decoded so far (rows
-/// not yet decoded are transparent). Animated WebP shows nothing until complete; the final
-/// result is a one-shot decode.
+/// not yet decoded are transparent). An animated WebP shows its first frame once that frame's
+/// `ANMF` chunk has arrived; the final result is a one-shot decode.
 final class WebPIncrementalDecoder: IncrementalImageDecoding {
     private let options: ImageDecodingOptions
     private var decoder: OpaquePointer?
     private var fed = 0
     private var lastRows = 0
     private var stopped = false
+    /// An animation: previewed by its first frame, once.
+    private var animated = false
     /// The ICCP profile, read once the header has come (it precedes the image data).
     private var profile: ColorProfile?
 
@@ -24,6 +26,7 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
     func update(_ data: Data, isComplete: Bool) throws(CoderError) -> DecodedImage? {
         if isComplete { return try WebPCoder().decode(data, options: options) }
         guard !stopped, data.count > fed else { return nil }
+        if animated { return try firstFrame(of: data) }
         if decoder == nil {
             // Wait for the header: the size must pass the pixel limit, and animations are skipped.
             var features = WebPBitstreamFeatures()
@@ -35,9 +38,13 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
                 return nil
             }
             let size = PixelSize(width: Int(features.width), height: Int(features.height))
-            guard features.has_animation == 0, (try? options.checkPixelLimit(size, format: .webp)) != nil else {
+            guard (try? options.checkPixelLimit(size, format: .webp)) != nil else {
                 stopped = true
                 return nil
+            }
+            if features.has_animation != 0 {
+                animated = true
+                return try firstFrame(of: data)
             }
             if options.colorPolicy != .ignore { profile = WebPCoder.embeddedProfile(in: data, partial: true) }
             decoder = WebPINewRGB(MODE_RGBA, nil, 0, 0)
@@ -74,5 +81,46 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
         let image = DecodedImage(frames: [.init(bitmap: bitmap)], format: .webp, isPartial: true, colorProfile: profile)
         // A preview gets the time budget of its own (ImageDecodingOptions.maxDecodeDuration).
         return try (consume image).finished(with: options, deadline: CodingDeadline(options))
+    }
+
+    /// The first frame of an animation, once its `ANMF` chunk is whole: the data up to that
+    /// chunk's end, the RIFF size set to match, is a one-frame animation the one-shot decoder
+    /// composes as it composes frame 1 of the whole. `nil` until then; once shown, no more.
+    private func firstFrame(of data: Data) throws(CoderError) -> DecodedImage? {
+        fed = data.count
+        guard let prefix = Self.firstFrameData(data) else { return nil }
+        stopped = true
+        var frameOptions = options
+        frameOptions.firstFrameOnly = true
+        guard var image = try? WebPCoder().decode(prefix, options: frameOptions) else { return nil }
+        image.isPartial = true
+        return image
+    }
+
+    /// `data` cut after the first `ANMF` chunk (padded to an even length) with the RIFF size
+    /// rewritten; `nil` when that chunk has not fully arrived.
+    static func firstFrameData(_ data: Data) -> Data? {
+        let end = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int? in
+            let uint32 = { (at: Int) in (0..<4).reduce(0) { $0 | Int(bytes[at + $1]) << (8 * $1) } }
+            var offset = 12  // "RIFF", the size, "WEBP"
+            while offset + 8 <= bytes.count {
+                let size = uint32(offset + 4)
+                let isFrame =
+                    bytes[offset] == 0x41 && bytes[offset + 1] == 0x4E && bytes[offset + 2] == 0x4D
+                    && bytes[offset + 3] == 0x46  // "ANMF"
+                guard !isFrame else { return offset + 8 + size <= bytes.count ? offset + 8 + size : nil }
+                offset += 8 + size + (size & 1)
+            }
+            return nil
+        }
+        guard let end else { return nil }
+        var prefix = Data(data.prefix(end))
+        if end & 1 == 1 { prefix.append(0) }
+        let riffSize = UInt32(prefix.count - 8)
+        prefix.replaceSubrange(
+            prefix.startIndex + 4..<prefix.startIndex + 8,
+            with: (0..<4).map { UInt8(truncatingIfNeeded: riffSize >> (8 * $0)) }
+        )
+        return prefix
     }
 }
