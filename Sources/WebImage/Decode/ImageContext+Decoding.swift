@@ -53,8 +53,10 @@ extension ImageContext {
                 Result { () throws(CoderError) in
                     let animation = try AnimatedImage(data: data, options: decodingOptions)
                     return try animation.decodedImage(transformingEachFrame: { frame in
+                        let transformed = transformer.transform(frame, forKey: key)
+                        // Checked after each frame: the next one is not decoded for nobody.
                         if isCancelled() { cancellation.cancel() }
-                        return transformer.transform(frame, forKey: key)
+                        return transformed
                     })
                 }
             },

@@ -160,4 +160,51 @@ struct FrameByFrameTransformTests {
         #expect(still.image?.width == 40 && still.image?.height == 30 && still.image?.frames.count == 1)
         await origin.stop()
     }
+
+    /// Resizes, counting frames; holds frame 3 until `gate` opens (the test cancels meanwhile).
+    struct GatedResize: BitmapTransformer {
+        let frames = Locked(0)
+        let gate = DispatchSemaphore(value: 0)
+        var transformerKey: String { "GatedResize" }
+        func transform(_ bitmap: Bitmap) -> Bitmap? {
+            let count = frames.withLock { (value: inout Int) -> Int in
+                value += 1
+                return value
+            }
+            if count == 3 { gate.wait() }
+            return ResizeTransformer(size: PixelSize(width: 16, height: 16)).transform(bitmap)
+        }
+    }
+
+    @Test("A load cancelled in the middle of an animation stops between frames and gives its budget back")
+    func cancelledBetweenFrames() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        let gif = try GeneratedImages.movingSquareAnimation(width: 128, height: 128, frames: 60, format: .gif)
+        origin.setRoute("/long.gif", .data(gif, contentType: "image/gif"))
+        let transformer = GatedResize()
+        let budget = DecodingMemoryBudget(limit: 64 << 20)
+        var context = ImageContext()
+        context.transformer = transformer
+        context.decodingMemoryBudget = budget
+        let outcome = Locked<WebImageError.Code?>(nil)
+        let operation = fixture.manager.loadImage(
+            with: origin.url("/long.gif"),
+            options: .transformAnimatedImage,
+            context: context
+        ) { _, _, error, _, finished, _ in
+            if finished { outcome.withLock { $0 = error?.code } }
+        }
+        await DownloaderFixtures.wait { transformer.frames.value == 3 }
+        #expect(budget.bytesInUse > 0, "one frame's canvases are reserved while it decodes")
+        operation.cancel()
+        await DownloaderFixtures.wait { outcome.value != nil }
+        #expect(outcome.value == .cancelled)
+        transformer.gate.signal()
+        await DownloaderFixtures.wait { budget.bytesInUse == 0 }
+        #expect(budget.bytesInUse == 0)
+        #expect(transformer.frames.value == 3, "\(transformer.frames.value) frames transformed, 3 before the cancel")
+        await origin.stop()
+    }
 }
