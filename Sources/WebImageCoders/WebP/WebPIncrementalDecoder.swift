@@ -100,27 +100,13 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
     /// `data` cut after the first `ANMF` chunk (padded to an even length) with the RIFF size
     /// rewritten; `nil` when that chunk has not fully arrived.
     static func firstFrameData(_ data: Data) -> Data? {
-        let end = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int? in
-            let uint32 = { (at: Int) in (0..<4).reduce(0) { $0 | Int(bytes[at + $1]) << (8 * $1) } }
-            var offset = 12  // "RIFF", the size, "WEBP"
-            while offset + 8 <= bytes.count {
-                let size = uint32(offset + 4)
-                let isFrame =
-                    bytes[offset] == 0x41 && bytes[offset + 1] == 0x4E && bytes[offset + 2] == 0x4D
-                    && bytes[offset + 3] == 0x46  // "ANMF"
-                guard !isFrame else { return offset + 8 + size <= bytes.count ? offset + 8 + size : nil }
-                offset += 8 + size + (size & 1)
-            }
+        guard let first = WebPFrameDecoder.frameChunks(data).first, first.offset + 8 + first.size <= data.count else {
             return nil
         }
-        guard let end else { return nil }
+        let end = first.offset + 8 + first.size
         var prefix = Data(data.prefix(end))
         if end & 1 == 1 { prefix.append(0) }
-        let riffSize = UInt32(prefix.count - 8)
-        prefix.replaceSubrange(
-            prefix.startIndex + 4..<prefix.startIndex + 8,
-            with: (0..<4).map { UInt8(truncatingIfNeeded: riffSize >> (8 * $0)) }
-        )
+        WebPFrameDecoder.setRIFFSize(of: &prefix)
         return prefix
     }
 }
