@@ -209,7 +209,6 @@ extension AnimatedImage {
         frames.reserveCapacity(frameCount)
         var last: DecodedImage?
         for index in 0..<frameCount {
-            try deadline.check(info.format)
             let decoded = try finishedFrame(at: index, deadline: deadline)
             guard let transformed = transform(decoded), let frame = transformed.frames.first else { return nil }
             if index == 0 {

@@ -26,7 +26,7 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
     func update(_ data: Data, isComplete: Bool) throws(CoderError) -> DecodedImage? {
         if isComplete { return try WebPCoder().decode(data, options: options) }
         guard !stopped, data.count > fed else { return nil }
-        if animated { return try firstFrame(of: data) }
+        if animated { return firstFrame(of: data) }
         if decoder == nil {
             // Wait for the header: the size must pass the pixel limit, and animations are skipped.
             var features = WebPBitstreamFeatures()
@@ -44,7 +44,7 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
             }
             if features.has_animation != 0 {
                 animated = true
-                return try firstFrame(of: data)
+                return firstFrame(of: data)
             }
             if options.colorPolicy != .ignore { profile = WebPCoder.embeddedProfile(in: data, partial: true) }
             decoder = WebPINewRGB(MODE_RGBA, nil, 0, 0)
@@ -86,7 +86,7 @@ final class WebPIncrementalDecoder: IncrementalImageDecoding {
     /// The first frame of an animation, once its `ANMF` chunk is whole: the data up to that
     /// chunk's end, the RIFF size set to match, is a one-frame animation the one-shot decoder
     /// composes as it composes frame 1 of the whole. `nil` until then; once shown, no more.
-    private func firstFrame(of data: Data) throws(CoderError) -> DecodedImage? {
+    private func firstFrame(of data: Data) -> DecodedImage? {
         fed = data.count
         guard let prefix = Self.firstFrameData(data) else { return nil }
         stopped = true

@@ -62,6 +62,13 @@ struct InfoCommand: AsyncParsableCommand {
     }
 }
 
+extension ImageInfo.Decoded {
+    init(_ image: DecodedImage) {
+        (width, height, sourceFrameCount) = (image.width, image.height, image.sourceFrameCount)
+        (loopCount, orientation, hasAlpha) = (image.loopCount, image.orientation, image.hasAlpha)
+    }
+}
+
 /// What `info` learns about one input.
 struct ImageInfo {
     /// What a decode found: the frame size, the frames, the loop count, the orientation, alpha.
@@ -72,23 +79,6 @@ struct ImageInfo {
         var loopCount: Int
         var orientation: ImageOrientation
         var hasAlpha: Bool
-
-        init(
-            width: Int,
-            height: Int,
-            sourceFrameCount: Int,
-            loopCount: Int,
-            orientation: ImageOrientation,
-            hasAlpha: Bool
-        ) {
-            (self.width, self.height, self.sourceFrameCount) = (width, height, sourceFrameCount)
-            (self.loopCount, self.orientation, self.hasAlpha) = (loopCount, orientation, hasAlpha)
-        }
-
-        init(_ image: DecodedImage) {
-            (width, height, sourceFrameCount) = (image.width, image.height, image.sourceFrameCount)
-            (loopCount, orientation, hasAlpha) = (image.loopCount, image.orientation, image.hasAlpha)
-        }
     }
 
     var input: String
@@ -215,10 +205,9 @@ struct ImageInfo {
     /// decoded in turn (one held at once); `nil` for anything else (the whole decode takes it).
     private static func decodeFrameByFrameIfLarge(_ data: Data) throws(CoderError) -> Decoded? {
         let options = ImageDecodingOptions()
-        guard AnimatedImage.canDecode(data), let header = ImageHeader(data), header.frameCount > 1,
-            header.frameCount.multipliedReportingOverflow(by: header.size.pixelCount * 4).partialValue
-                > options.maxAnimationBytes
-        else { return nil }
+        guard AnimatedImage.canDecode(data), let header = ImageHeader(data), header.frameCount > 1 else { return nil }
+        let wholeBytes = header.frameCount.multipliedReportingOverflow(by: header.size.pixelCount * 4)
+        guard wholeBytes.overflow || wholeBytes.partialValue > options.maxAnimationBytes else { return nil }
         let animation = try AnimatedImage(data: data, options: options)
         var hasAlpha = false
         for index in 0..<animation.frameCount {
