@@ -146,6 +146,8 @@ final class APNGFrameDecoder: AnimationFrameDecoder {
     /// The last frame's disposal, done before the next frame is drawn: its area cleared, or
     /// given back what it covered.
     private var disposal: (rect: PixelRect, covered: Bitmap?)?
+    /// The frames that need no earlier one (``keyFrames(of:)``), ascending, 0 first.
+    private lazy var keyFrames = Self.keyFrames(of: animation)
 
     /// - Throws: `limitExceeded` for a canvas over the pixel limit, `truncatedData` without an
     ///   IEND chunk, `corruptData` without frame data.
@@ -220,6 +222,37 @@ final class APNGFrameDecoder: AnimationFrameDecoder {
         position = 0
         disposal = nil
         canvas = Bitmap(width: animation.canvas.width, height: animation.canvas.height)
+    }
+
+    /// Jumps to the last key frame at or before `index`, on a cleared canvas; `false` (no jump)
+    /// when the decoder is already between that key frame and `index`.
+    func skip(to index: Int) -> Bool {
+        guard animation.frames.indices.contains(index), let key = keyFrames.last(where: { $0 <= index }) else {
+            return false
+        }
+        if position <= index, key <= position { return false }
+        try? rewind()
+        position = key
+        return true
+    }
+
+    /// The frames whose composed canvas does not depend on the earlier ones, from the frame
+    /// control chunks alone: the first; one that paints the whole canvas with `source` blending
+    /// and does not restore the canvas after it (its successor would see an earlier frame); and
+    /// one drawn after a frame that covered the whole canvas was disposed to the background
+    /// (a cleared canvas is where a decode starts).
+    static func keyFrames(of animation: APNGAnimation) -> [Int] {
+        let whole = PixelRect(x: 0, y: 0, width: animation.canvas.width, height: animation.canvas.height)
+        var keys = [0]
+        for index in animation.frames.indices.dropFirst() {
+            let frame = animation.frames[index]
+            let previous = animation.frames[index - 1]
+            let paintsAll = frame.rect == whole && !frame.blendOver && frame.dispose != .previous
+            // The first frame's "previous" disposal is the background's (the APNG spec).
+            let previousClears = previous.dispose == .background || (index == 1 && previous.dispose == .previous)
+            if paintsAll || (previous.rect == whole && previousClears) { keys.append(index) }
+        }
+        return keys
     }
 
     /// A standalone PNG holding just this frame: IHDR with the frame's size, PLTE/tRNS, IDAT, IEND.
