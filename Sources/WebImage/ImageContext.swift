@@ -103,12 +103,14 @@ public struct ImageContext: Sendable {
 
     /// The decoding options these settings and `options` ask for.
     func decodingOptions(for options: ImageOptions) -> ImageDecodingOptions {
-        ImageDecodingOptions(
+        var decoding = ImageDecodingOptions(
             thumbnailPixelSize: thumbnailPixelSize,
             scaleDownLimitBytes: options.contains(.scaleDownLargeImages) ? scaleDownLimitBytes : nil,
             firstFrameOnly: options.contains(.decodeFirstFrameOnly),
             maxDecodeDuration: maxDecodeDuration,
             colorPolicy: colorPolicy
         )
+        decoding.framesOnDemand = options.contains(.decodeFramesOnDemand) && !decoding.firstFrameOnly
+        return decoding
     }
 }

@@ -29,6 +29,7 @@ public struct DecodedImage: Sendable {
         var sourceFrameCount: Int
         var colorProfile: ColorProfile?
         var exif: Data?
+        var animation: AnimatedImage?
     }
 
     /// The image's contents, shared by every copy. Immutable: a setter makes a new one (cheap,
@@ -49,10 +50,15 @@ public struct DecodedImage: Sendable {
         storage = Storage(fields)
     }
 
-    /// The frames, at least one.
+    /// The frames, at least one. Setting them drops an ``animation`` (the new frames are the image).
     public var frames: [Frame] {
         get { storage.fields.frames }
-        set { update { $0.frames = newValue } }
+        set {
+            update {
+                $0.frames = newValue
+                $0.animation = nil
+            }
+        }
     }
     /// How many times the animation plays; 0 means forever (SDWebImage's convention).
     /// GIF's NETSCAPE value *n* is *n* repeats after the first play, so it becomes *n* + 1;
@@ -103,6 +109,15 @@ public struct DecodedImage: Sendable {
         set { update { $0.exif = newValue } }
     }
 
+    /// The animation the other frames come from, decoded on demand, when the image was decoded
+    /// with ``ImageDecodingOptions/framesOnDemand``: ``frames`` then holds its first frame (the
+    /// poster) only. Play it with a frame buffer of bounded size (`AnimatedImagePlayer`), or
+    /// ask it for ``AnimatedImage/frame(at:)``. `nil` for every other image.
+    public var animation: AnimatedImage? {
+        get { storage.fields.animation }
+        set { update { $0.animation = newValue } }
+    }
+
     // shape: public memberwise init: each parameter is a documented property with a default
     public init(
         frames: [Frame],
@@ -125,7 +140,8 @@ public struct DecodedImage: Sendable {
                 sourceSize: sourceSize ?? PixelSize(width: frames[0].bitmap.width, height: frames[0].bitmap.height),
                 sourceFrameCount: sourceFrameCount ?? frames.count,
                 colorProfile: colorProfile,
-                exif: nil
+                exif: nil,
+                animation: nil
             )
         )
     }
@@ -141,14 +157,20 @@ public struct DecodedImage: Sendable {
     public var width: Int { bitmap.width }
     /// Height of the delivered pixels.
     public var height: Int { bitmap.height }
-    /// More than one frame was decoded.
+    /// More than one frame was decoded (an animation decoded on demand holds one: see
+    /// ``animation``).
     public var isAnimated: Bool { frames.count > 1 }
     /// Whether the pixels may contain transparency.
     public var hasAlpha: Bool { frames.contains { $0.bitmap.hasAlpha } }
-    /// Total duration of one play of the animation, in seconds.
-    public var duration: TimeInterval { frames.reduce(0) { $0 + $1.duration } }
-    /// Bytes held by every frame's pixels: the cost a memory cache charges for this image.
-    public var cost: Int { frames.reduce(0) { $0 + $1.bitmap.byteCount } }
+    /// Total duration of one play of the animation, in seconds (an ``animation``'s, when the
+    /// frames come on demand).
+    public var duration: TimeInterval {
+        animation.map { $0.info.durations.reduce(0, +) } ?? frames.reduce(0) { $0 + $1.duration }
+    }
+    /// Bytes the image holds: every frame's pixels, and an ``animation``'s encoded bytes (its
+    /// frames are decoded when asked for, into the asker's buffer). The cost a memory cache
+    /// charges for this image.
+    public var cost: Int { frames.reduce(0) { $0 + $1.bitmap.byteCount } + (animation?.data.count ?? 0) }
 
     /// Whether `self` and `other` are copies of one decoded image (not merely equal pixels).
     public func isSameInstance(as other: DecodedImage) -> Bool { storage === other.storage }

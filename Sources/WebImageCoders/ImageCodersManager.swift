@@ -89,12 +89,19 @@ public final class ImageCodersManager: Sendable {
         return decoder.makeIncrementalDecoder(options: options)
     }
 
-    /// Encodes `image` as `format` with the first coder that writes it.
+    /// Encodes `image` as `format` with the first coder that writes it. An animation decoded on
+    /// demand (``DecodedImage/animation``) goes to WebP, GIF, APNG or AVIF a frame at a time
+    /// (``AnimatedImage/encode(as:options:frameLimit:transform:)``), holding one frame's
+    /// canvases and the encoder's state (the options' time limit then covers decoding the
+    /// frames too); to other formats, its first frame.
     public func encode(
         _ image: DecodedImage,
         as format: ImageFormat,
         options: ImageEncodingOptions = ImageEncodingOptions()
     ) throws(CoderError) -> Data {
+        if let animation = image.animation, !options.firstFrameOnly, AnimationEncoder.formats.contains(format) {
+            return try animation.encode(as: format, options: options)
+        }
         guard let encoder = encoder(for: format) else {
             throw .encodingFailed(format, "no encoder for \(format.rawValue)")
         }

@@ -11,6 +11,12 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var scaleDownLimitBytes: Int?
     /// Decode only the first frame of an animation. Default `false`.
     public var firstFrameOnly: Bool
+    /// Decode an animation's frames when they are asked for, not all at once: the decode gives
+    /// the first frame with the ``AnimatedImage`` the others come from
+    /// (``DecodedImage/animation``), and holds one frame's canvases while it runs. GIF, APNG,
+    /// animated WebP and AVIF sequences; still images and other formats decode as usual, and
+    /// ``firstFrameOnly`` wins. Default `false`: every frame is decoded.
+    public var framesOnDemand = false
     /// Reject images whose declared canvas (or any frame) has more pixels than this, before
     /// allocating. Default 100,000,000.
     public var maxPixelCount: Int

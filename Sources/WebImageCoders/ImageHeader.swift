@@ -70,10 +70,17 @@ public struct ImageHeader: Sendable, Hashable {
     /// its canvas, every reduced frame and one frame's canvases (it is reduced frame by frame). A JPEG decoded smaller (a thumbnail, a scale-down
     /// limit, shrink on load) counts the DCT-scaled size its decoder allocates instead of the
     /// full frame (by the decoder's own N/8 rule), and a progressive one its coefficient buffer
-    /// (``decoderWorkingBytes``). 0 when the options' pixel, frame or animation
-    /// limits refuse the image (its decoder stops before allocating pixels).
+    /// (``decoderWorkingBytes``). An animation decoded with
+    /// ``ImageDecodingOptions/framesOnDemand`` counts its first frame's canvases only. 0 when the
+    /// options' pixel, frame or animation limits refuse the image (its decoder stops before
+    /// allocating pixels).
     public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
         let frames = options.firstFrameOnly ? 1 : frameCount
+        if frames > 1, options.framesOnDemand, AnimatedImage.formats.contains(format) {
+            let working = AnimatedImage.framesHeld(for: format) * size.pixelCount * 4
+            let admitted = size.pixelCount <= options.maxPixelCount && frames <= options.maxFrameCount
+            return admitted && working <= options.maxAnimationBytes ? working : 0
+        }
         if frames > 1, let reduced = reducedAnimationByteCount(with: options) { return reduced }
         let canvas = size.width.multipliedReportingOverflow(by: size.height)
         let animation = canvas.partialValue.multipliedReportingOverflow(by: 4 * frames)

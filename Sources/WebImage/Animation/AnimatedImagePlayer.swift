@@ -127,13 +127,17 @@ public final class AnimatedImagePlayer: Sendable {
         decodeNext()
     }
 
-    /// Stops playback for good: the buffer is emptied and no frame is decoded after the one
-    /// under way.
+    /// Stops playback for good: the buffer is emptied, no frame is decoded after the one under
+    /// way, and the animation's decoder state is freed (``AnimatedImage/discardDecoderState()``,
+    /// on the work queue): an animation kept in a cache then holds its bytes only.
     public func stop() {
-        state.withLock { (state) in
+        let idle = state.withLock { (state) in
             state.stopped = true
             state.buffer.removeAll()
+            return state.decoding == nil
         }
+        // A decode under way frees it when it ends.
+        if idle { _ = queue.enqueue(priority: .low) { [animation] in animation.discardDecoderState() } }
     }
 
     /// Browsers show a frame of 10 ms or less for 100 ms; so does the player.
@@ -170,7 +174,7 @@ public final class AnimatedImagePlayer: Sendable {
             } catch {
                 decoded = .failure(error)
             }
-            state.withLock { (state) in
+            let stopped = state.withLock { (state) in
                 state.decoding = nil
                 switch decoded {
                 case .success(let frame):
@@ -180,7 +184,9 @@ public final class AnimatedImagePlayer: Sendable {
                 case .failure(let error):
                     state.error = error
                 }
+                return state.stopped
             }
+            if stopped { return animation.discardDecoderState() }
             decodeNext()
         }
     }

@@ -226,7 +226,7 @@ public final class ImageCache: ImageCaching {
                 }
             }
             do {
-                guard let bytes = try data ?? toEncode.map(Self.encodeForDisk) else { return }
+                guard let bytes = try data ?? toEncode?.encodedForDisk() else { return }
                 if metadata.contentType == nil { metadata.contentType = ImageFormat(sniffing: bytes).mimeType }
                 try diskCache.store(bytes, forKey: key, metadata: metadata)
                 completion?(nil)
@@ -249,18 +249,13 @@ public final class ImageCache: ImageCaching {
         store(image, data: data, forKey: key, cacheType: toDisk ? .all : .memory, completion: completion)
     }
 
-    static func encodeForDisk(_ image: DecodedImage) throws -> Data {
-        let coders = ImageCodersManager.shared
-        if let data = try? coders.encode(image, as: image.format, options: ImageEncodingOptions()) { return data }
-        return try coders.encode(image, as: .png, options: ImageEncodingOptions())
-    }
-
     // MARK: Query
 
     /// Looks `key` up: memory first, then disk (decoded with the context's thumbnail and
     /// scale-down settings and the options' `decodeFirstFrameOnly`, promoted to memory unless
     /// `storeCacheType` leaves memory out). `avoidDecodeImage` returns disk bytes undecoded;
-    /// `queryMemoryData` also reads the bytes on a memory hit.
+    /// `queryMemoryData` also reads the bytes on a memory hit. A memory image decoded another way
+    /// than the options ask (``ImageOptions/decodeFramesOnDemand``) counts as a miss there.
     @discardableResult
     public func queryImage(
         forKey key: String,
@@ -269,7 +264,8 @@ public final class ImageCache: ImageCaching {
         cacheType: ImageCacheType,
         completion: @escaping @Sendable (ImageCacheQueryResult) -> Void
     ) -> (any ImageCacheOperation)? {
-        let memoryImage = cacheType.includesMemory ? memoryCache.image(forKey: key) : nil
+        let memoryImage =
+            cacheType.includesMemory ? memoryCache.image(forKey: key).flatMap { $0.serves(options) ? $0 : nil } : nil
         if let memoryImage, !options.contains(.queryMemoryData) {
             completion(ImageCacheQueryResult(image: memoryImage, cacheType: .memory))
             return nil
@@ -362,7 +358,9 @@ public final class ImageCache: ImageCaching {
         return image
     }
 
-    /// Memory, then disk, on the calling thread.
+    /// Memory, then disk, on the calling thread. An image in memory decoded another way than
+    /// `options` ask (frames on demand or whole: ``ImageOptions/decodeFramesOnDemand``) is
+    /// decoded again from disk.
     public func imageFromCache(
         forKey key: String,
         options: ImageOptions = [],
@@ -370,7 +368,8 @@ public final class ImageCache: ImageCaching {
     )
         -> DecodedImage?
     {
-        imageFromMemoryCache(forKey: key) ?? imageFromDiskCache(forKey: key, options: options, context: context)
+        if let image = imageFromMemoryCache(forKey: key), image.serves(options) { return image }
+        return imageFromDiskCache(forKey: key, options: options, context: context)
     }
 
     /// The disk bytes for `key`, read on the calling thread.

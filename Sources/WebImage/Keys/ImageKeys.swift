@@ -180,6 +180,7 @@ struct ImageDecodeRequest: Sendable {
         var thumbnail: PixelSize?
         var scaleDownLimitBytes: Int?
         var firstFrameOnly: Bool
+        var framesOnDemand: Bool
         var colorPolicy: ColorPolicy
         var maxDecodeDuration: Duration?
         /// `avoidDecodeImage`: the bytes without an image.
@@ -201,6 +202,7 @@ struct ImageDecodeRequest: Sendable {
             thumbnail: decoding.thumbnailPixelSize,
             scaleDownLimitBytes: decoding.scaleDownLimitBytes,
             firstFrameOnly: decoding.firstFrameOnly,
+            framesOnDemand: decoding.framesOnDemand,
             colorPolicy: decoding.colorPolicy,
             maxDecodeDuration: decoding.maxDecodeDuration,
             undecoded: options.contains(.avoidDecodeImage),

@@ -61,9 +61,12 @@ extension ImageManager {
         }
         let settings = configuration
         let context = settings.filling(context)
+        let options = options.framesOnDemandResolved(
+            transforms: context.transformer != nil || settings.transformsDownloads
+        )
         let cacheKey = imageCacheKey(for: url, context: context)
         let checksMemory = options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
-        if checksMemory, let image = imageCache.imageFromMemoryCache(forKey: cacheKey.rawValue) {
+        if checksMemory, let image = imageCache.imageFromMemoryCache(forKey: cacheKey.rawValue), image.serves(options) {
             return .answered(
                 .image(ImageLoadResult(image: image, data: nil, cacheType: .memory, url: url), final: true)
             )

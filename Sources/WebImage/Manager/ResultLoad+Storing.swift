@@ -127,10 +127,11 @@ extension ResultLoad {
 
     /// A thumbnail decoded smaller than its original is stored as its own bytes (re-encoded by
     /// the cache when the serializer gives none): a thumbnail disk hit then decodes the
-    /// thumbnail, not the whole original.
+    /// thumbnail, not the whole original. An animation decoded on demand keeps the loaded bytes
+    /// (its frames come from them).
     private func withThumbnailBytes(_ loaded: Loaded) -> Loaded {
         guard inputs.context.thumbnailPixelSize != nil, case .loadedBytes = loaded.stored, let image = loaded.image,
-            let data = loaded.data, Self.isReduced(image, from: data)
+            image.animation == nil, let data = loaded.data, Self.isReduced(image, from: data)
         else { return loaded }
         var thumbnail = loaded
         thumbnail.stored = .ownBytes(inputs.configuration.cacheSerializer?(image, data, url))

@@ -38,8 +38,8 @@ public struct AVIFCoder: ImageCoding {
                 // A thumbnail libavif cannot read: the image itself, as when there is none.
             }
         }
-        // A sequence's frames delivered smaller than its canvas are reduced one at a time.
-        if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
+        // A sequence's frames on demand, or delivered smaller than its canvas: one at a time.
+        if let reduced = try AnimatedImage.decodeFrameByFrame(data, options: options) { return reduced }
         let deadline = CodingDeadline(options)
         let decoded = data.withUnsafeBytes { bytes in
             Result { () throws(CoderError) -> DecodedImage in try decode(bytes, options: options, deadline: deadline) }

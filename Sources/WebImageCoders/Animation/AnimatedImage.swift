@@ -121,6 +121,11 @@ public final class AnimatedImage: Sendable {
     /// The first frame: the image to show when not animating.
     public func posterFrame() throws(CoderError) -> DecodedImage.Frame { try frame(at: 0) }
 
+    /// Frees the frame decoder kept between calls (the codec's canvases, about
+    /// ``bytesPerFrame``): the image then holds its encoded bytes only, and the next
+    /// ``frame(at:)`` starts again from the nearest key frame. Waits for a frame under way.
+    public func discardDecoderState() { cursor.withLock { $0 = nil } }
+
     /// Frame `index`, composed and finished by ``options``.
     /// - Throws: `corruptData` for an index outside `0..<frameCount` or a frame that does not
     ///   decode, `truncatedData` when the data ends before it, `limitExceeded` when the decode
@@ -228,16 +233,15 @@ extension AnimatedImage {
         return image
     }
 
-    /// The whole decode of an animation whose frames come out smaller than its canvas (a
-    /// thumbnail or a scale-down), made frame by frame: each frame is reduced as soon as it is
-    /// composed, so only the small frames and one canvas's work are held, never every composed
-    /// canvas. `nil` when `data` is no animation this type reads, or the options keep the full
-    /// size or one frame (the one-pass decoders do those).
-    ///
-    /// The memory limit then applies to what is held: the reduced frames, and one frame's
-    /// canvases.
-    static func decodeReducingEachFrame(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage?
-    {
+    /// The decode of an animation a frame at a time, when the options allow it: its first frame
+    /// and the animation the others come from, with ``ImageDecodingOptions/framesOnDemand``
+    /// (see ``decodeOnDemand(_:options:)``); else, for frames that come out smaller than the
+    /// canvas (a thumbnail or a scale-down), every frame reduced as soon as it is composed, so
+    /// only the small frames and one canvas's work are held, never every composed canvas (the
+    /// memory limit then applies to what is held). `nil` when `data` is no animation this type
+    /// reads, or the options keep the full size or one frame (the one-pass decoders do those).
+    static func decodeFrameByFrame(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage? {
+        if options.framesOnDemand, let poster = try decodeOnDemand(data, options: options) { return poster }
         // Only animations whose one frame's canvases fit the limit: a still image, or one too
         // large for this path, is the one-pass decoder's to judge.
         guard !options.firstFrameOnly, canDecode(data), let header = ImageHeader(data), header.frameCount > 1,
@@ -253,5 +257,26 @@ extension AnimatedImage {
             format: animation.info.format
         )
         return try animation.decodedImage(transformingEachFrame: { $0 })
+    }
+
+    /// An animation's first frame, carrying the ``AnimatedImage`` the others come from
+    /// (``DecodedImage/animation``), its decoder state freed: what is held afterwards is the
+    /// first frame and the encoded bytes. `nil` when `data` is no animation this type reads, a
+    /// one-frame one, or the options ask for the first frame only. The frames come out with
+    /// `options` (thumbnail, colour, orientation); its cancellation stops the first frame only.
+    static func decodeOnDemand(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage? {
+        guard !options.firstFrameOnly, canDecode(data), let header = ImageHeader(data), header.frameCount > 1 else {
+            return nil
+        }
+        var frameOptions = options
+        frameOptions.framesOnDemand = false
+        frameOptions.cancellation = nil
+        let animation = try AnimatedImage(data: data, options: frameOptions)
+        guard animation.frameCount > 1 else { return nil }
+        var poster = try animation.finishedFrame(at: 0, deadline: CodingDeadline(options))
+        animation.discardDecoderState()
+        poster.animation = animation
+        if options.keepsMetadata, animation.info.format == .webp { poster.exif = WebPCoder.exif(in: data) }
+        return poster
     }
 }

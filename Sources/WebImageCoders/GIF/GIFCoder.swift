@@ -14,8 +14,8 @@ public struct GIFCoder: ImageCoding, ProgressiveImageDecoding {
 
     public func decode(_ data: Data, options: ImageDecodingOptions) throws(CoderError) -> DecodedImage {
         guard !data.isEmpty else { throw .emptyData }
-        // Frames delivered smaller than the canvas are reduced one at a time as they are composed.
-        if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
+        // Frames on demand, or delivered smaller than the canvas: decoded one at a time.
+        if let reduced = try AnimatedImage.decodeFrameByFrame(data, options: options) { return reduced }
         var reader = GIFReader(data: data, options: options, stopAfterFirstFrame: false)
         return try reader.decode().finished(with: options, deadline: reader.deadline)
     }

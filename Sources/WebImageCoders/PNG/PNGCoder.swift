@@ -30,8 +30,8 @@ public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
             return try APNGAnimation(parsing: bytes)
         }
         if let animation {
-            // Frames delivered smaller than the canvas are reduced one at a time as they are composed.
-            if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
+            // Frames on demand, or delivered smaller than the canvas: decoded one at a time.
+            if let reduced = try AnimatedImage.decodeFrameByFrame(data, options: options) { return reduced }
             return try APNGDecoder(animation: animation, data: data, options: options, deadline: deadline).decode()
         }
         var profile: ColorProfile?

@@ -28,8 +28,8 @@ public struct WebPCoder: ImageCoding, ProgressiveImageDecoding {
         try options.checkPixelLimit(source, format: .webp)
         let orientation = Self.orientation(in: data)
         if features.has_animation != 0 {
-            // Frames delivered smaller than the canvas are reduced one at a time as they are composed.
-            if let reduced = try AnimatedImage.decodeReducingEachFrame(data, options: options) { return reduced }
+            // Frames on demand, or delivered smaller than the canvas: decoded one at a time.
+            if let reduced = try AnimatedImage.decodeFrameByFrame(data, options: options) { return reduced }
             return try WebPAnimationDecoder(
                 data: data,
                 options: options,

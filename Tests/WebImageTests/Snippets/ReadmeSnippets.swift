@@ -49,6 +49,16 @@ func readmePrefetch(urls: [URL]) async {
     print(counts.finished, counts.failed)
 }
 
+/// README: Quick start — an animation with frames decoded on demand, played from a bounded buffer.
+func readmeAnimation(url: URL, tick: TimeInterval, show: (Bitmap) -> Void) async throws {
+    let result = try await ImageManager.shared.loadImage(with: url, options: .decodeFramesOnDemand)
+    if let animation = result.image?.animation {
+        let player = AnimatedImagePlayer(animation: animation, maxBufferSize: 16 << 20)
+        // on each display tick:
+        if let frame = player.advance(by: tick) { show(frame.bitmap) }
+    }
+}
+
 /// README: Quick start — bind to a target.
 final class Thumbnail: ImageTarget {
     func display(_ image: DecodedImage?) {
