@@ -140,6 +140,34 @@ struct AnimationFootprintTests {
         }
     }
 
+    @Test("webimage fetch -o out.webp of a GIF converts it a frame at a time: the whole path's bytes, under its memory")
+    func conversion() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-animation")
+        defer { folder.remove() }
+        // 512² × 160 frames: 168 MB decoded whole.
+        let data = try await onOwnThread { GIFBuilder.checkerAnimation(width: 512, height: 512, frames: 160) }
+        try data.write(to: folder.file("long.gif"))
+        let output = folder.file("out.webp")
+        let run = try await CLIRunner.peakResidentMemory(
+            [
+                "fetch", "--no-disk-cache", "--decode-timeout", "600", "-o", output.path,
+                folder.file("long.gif").absoluteString,
+            ]
+        )
+        #expect(run.status == 0)
+        // The same bytes as the whole animation encoded at once (the CLI's default quality, 90).
+        let expected = try await onOwnThread {
+            let whole = try ImageCodersManager.shared.decode(data)
+            return try ImageCodersManager.shared.encode(whole, as: .webp, options: ImageEncodingOptions(quality: 0.9))
+        }
+        #expect(try Data(contentsOf: output) == expected)
+        let wholeBytes = 512 * 512 * 4 * 160
+        #expect(
+            run.peakKiB * 1024 < wholeBytes,
+            "peaked at \(run.peakKiB / 1024) MB; the frames take \(wholeBytes >> 20) MiB"
+        )
+    }
+
     /// A server of its own, so its peak is this animation's.
     static func serveResize(
         _ fixture: Fixture,

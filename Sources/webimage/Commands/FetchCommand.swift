@@ -278,6 +278,20 @@ struct FetchCommand: AsyncParsableCommand {
         return PipelineTransformer(steps)
     }
 
+    /// The loads' options: --resize and the other operations apply to every frame of an
+    /// animation too; an animation re-encoded as it is streams from its frames (decoded on
+    /// demand) to the encoder.
+    static func imageOptions(
+        _ options: ImageOptions,
+        transforms: Bool,
+        _ output: FetchJob.OutputSettings,
+        _ destination: FetchJob.Destination
+    ) -> ImageOptions {
+        if transforms { return options.union(.transformAnimatedImage) }
+        let reencodes = destination != .none && (output.reencodes || output.format != nil)
+        return reencodes ? options.union(.decodeFramesOnDemand) : options
+    }
+
     static func outputFormat(_ name: String) -> ImageFormat? {
         switch name.lowercased() {
         case "png": .png
@@ -381,8 +395,7 @@ struct FetchCommand: AsyncParsableCommand {
         output.autoQuality = quality == "auto"
         let job = FetchJob(
             manager: manager,
-            // --resize and the other operations apply to every frame of an animation too.
-            options: transformer == nil ? loading.imageOptions : loading.imageOptions.union(.transformAnimatedImage),
+            options: Self.imageOptions(loading.imageOptions, transforms: transformer != nil, output, destination),
             context: context,
             destination: destination,
             output: output

@@ -73,21 +73,33 @@ extension FetchJob {
         } else if var image = result.image {
             let coders = ImageCodersManager.shared
             var chosen = output.format ?? (coders.encoder(for: image.format) != nil ? image.format : .png)
-            if chosen == .unknown, image.frames.count > 1 { chosen = .webp }  // best, animated
+            let frameCount = image.animation?.frameCount ?? image.frames.count
+            if chosen == .unknown, frameCount > 1 { chosen = .webp }  // best, animated
+            // Frames decoded on demand are turned as they are encoded.
+            var turn = ImageOrientation.up
             if output.autoOrient, image.orientation != .up {
-                for index in image.frames.indices {
-                    image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(image.orientation)
+                if image.animation != nil {
+                    turn = image.orientation
+                } else {
+                    for index in image.frames.indices {
+                        image.frames[index].bitmap = image.frames[index].bitmap.applyingOrientation(image.orientation)
+                    }
                 }
                 image.orientation = .up
             }
             if output.strip { image.orientation = .up }
-            if image.frames.count > 1, chosen == .jpeg {
+            if frameCount > 1, chosen == .jpeg {
                 throw OutputFileError(
-                    message: "cannot write an animation of \(image.frames.count) frames as \(chosen.rawValue): "
+                    message: "cannot write an animation of \(frameCount) frames as \(chosen.rawValue): "
                         + "use --format gif, webp, png (APNG) or avif, or --options decode-first-frame-only"
                 )
             }
-            (bytes, format) = try Self.encode(image, as: chosen, output: output)
+            if let animation = image.animation, AnimationEncoder.formats.contains(chosen), !output.autoQuality {
+                let decodeLimit = context.maxDecodeDuration
+                (bytes, format) = try Self.encode(animation, as: chosen, turning: turn, decodeLimit, output: output)
+            } else {
+                (bytes, format) = try Self.encode(image, as: chosen, output: output)
+            }
             written = image
         } else {
             throw OutputFileError(message: "nothing to write: the load returned neither bytes nor an image")
@@ -178,6 +190,34 @@ extension FetchJob {
                 return (chosen.data, format)
             }
             return (try ImageCodersManager.shared.encode(image, as: format, options: output.encoding), format)
+        } catch {
+            throw OutputFileError(message: "cannot encode the output: \(error)")
+        }
+    }
+
+    /// An animation decoded on demand as `format`, a frame at a time, each frame turned by
+    /// `orientation`. The frames are decoded inside the encode, so its time limit is the
+    /// decode's (`decodeLimit`) and the encode's together.
+    private static func encode(
+        _ animation: AnimatedImage,
+        as format: ImageFormat,
+        turning orientation: ImageOrientation,
+        _ decodeLimit: Duration?,
+        output: OutputSettings
+    ) throws(OutputFileError) -> (Data, ImageFormat) {
+        var options = output.encoding
+        if let encodeLimit = options.maxEncodeDuration {
+            options.maxEncodeDuration = decodeLimit.map { $0 + encodeLimit }
+        }
+        do throws(CoderError) {
+            let data = try animation.encode(as: format, options: options) { frame in
+                guard orientation != .up else { return frame }
+                return DecodedImage.Frame(
+                    bitmap: frame.bitmap.applyingOrientation(orientation),
+                    duration: frame.duration
+                )
+            }
+            return (data, format)
         } catch {
             throw OutputFileError(message: "cannot encode the output: \(error)")
         }

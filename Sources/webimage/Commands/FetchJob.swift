@@ -98,7 +98,7 @@ struct FetchJob: Sendable {
         if let image = result.image {
             report.width = image.width
             report.height = image.height
-            report.frames = image.frames.count
+            report.frames = image.animation?.frameCount ?? image.frames.count
             report.format = report.format ?? image.format
         }
         if destination != .none {
@@ -109,7 +109,7 @@ struct FetchJob: Sendable {
                     // The line describes the file: a re-encoded image's own size, format and frames.
                     report.width = image.width
                     report.height = image.height
-                    report.frames = image.frames.count
+                    report.frames = image.animation?.frameCount ?? image.frames.count
                     report.format = written.format
                 }
             } catch {

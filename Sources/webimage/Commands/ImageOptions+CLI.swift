@@ -15,7 +15,8 @@ extension ImageOptions {
         ("from-cache-only", .fromCacheOnly), ("from-loader-only", .fromLoaderOnly),
         ("query-memory-data", .queryMemoryData), ("decode-first-frame-only", .decodeFirstFrameOnly),
         ("avoid-decode-image", .avoidDecodeImage), ("ignore-cached-response", .ignoreCachedResponse),
-        ("wait-store-cache", .waitStoreCache),
+        ("wait-store-cache", .waitStoreCache), ("use-url-cache", .useURLCache),
+        ("decode-frames-on-demand", .decodeFramesOnDemand),
     ]
 
     /// Parses comma-separated names (`retry-failed,refresh-cached`).
