@@ -63,7 +63,7 @@ public struct ImageOptions: OptionSet, Sendable, Hashable {
     public static let useURLCache = ImageOptions(rawValue: 1 << 21)
     /// Decode an animation's frames when they are asked for (SDWebImage's `SDAnimatedImage`
     /// class in the context): the image holds its first frame and the
-    /// ``WebImageCoders/DecodedImage/animation`` the others come from, so the memory cache
+    /// `DecodedImage.animation` the others come from, so the memory cache
     /// counts that frame and the encoded bytes, and a player (``AnimatedImagePlayer``) buffers
     /// what it shows. Such an image in memory serves only loads with this option, and a whole
     /// animation only loads without it (the other kind decodes again from disk, as SDWebImage

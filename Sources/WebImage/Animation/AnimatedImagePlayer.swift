@@ -128,7 +128,7 @@ public final class AnimatedImagePlayer: Sendable {
     }
 
     /// Stops playback for good: the buffer is emptied, no frame is decoded after the one under
-    /// way, and the animation's decoder state is freed (``AnimatedImage/discardDecoderState()``,
+    /// way, and the animation's decoder state is freed (`AnimatedImage.discardDecoderState()`,
     /// on the work queue): an animation kept in a cache then holds its bytes only.
     public func stop() {
         let idle = state.withLock { (state) in
