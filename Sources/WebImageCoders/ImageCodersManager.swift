@@ -93,14 +93,16 @@ public final class ImageCodersManager: Sendable {
     /// demand (``DecodedImage/animation``) goes to WebP, GIF, APNG or AVIF a frame at a time
     /// (``AnimatedImage/encode(as:options:frameLimit:transform:)``), holding one frame's
     /// canvases and the encoder's state (the options' time limit then covers decoding the
-    /// frames too); to other formats, its first frame.
+    /// frames too); other writers get every frame decoded first, as a whole decode gives them.
     public func encode(
         _ image: DecodedImage,
         as format: ImageFormat,
         options: ImageEncodingOptions = ImageEncodingOptions()
     ) throws(CoderError) -> Data {
-        if let animation = image.animation, !options.firstFrameOnly, AnimationEncoder.formats.contains(format) {
-            return try animation.encode(as: format, options: options)
+        var image = image
+        if let animation = image.animation, !options.firstFrameOnly {
+            if AnimationEncoder.formats.contains(format) { return try animation.encode(as: format, options: options) }
+            image = try animation.decodedImage(transformingEachFrame: { $0 }) ?? image
         }
         guard let encoder = encoder(for: format) else {
             throw .encodingFailed(format, "no encoder for \(format.rawValue)")

@@ -148,8 +148,9 @@ struct FetchCommandTests {
         let asStored = try await run(["--output-dir", out, "--format", "png", "--no-auto-orient", jpeg])
         #expect(try ImageCodersManager.shared.decode(try #require(asStored.written)).width == 40)
 
-        // An animated GIF: refused as JPEG (one frame would be silently lost), kept as GIF, WebP and
-        // PNG (APNG).
+        // An animated GIF: refused as JPEG (one frame would be silently lost), kept as GIF, WebP,
+        // PNG (APNG), AVIF and JPEG XL (those two decoded on demand, then written whole or
+        // streamed), and with --quality auto.
         let animation = GeneratedImages.animation(
             width: 12,
             height: 8,
@@ -162,8 +163,10 @@ struct FetchCommandTests {
         #expect(refused.status == 3 && refused.line["ok"] as? Bool == false)
         let message = try #require((refused.line["error"] as? [String: Any])?["message"] as? String)
         #expect(message.contains("cannot write an animation of 2 frames as jpeg"), "\(message)")
-        for format in ["gif", "webp", "png"] {
-            let kept = try await run(["--output-dir", out, "--format", format, gif])
+        for (format, quality) in [
+            ("gif", []), ("webp", []), ("png", []), ("avif", []), ("jxl", []), ("webp", ["--quality", "auto"]),
+        ] {
+            let kept = try await run(["--output-dir", out, "--format", format] + quality + [gif])
             let keptImage = try ImageCodersManager.shared.decode(try #require(kept.written))
             #expect(keptImage.frames.count == 2 && keptImage.format.rawValue == format)
             #expect(kept.line["frames"] as? Int == 2)

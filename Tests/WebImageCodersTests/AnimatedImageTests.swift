@@ -51,6 +51,26 @@ struct AnimatedImageTests {
         for index in order.prefix(12) { try Self.expectSame(animation, whole, at: index, entry) }
     }
 
+    @Test("Frames on demand: the first frame and the animation; encoded, every frame, streamed or whole by the format")
+    func framesOnDemandEncode() throws {
+        let data = GIFBuilder.checkerAnimation(width: 48, height: 32, frames: 5)
+        var options = ImageDecodingOptions()
+        options.framesOnDemand = true
+        let poster = try ImageCodersManager.shared.decode(data, options: options)
+        let whole = try ImageCodersManager.shared.decode(data)
+        #expect(poster.frames.count == 1 && poster.animation?.frameCount == 5)
+        #expect(poster.bitmap == whole.frames[0].bitmap)
+        for format in [ImageFormat.webp, .gif, .png, .jxl] {
+            let written = try ImageCodersManager.shared.encode(poster, as: format)
+            #expect(written == (try ImageCodersManager.shared.encode(whole, as: format)), "\(format)")
+            #expect(try ImageCodersManager.shared.decode(written).frames.count == 5, "\(format)")
+        }
+        // Frames set by hand are the image: the animation goes.
+        var replaced = poster
+        replaced.frames = whole.frames
+        #expect(replaced.animation == nil && replaced.frames.count == 5)
+    }
+
     @Test("Thumbnail options shrink every frame as the whole decode does")
     func thumbnailFrames() throws {
         let data = GIFBuilder.checkerAnimation(width: 96, height: 64, frames: 6)

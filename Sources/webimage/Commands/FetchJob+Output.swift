@@ -75,6 +75,11 @@ extension FetchJob {
             var chosen = output.format ?? (coders.encoder(for: image.format) != nil ? image.format : .png)
             let frameCount = image.animation?.frameCount ?? image.frames.count
             if chosen == .unknown, frameCount > 1 { chosen = .webp }  // best, animated
+            // Frames decoded on demand stream into the writers that take them one at a time;
+            // the others (JPEG XL, the quality search) get them all, as a whole decode gives them.
+            if let animation = image.animation, !AnimationEncoder.formats.contains(chosen) || output.autoQuality {
+                image = try Self.wholeAnimation(animation)
+            }
             // Frames decoded on demand are turned as they are encoded.
             var turn = ImageOrientation.up
             if output.autoOrient, image.orientation != .up {
@@ -94,7 +99,7 @@ extension FetchJob {
                         + "use --format gif, webp, png (APNG) or avif, or --options decode-first-frame-only"
                 )
             }
-            if let animation = image.animation, AnimationEncoder.formats.contains(chosen), !output.autoQuality {
+            if let animation = image.animation {
                 let decodeLimit = context.maxDecodeDuration
                 (bytes, format) = try Self.encode(animation, as: chosen, turning: turn, decodeLimit, output: output)
             } else {
@@ -192,6 +197,18 @@ extension FetchJob {
             return (try ImageCodersManager.shared.encode(image, as: format, options: output.encoding), format)
         } catch {
             throw OutputFileError(message: "cannot encode the output: \(error)")
+        }
+    }
+
+    /// Every frame of an animation decoded on demand, for a writer that takes them together.
+    private static func wholeAnimation(_ animation: AnimatedImage) throws(OutputFileError) -> DecodedImage {
+        do throws(CoderError) {
+            guard let whole = try animation.decodedImage(transformingEachFrame: { $0 }) else {
+                throw .corruptData(animation.info.format, "the animation gave no frame")
+            }
+            return whole
+        } catch {
+            throw OutputFileError(message: "cannot decode the animation's frames: \(error)")
         }
     }
 
