@@ -61,9 +61,11 @@ let package = Package(
             // No pkgConfig: libavif's .pc adds -DAVIF_DLL, a flag SwiftPM refuses (with a warning).
             providers: [.apt(["libavif-dev"]), .brew(["libavif"])]
         ),
+        // libavif, libheif and libjxl are not linked: CWebImageShims loads them on first use
+        // (codec_loader.c), so a process that never decodes AVIF, HEIC or JPEG XL does not pay
+        // ~25 ms to map them and their 30 dependencies. So no pkgConfig here either (its -lheif).
         .systemLibrary(
             name: "CHEIF",
-            pkgConfig: "libheif",
             providers: [.apt(["libheif-dev"]), .brew(["libheif"])]
         ),
         .systemLibrary(

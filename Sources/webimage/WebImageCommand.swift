@@ -11,7 +11,9 @@ struct WebImageCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webimage",
         abstract: "Load, decode and inspect images with swift-web-image.",
-        version: WebImageVersion.current,
+        // `webimage --version` prints the codec libraries too (`main`); only this line here, as
+        // asking their versions would load libavif, libheif and libjxl for every command.
+        version: "webimage \(WebImageVersion.number)",
         subcommands: [
             InfoCommand.self, FetchCommand.self, PrefetchCommand.self, CacheCommand.self, ServeCommand.self,
             DemoCommand.self,
@@ -28,6 +30,10 @@ struct WebImageCommand: AsyncParsableCommand {
         // every 690×460 web image paid its own page faults too: 1,000 of them decoded in 0.96 s
         // instead of 0.62 s (Benchmarks/fetch-cost.sh).
         SystemMemory.tuneAllocatorForImageDecoding(trimThreshold: 32 << 20, mmapThreshold: 4 << 20)
+        if CommandLine.arguments.dropFirst().first == "--version" {
+            print(WebImageVersion.current)
+            return
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

@@ -15,6 +15,10 @@
 
 #include <jpeglib.h>
 
+#include <avif/avif.h>
+#include <jxl/decode.h>
+#include <libheif/heif.h>
+
 static int failures = 0;
 static int checks_run = 0;
 
@@ -655,6 +659,28 @@ static void test_resample(void) {
     }
 }
 
+/// The lazily loaded codec libraries (codec_loader.c): a call before any load goes through the
+/// binder (argument registers saved and restored) and gets the library's answer; an explicit
+/// load after it agrees; a call with several arguments of both register kinds passes them intact.
+static void test_codec_loader(void) {
+    // Before any load: the binder loads libjxl and this call returns its version.
+    uint32_t jxl_version = JxlDecoderVersion();
+    CHECK(jxl_version == JPEGXL_MAJOR_VERSION * 1000000u + JPEGXL_MINOR_VERSION * 1000u + JPEGXL_PATCH_VERSION,
+          "libjxl through the binder reports %u", jxl_version);
+    char message[WI_MESSAGE_CAPACITY];
+    CHECK(wi_codec_library_load(WI_LIBRARY_JXL, message) == 1, "libjxl did not load: %s", message);
+    // Four arguments through the binder, checked by what the library wrote.
+    avifImage *image = avifImageCreate(17, 9, 8, AVIF_PIXEL_FORMAT_YUV420);
+    CHECK(image != NULL && image->width == 17 && image->height == 9 && image->depth == 8,
+          "avifImageCreate through the binder: %p", (void *)image);
+    if (image != NULL) avifImageDestroy(image);
+    CHECK(wi_codec_library_load(WI_LIBRARY_AVIF, message) == 1, "libavif did not load: %s", message);
+    CHECK(wi_codec_library_load(WI_LIBRARY_HEIF, message) == 1, "libheif did not load: %s", message);
+    CHECK(message[0] == 0, "a successful load left a message: %s", message);
+    CHECK(strcmp(heif_get_version(), LIBHEIF_VERSION) == 0, "libheif reports %s", heif_get_version());
+    CHECK(wi_codec_library_load((wi_codec_library)7, message) == 0, "an unknown library loaded");
+}
+
 int main(void) {
     // Display P3: the profile every phone photo carries, made by lcms.
     const double p3_primaries[8] = {0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.3127, 0.3290};
@@ -672,6 +698,7 @@ int main(void) {
     test_tiff(&photo, &translucent);
     test_color(p3, p3_length);
     test_resample();
+    test_codec_loader();
     free(translucent.pixels);
     free(photo.pixels);
     free(p3);

@@ -267,4 +267,12 @@ void wi_resample_column_reference(const int16_t *const *rows, const int16_t *wei
 }
 #endif
 
+/// The codec libraries loaded on first use (codec_loader.c) rather than at process start.
+typedef enum { WI_LIBRARY_AVIF = 0, WI_LIBRARY_HEIF = 1, WI_LIBRARY_JXL = 2 } wi_codec_library;
+
+/// Loads `library` (once per process; thread-safe) so its functions may be called: 1 when
+/// loaded, else 0 with the reason (not found, or a version other than the headers') in
+/// `message` (`WI_MESSAGE_CAPACITY` bytes, may be NULL). A failure is remembered.
+int wi_codec_library_load(wi_codec_library library, char *message);
+
 #endif

@@ -1,4 +1,5 @@
 import CAVIF
+import CWebImageShims
 import Foundation
 
 /// AVIF through libavif (dav1d to decode, aom to encode with Debian's build): still images and
@@ -91,6 +92,7 @@ public struct AVIFCoder: ImageCoding {
     /// concurrency), EXIF and XMP skipped, lenient about what other writers get wrong. The
     /// caller destroys it (`avifDecoderDestroy`).
     static func makeDecoder() throws(CoderError) -> UnsafeMutablePointer<avifDecoder> {
+        try WI_LIBRARY_AVIF.requireForDecoding(.avif)
         guard let decoder = avifDecoderCreate() else { throw .outOfMemory(.avif, "cannot create the decoder") }
         decoder.pointee.maxThreads = 1
         decoder.pointee.ignoreExif = AVIF_TRUE

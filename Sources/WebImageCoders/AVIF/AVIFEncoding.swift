@@ -1,4 +1,5 @@
 import CAVIF
+import CWebImageShims
 import Foundation
 
 /// Writes AVIF with libavif: 8-bit 4:2:0 for opaque images, 4:4:4 with an alpha plane for
@@ -72,6 +73,7 @@ struct AVIFEncoding {
         withAlpha: Bool
     ) throws(CoderError) -> UnsafeMutablePointer<avifImage> {
         let format = withAlpha ? AVIF_PIXEL_FORMAT_YUV444 : AVIF_PIXEL_FORMAT_YUV420
+        try WI_LIBRARY_AVIF.requireForEncoding(.avif)
         guard let image = avifImageCreate(UInt32(bitmap.width), UInt32(bitmap.height), 8, format) else {
             throw .outOfMemory(.avif, "cannot allocate a \(bitmap.width)×\(bitmap.height) image")
         }
@@ -116,13 +118,14 @@ public enum AVIFEncoderChoice: String, Sendable, Hashable, CaseIterable {
 
     /// Whether this libavif can encode with it.
     public var isAvailable: Bool {
-        guard let choice = try? codecChoice() else { return false }
+        guard WI_LIBRARY_AVIF.isAvailable, let choice = try? codecChoice() else { return false }
         return avifCodecName(choice, AVIF_CODEC_FLAG_CAN_ENCODE.rawValue) != nil
     }
 
     /// libavif's codec choice.
     /// - Throws: ``CoderError/encodingFailed(_:_:)`` when this libavif has no such encoder.
     func codecChoice() throws(CoderError) -> avifCodecChoice {
+        try WI_LIBRARY_AVIF.requireForEncoding(.avif)
         if self == .automatic { return AVIF_CODEC_CHOICE_AUTO }
         let choice = avifCodecChoiceFromName(rawValue)
         guard choice != AVIF_CODEC_CHOICE_AUTO, avifCodecName(choice, AVIF_CODEC_FLAG_CAN_ENCODE.rawValue) != nil else {

@@ -1,4 +1,5 @@
 import CHEIF
+import CWebImageShims
 import Foundation
 
 /// HEIC and HEIF through libheif with its HEVC decoder (libde265; AV1-coded HEIF is AVIF, for
@@ -73,6 +74,7 @@ private final class HEIFFile {
 
     init(_ bytes: UnsafeRawBufferPointer, format: ImageFormat) throws(CoderError) {
         self.format = format
+        try WI_LIBRARY_HEIF.requireForDecoding(format)
         guard let context = heif_context_alloc() else {
             throw .outOfMemory(format, "cannot create the libheif context")
         }

@@ -1,4 +1,5 @@
 import CJXL
+import CWebImageShims
 import Foundation
 
 /// JPEG XL through libjxl (0.7's decoding API): still images and animations (coalesced frames
@@ -64,6 +65,7 @@ private final class JXLDecoding {
     private var hasInfo = false
 
     init(_ bytes: UnsafeRawBufferPointer, events: [JxlDecoderStatus]) throws(CoderError) {
+        try WI_LIBRARY_JXL.requireForDecoding(.jxl)
         guard let decoder = JxlDecoderCreate(nil) else { throw .outOfMemory(.jxl, "cannot create the decoder") }
         self.decoder = decoder
         let mask = events.reduce(Int32(0)) { $0 | Int32($1.rawValue) }

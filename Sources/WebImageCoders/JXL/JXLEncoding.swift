@@ -1,4 +1,5 @@
 import CJXL
+import CWebImageShims
 import Foundation
 
 /// Writes JPEG XL with libjxl 0.7's encoder: lossy (VarDCT at the Butteraugli distance the
@@ -32,6 +33,7 @@ struct JXLEncoding {
         try deadline.check(.jxl, "encoding")
         let frames = options.firstFrameOnly ? [image.frames[0]] : image.frames
         let hasAlpha = frames.contains { $0.bitmap.hasAlpha && $0.bitmap.containsTransparency }
+        try WI_LIBRARY_JXL.requireForEncoding(.jxl)
         guard let encoder = JxlEncoderCreate(nil) else { throw .outOfMemory(.jxl, "cannot create the encoder") }
         defer { JxlEncoderDestroy(encoder) }
         try describe(image, frameCount: frames.count, hasAlpha: hasAlpha, to: encoder)

@@ -1,4 +1,5 @@
 import CJXL
+import CWebImageShims
 import Foundation
 
 /// How far an encoded result's pixels are from the pixels it was encoded from: the measures
@@ -42,6 +43,7 @@ public enum ImageDifference {
     ///   `outOfMemory` when libjxl cannot compute it.
     public static func butteraugli(_ reference: Bitmap, _ distorted: Bitmap) throws(CoderError) -> Double {
         try checkSizes(reference, distorted)
+        try WI_LIBRARY_JXL.requireForEncoding(.jxl)
         guard let api = JxlButteraugliApiCreate(nil) else { throw .outOfMemory(.jxl, "cannot create Butteraugli") }
         defer { JxlButteraugliApiDestroy(api) }
         var format = JxlPixelFormat(num_channels: 3, data_type: JXL_TYPE_UINT8, endianness: JXL_NATIVE_ENDIAN, align: 0)
