@@ -80,7 +80,7 @@ extension HTTPSession {
         /// The media type of `Content-Type` without parameters, lowercased (`image/png`).
         public var mimeType: String? {
             headers[values: .contentType].first?.split(separator: ";").first.map {
-                $0.trimmingCharacters(in: .whitespaces).lowercased()
+                $0.trimmingHTTPWhitespace().lowercased()
             }
         }
 
@@ -89,7 +89,7 @@ extension HTTPSession {
             guard let contentType = headers[values: .contentType].first else { return nil }
             for parameter in contentType.split(separator: ";").dropFirst() {
                 let parts = parameter.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" {
+                if parts.count == 2, parts[0].trimmingHTTPWhitespace().lowercased() == "charset" {
                     return parts[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"")).lowercased()
                 }
             }

@@ -345,13 +345,14 @@ extension HTTPSessionTask {
         public static let metrics = "metrics"
     }
 
-    func post(_ name: Notification.Name, userInfo: [String: Any]? = nil) {
+    func post(_ name: Notification.Name, userInfo: [AnyHashable: Any]? = nil) {
         NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
     }
 
     /// Posts ``didCompleteNotification`` with the values there are.
     func postCompletion(error: HTTPSessionError?, metrics: HTTPTaskMetrics, body: Data? = nil, file: URL? = nil) {
-        var userInfo: [String: Any] = [NotificationKey.metrics: metrics]
+        // Built as NotificationCenter takes it: a [String: Any] would be converted entry by entry.
+        var userInfo: [AnyHashable: Any] = [NotificationKey.metrics: metrics]
         if let body { userInfo[NotificationKey.responseData] = body }
         if let file { userInfo[NotificationKey.downloadedFile] = file }
         if let response { userInfo[NotificationKey.response] = response }

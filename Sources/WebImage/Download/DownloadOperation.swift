@@ -362,9 +362,10 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
         let prefix = probe.withLock { probe -> Data? in
             guard var bytes = probe else { return nil }
             probe = nil  // no copy while appending
-            bytes.append(chunk)
-            guard bytes.count <= 256 << 10 else { return nil }
-            probe = bytes
+            // The first chunk is kept as it came (most bodies tell their header in it); later
+            // ones are appended to a copy.
+            if bytes.isEmpty { bytes = chunk } else { bytes.append(chunk) }
+            if bytes.count <= 256 << 10 { probe = bytes }  // else this is the last look
             return bytes
         }
         guard let prefix, let header = ImageHeader(prefix) else { return nil }

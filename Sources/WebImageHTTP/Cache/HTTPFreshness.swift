@@ -110,7 +110,7 @@ public struct HTTPFreshness: Sendable, Hashable {
         let received = headers.receivedDate
         let date = headers.date.flatMap(HTTPDate.parse) ?? received
         let apparentAge = max(0, received.timeIntervalSince(date))
-        let ageValue = headers.age.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { max(0, $0) } ?? 0
+        let ageValue = headers.age.flatMap { Int($0.trimmingHTTPWhitespace()) }.map { max(0, $0) } ?? 0
         initialAge = max(apparentAge, TimeInterval(ageValue))
         receivedDate = received
         noCache = directives.noCache
@@ -120,7 +120,7 @@ public struct HTTPFreshness: Sendable, Hashable {
         staleWhileRevalidate = directives.staleWhileRevalidate ?? 0
         staleIfError = directives.staleIfError ?? 0
         variesOnEverything =
-            headers.vary?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "*" } ?? false
+            headers.vary?.split(separator: ",").contains { $0.trimmingHTTPWhitespace() == "*" } ?? false
         if directives.hasMaxAge {
             lifetime = directives.maxAge ?? 0
             isExplicit = true

@@ -192,7 +192,7 @@ public final class HTTPResponseCache: Sendable {
         guard cached.freshness.isStorable else { return false }
         if sent[.authorization] != nil {
             let control = response.headers[values: .cacheControl].joined(separator: ",").lowercased()
-            return control.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "public" }
+            return control.split(separator: ",").contains { $0.trimmingHTTPWhitespace() == "public" }
         }
         return true
     }
@@ -201,7 +201,7 @@ public final class HTTPResponseCache: Sendable {
     static func varyingHeaders(of response: HTTPSession.Response, sent: HTTPFields) -> [String: String] {
         var values: [String: String] = [:]
         for name in response.headers[values: .vary].flatMap({ $0.split(separator: ",") }) {
-            let name = name.trimmingCharacters(in: .whitespaces).lowercased()
+            let name = name.trimmingHTTPWhitespace().lowercased()
             guard !name.isEmpty, let field = HTTPField.Name(name) else { continue }
             values[name] = sent[values: field].joined(separator: ", ")
         }

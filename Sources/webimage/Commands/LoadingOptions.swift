@@ -176,7 +176,7 @@ struct LoadingOptions: ParsableArguments {
             text = String(decoding: data, as: UTF8.self)
         }
         return urls
-            + text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            + text.split(whereSeparator: \.isNewline).map { $0.trimmingHTTPWhitespace() }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 
