@@ -77,7 +77,7 @@ public struct ImageHeader: Sendable, Hashable {
     public func decodedByteCount(with options: ImageDecodingOptions) -> Int {
         let frames = options.firstFrameOnly ? 1 : frameCount
         if frames > 1, options.framesOnDemand, AnimatedImage.formats.contains(format) {
-            let working = AnimatedImage.framesHeld(for: format) * size.pixelCount * 4
+            let working = AnimatedImage.bytesPerFrame(of: format, canvas: size)
             let admitted = size.pixelCount <= options.maxPixelCount && frames <= options.maxFrameCount
             return admitted && working <= options.maxAnimationBytes ? working : 0
         }
@@ -99,7 +99,7 @@ public struct ImageHeader: Sendable, Hashable {
         guard AnimatedImage.formats.contains(format), size.pixelCount <= options.maxPixelCount else { return nil }
         let target = options.targetSize(forSource: size, orientation: orientation ?? .up)
         guard target.pixelCount < size.pixelCount else { return nil }
-        let working = AnimatedImage.framesHeld(for: format) * size.pixelCount * 4
+        let working = AnimatedImage.bytesPerFrame(of: format, canvas: size)
         guard working <= options.maxAnimationBytes else { return nil }  // decoded whole (see the decoder)
         let reduced = target.pixelCount.multipliedReportingOverflow(by: 4 * frameCount)
         guard frameCount <= options.maxFrameCount, !reduced.overflow, reduced.partialValue <= options.maxAnimationBytes

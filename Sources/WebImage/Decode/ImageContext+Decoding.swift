@@ -156,7 +156,7 @@ extension ImageContext {
     /// error when they exceed the whole budget.
     private static func frameReservation(for data: Data, budget: DecodingMemoryBudget) -> Result<Int, CoderError> {
         guard let header = ImageHeader(data) else { return .success(0) }
-        let bytes = AnimatedImage.framesHeld(for: header.format) * header.size.pixelCount * 4
+        let bytes = AnimatedImage.bytesPerFrame(of: header.format, canvas: header.size)
         guard budget.admits(bytes) else {
             return .failure(
                 .limitExceeded(

@@ -87,6 +87,12 @@ public final class AnimatedImage: Sendable {
     /// 20 MB above the same GIF's: five canvases more); the others ``framesHeldAtOnce``.
     public static func framesHeld(for format: ImageFormat) -> Int { format == .avif ? 8 : framesHeldAtOnce }
 
+    /// The bytes one frame's decode of a `format` animation with a `canvas` of that size holds at
+    /// its peak: ``framesHeld(for:)`` RGBA canvases.
+    public static func bytesPerFrame(of format: ImageFormat, canvas: PixelSize) -> Int {
+        framesHeld(for: format) * canvas.pixelCount * 4
+    }
+
     /// The formats whose animations this type reads a frame at a time: GIF, APNG (`.png`), WebP
     /// and AVIF image sequences.
     public static let formats: Set<ImageFormat> = [.gif, .png, .webp, .avif]
@@ -116,7 +122,7 @@ public final class AnimatedImage: Sendable {
     }
 
     /// The bytes one frame's decode holds at most (see ``init(data:options:)``).
-    public var bytesPerFrame: Int { Self.framesHeld(for: info.format) * info.canvasSize.pixelCount * 4 }
+    public var bytesPerFrame: Int { Self.bytesPerFrame(of: info.format, canvas: info.canvasSize) }
 
     /// The first frame: the image to show when not animating.
     public func posterFrame() throws(CoderError) -> DecodedImage.Frame { try frame(at: 0) }
@@ -246,7 +252,7 @@ extension AnimatedImage {
         // large for this path, is the one-pass decoder's to judge.
         guard !options.firstFrameOnly, canDecode(data), let header = ImageHeader(data), header.frameCount > 1,
             header.size.pixelCount <= options.maxPixelCount,
-            framesHeld(for: header.format) * header.size.pixelCount * 4 <= options.maxAnimationBytes
+            bytesPerFrame(of: header.format, canvas: header.size) <= options.maxAnimationBytes
         else { return nil }
         let animation = try AnimatedImage(data: data, options: options)
         let target = options.targetSize(forSource: animation.info.canvasSize, orientation: animation.info.orientation)

@@ -183,7 +183,7 @@ extension RenderPlan {
         )
         let decoded =
             plan.rendersFrameByFrame
-            ? AnimatedImage.framesHeld(for: header.format) * header.size.pixelCount * 4
+            ? AnimatedImage.bytesPerFrame(of: header.format, canvas: header.size)
             : header.decodedByteCount(with: plan.decoding)
         let (bytes, overflow) = decoded.addingReportingOverflow(results.partialValue)
         guard !canvas.overflow, !results.overflow, !overflow, budget.admits(bytes) else {
