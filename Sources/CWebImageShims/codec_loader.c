@@ -85,15 +85,15 @@
 
 #if defined(__x86_64__)
 #define WI_STUB(library, name)                                                                                 \
-    __asm__(".text\n.globl " #name "\n.hidden " #name "\n.type " #name ",@function\n.p2align 4\n" #name       \
+    __asm__(".pushsection .text\n.globl " #name "\n.hidden " #name "\n.type " #name ",@function\n.p2align 4\n" #name       \
             ":\n    jmp *wi_lazy_" #name "(%rip)\n.size " #name ",.-" #name "\n"                                  \
             ".type wi_bind_" #name ",@function\nwi_bind_" #name ":\n    leaq wi_lazy_" #name "(%rip), %r11\n"     \
-            "    jmp wi_bind_library_" #library "\n.size wi_bind_" #name ",.-wi_bind_" #name "\n");
+            "    jmp wi_bind_library_" #library "\n.size wi_bind_" #name ",.-wi_bind_" #name "\n.popsection\n");
 // Saves every register that may carry an argument (rdi, rsi, rdx, rcx, r8, r9; rax: the vector
 // count of a variadic call; xmm0–7), binds the library, restores them and jumps through the
 // pointer whose address r11 holds. 8 pushes + 128 bytes after rbp keep the call 16-byte aligned.
 #define WI_BINDER(library, index)                                                                              \
-    __asm__(".text\n.type wi_bind_library_" #library ",@function\n.p2align 4\nwi_bind_library_" #library ":\n" \
+    __asm__(".pushsection .text\n.type wi_bind_library_" #library ",@function\n.p2align 4\nwi_bind_library_" #library ":\n" \
             "    pushq %rbp\n    movq %rsp, %rbp\n"                                                               \
             "    pushq %rdi\n    pushq %rsi\n    pushq %rdx\n    pushq %rcx\n"                                    \
             "    pushq %r8\n    pushq %r9\n    pushq %rax\n    pushq %r11\n    subq $128, %rsp\n"                 \
@@ -106,17 +106,17 @@
             "    movdqu 96(%rsp), %xmm6\n    movdqu 112(%rsp), %xmm7\n    addq $128, %rsp\n"                      \
             "    popq %r11\n    popq %rax\n    popq %r9\n    popq %r8\n"                                          \
             "    popq %rcx\n    popq %rdx\n    popq %rsi\n    popq %rdi\n    popq %rbp\n"                         \
-            "    jmp *(%r11)\n.size wi_bind_library_" #library ",.-wi_bind_library_" #library "\n");
+            "    jmp *(%r11)\n.size wi_bind_library_" #library ",.-wi_bind_library_" #library "\n.popsection\n");
 #elif defined(__aarch64__)
 #define WI_STUB(library, name)                                                                                 \
-    __asm__(".text\n.globl " #name "\n.hidden " #name "\n.type " #name ",%function\n.p2align 4\n" #name       \
+    __asm__(".pushsection .text\n.globl " #name "\n.hidden " #name "\n.type " #name ",%function\n.p2align 4\n" #name       \
             ":\n    adrp x16, wi_lazy_" #name "\n    ldr x16, [x16, :lo12:wi_lazy_" #name "]\n    br x16\n"       \
             ".size " #name ",.-" #name "\n.type wi_bind_" #name ",%function\nwi_bind_" #name ":\n"                 \
             "    adrp x16, wi_lazy_" #name "\n    add x16, x16, :lo12:wi_lazy_" #name "\n"                          \
-            "    b wi_bind_library_" #library "\n.size wi_bind_" #name ",.-wi_bind_" #name "\n");
+            "    b wi_bind_library_" #library "\n.size wi_bind_" #name ",.-wi_bind_" #name "\n.popsection\n");
 // Saves x0–x8 (x8: the indirect result address), q0–q7 and x16 (the pointer's address).
 #define WI_BINDER(library, index)                                                                              \
-    __asm__(".text\n.type wi_bind_library_" #library ",%function\n.p2align 4\nwi_bind_library_" #library ":\n" \
+    __asm__(".pushsection .text\n.type wi_bind_library_" #library ",%function\n.p2align 4\nwi_bind_library_" #library ":\n" \
             "    stp x29, x30, [sp, #-224]!\n    mov x29, sp\n"                                                   \
             "    stp x0, x1, [sp, #16]\n    stp x2, x3, [sp, #32]\n    stp x4, x5, [sp, #48]\n"                   \
             "    stp x6, x7, [sp, #64]\n    stp x8, x16, [sp, #80]\n"                                            \
@@ -127,7 +127,7 @@
             "    ldp q0, q1, [sp, #96]\n    ldp x8, x16, [sp, #80]\n    ldp x6, x7, [sp, #64]\n"                  \
             "    ldp x4, x5, [sp, #48]\n    ldp x2, x3, [sp, #32]\n    ldp x0, x1, [sp, #16]\n"                   \
             "    ldp x29, x30, [sp], #224\n    ldr x17, [x16]\n    br x17\n"                                      \
-            ".size wi_bind_library_" #library ",.-wi_bind_library_" #library "\n");
+            ".size wi_bind_library_" #library ",.-wi_bind_library_" #library "\n.popsection\n");
 #else
 #error "codec_loader.c has stubs for x86-64 and AArch64 only"
 #endif
