@@ -239,30 +239,41 @@ static int wi_bind_all(void *handle, int library, char *message) {
     return 1;
 }
 
-/// Loads and binds `library` under the lock; the state says how it went.
+/// Opens `file` as `library`, checks its version against the headers' and binds every stub of
+/// `library` to it: 1, or 0 with the reason in `message` and no stub changed. A file that opened
+/// but failed stays open (dlclose of a C++ library may run destructors others rely on). Not in
+/// the header: `wi_codec_library_load` and the C harness (its failure paths) call it.
+__attribute__((visibility("hidden"))) int wi_codec_library_open(int library, const char *file, char *message);
+int wi_codec_library_open(int library, const char *file, char *message) {
+    const wi_library_description *description = &wi_libraries[library];
+    void *handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        snprintf(message, WI_MESSAGE_CAPACITY, "%s could not be loaded: %s", description->name, dlerror());
+        return 0;
+    }
+    int major = 0, minor = 0;
+    if (!wi_loaded_version(handle, library, &major, &minor) || major != description->major ||
+        minor != description->minor) {
+        snprintf(message, WI_MESSAGE_CAPACITY, "%s is version %d.%d (%s), this build needs %d.%d", description->name,
+                 major, minor, file, description->major, description->minor);
+        return 0;
+    }
+    return wi_bind_all(handle, library, message);
+}
+
+/// Loads and binds `library` under the lock, trying its files in order; the state says how it
+/// went, and a failure keeps the first file's reason.
 static int wi_load_locked(int library) {
     if (wi_load_state[library] != 0) return wi_load_state[library];
     const wi_library_description *description = &wi_libraries[library];
-    char *message = wi_load_failure[library];
-    void *handle = NULL;
-    char first_error[WI_MESSAGE_CAPACITY] = {0};
-    for (int i = 0; description->files[i] != NULL && handle == NULL; i++) {
-        handle = dlopen(description->files[i], RTLD_NOW | RTLD_LOCAL);
-        if (handle == NULL && i == 0) snprintf(first_error, sizeof first_error, "%s", dlerror());
+    char reason[WI_MESSAGE_CAPACITY];
+    for (int i = 0; description->files[i] != NULL; i++) {
+        if (wi_codec_library_open(library, description->files[i], reason)) {
+            wi_load_state[library] = 1;
+            return 1;
+        }
+        if (i == 0) memcpy(wi_load_failure[library], reason, WI_MESSAGE_CAPACITY);
     }
-    int major = 0, minor = 0;
-    if (handle == NULL) {
-        snprintf(message, WI_MESSAGE_CAPACITY, "%s could not be loaded: %s", description->name, first_error);
-    } else if (!wi_loaded_version(handle, library, &major, &minor) || major != description->major ||
-               minor != description->minor) {
-        snprintf(message, WI_MESSAGE_CAPACITY, "%s is version %d.%d, this build needs %d.%d", description->name,
-                 major, minor, description->major, description->minor);
-    } else if (wi_bind_all(handle, library, message)) {
-        wi_load_state[library] = 1;
-        return 1;
-    }
-    // A failed library stays open if it opened (dlclose of a C++ library may run destructors
-    // others rely on); it is never bound.
     wi_load_state[library] = -1;
     return -1;
 }

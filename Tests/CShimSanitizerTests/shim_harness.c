@@ -659,6 +659,8 @@ static void test_resample(void) {
     }
 }
 
+int wi_codec_library_open(int library, const char *file, char *message);
+
 /// The lazily loaded codec libraries (codec_loader.c): a call before any load goes through the
 /// binder (argument registers saved and restored) and gets the library's answer; an explicit
 /// load after it agrees; a call with several arguments of both register kinds passes them intact.
@@ -679,6 +681,14 @@ static void test_codec_loader(void) {
     CHECK(message[0] == 0, "a successful load left a message: %s", message);
     CHECK(strcmp(heif_get_version(), LIBHEIF_VERSION) == 0, "libheif reports %s", heif_get_version());
     CHECK(wi_codec_library_load((wi_codec_library)7, message) == 0, "an unknown library loaded");
+    // The failure paths: a file that is not there, and a library that is not the one asked for.
+    CHECK(wi_codec_library_open(WI_LIBRARY_HEIF, "libwebimage-none.so.1", message) == 0 &&
+              strstr(message, "libheif could not be loaded") != NULL,
+          "a missing library: \"%s\"", message);
+    CHECK(wi_codec_library_open(WI_LIBRARY_JXL, "libpng16.so.16", message) == 0 &&
+              strstr(message, "libjxl is version 0.0 (libpng16.so.16)") != NULL,
+          "another library as libjxl: \"%s\"", message);
+    CHECK(strcmp(heif_get_version(), LIBHEIF_VERSION) == 0, "the failed opens changed libheif's stubs");
 }
 
 int main(void) {
