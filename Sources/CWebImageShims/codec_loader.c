@@ -17,7 +17,10 @@
 // then the unversioned development link; a library whose version differs from the headers' in
 // major or minor number is refused, as its structures may differ.
 // Who owns what: the `dlopen` handles are held for the process's lifetime (never closed: the
-// stubs point into them).
+// stubs point into them; a handle whose version or symbols were refused stays open too). No
+// buffer crosses into the libraries here; the strings `dlerror` and `avifVersion` return are
+// theirs and only copied. The buffers the coders hand libavif, libheif and libjxl are owned as
+// their Swift callers say.
 
 #include "CWebImageShims.h"
 
