@@ -218,8 +218,18 @@ extension HTTPSession {
         for try await buffer in body {
             try Task.checkCancellation()
             guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
-            // A Data per chunk only for those who look at chunks (delegate, event streams).
-            let makeChunk = { Data(buffer: buffer, byteTransferStrategy: .noCopy) }
+            // A Data per chunk only for those who look at chunks (delegate, event streams), made
+            // once, as a copy: they may keep it (event streams buffer chunks, progressive decoding
+            // queues them). A slice of the client's receive buffer would pin the whole buffer, and
+            // NIO's pool reuses a buffer once its last reference goes: ordered by the runtime's
+            // atomic reference count, which the thread sanitizer does not see.
+            var chunk: Data?
+            func makeChunk() -> Data {
+                if let chunk { return chunk }
+                let copy = Data(buffer: buffer, byteTransferStrategy: .copy)
+                chunk = copy
+                return copy
+            }
             received += Int64(buffer.readableBytes)
             if let limit = hop.bodyLimit, received > limit {
                 throw Self.bodyTooLarge(head, limit: limit, detail: "its body")
