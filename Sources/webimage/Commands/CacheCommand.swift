@@ -42,6 +42,7 @@ struct CacheCommand: AsyncParsableCommand {
 
     struct Stats: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "stats",
             abstract: "Size and entry count.",
             discussion: "Example:\n  webimage cache stats --json --cache-dir /tmp/cache"
         )
@@ -66,6 +67,7 @@ struct CacheCommand: AsyncParsableCommand {
 
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clear",
             abstract: "Remove every entry.",
             discussion: "Example:\n  webimage cache clear --cache-dir /tmp/cache"
         )
@@ -84,6 +86,7 @@ struct CacheCommand: AsyncParsableCommand {
 
     struct Trim: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "trim",
             abstract: "Remove expired entries, then trim to half the size limit when over it.",
             discussion: "Example:\n  webimage cache trim --max-age 7d --max-size 100M --cache-dir /tmp/cache"
         )
