@@ -18,7 +18,7 @@ public enum HTTPResponseDisposition: Sendable {
 public protocol HTTPSessionTaskDelegate: AnyObject, Sendable {
     /// The response head arrived. Default: `.allow`.
     func task(_ task: HTTPSessionTask, didReceive response: HTTPSession.Response) async -> HTTPResponseDisposition
-    /// A body chunk arrived (in order).
+    /// A body chunk arrived (in order). The chunk is a copy the delegate may keep as long as it likes.
     func task(_ task: HTTPSessionTask, didReceive data: Data)
     /// The server redirects; return the request to follow, a changed one, or `nil` to stop and
     /// deliver the redirect response itself. Default: follow.
