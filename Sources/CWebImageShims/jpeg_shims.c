@@ -47,6 +47,9 @@ struct wi_jpeg_decoder {
     int64_t deadline_ns;
     double budget_seconds;
     const wi_stop *stop;
+    /// A progressive image read at a reduced scale in libjpeg's buffered-image mode: its scans
+    /// are read only until the coefficients the scaled output uses are exact.
+    int reads_needed_scans;
 };
 
 // libjpeg calls this every few rows of every pass, so it bounds both a scan bomb (a progressive
@@ -156,12 +159,70 @@ wi_status wi_jpeg_read_header(wi_jpeg_decoder *decoder) {
     return WI_OK;
 }
 
+// The natural (row-major) position of each zigzag-ordered coefficient of an 8×8 block.
+static const unsigned char wi_jpeg_natural_order[DCTSIZE2] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48,
+    41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,
+    30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
+};
+
+// The last zigzag-ordered coefficient a component's scaled inverse DCT reads: at 1/8 the DC
+// alone; a chroma plane at twice that (4:2:0 output at 1/8) reads the top-left 2×2.
+static int wi_jpeg_last_coefficient_read(const jpeg_component_info *component) {
+#if JPEG_LIB_VERSION >= 70
+    int size = component->DCT_h_scaled_size > component->DCT_v_scaled_size ? component->DCT_h_scaled_size
+                                                                            : component->DCT_v_scaled_size;
+#else
+    int size = component->DCT_scaled_size;
+#endif
+    int last = 0;
+    for (int k = 0; k < DCTSIZE2; k++) {
+        if (wi_jpeg_natural_order[k] / DCTSIZE < size && wi_jpeg_natural_order[k] % DCTSIZE < size) last = k;
+    }
+    return last;
+}
+
+// Whether every coefficient the scaled output reads has all its bits (`coef_bits` holds each
+// coefficient's pending low bit count, -1 before its first scan).
+static int wi_jpeg_output_coefficients_exact(const struct jpeg_decompress_struct *info) {
+    for (int c = 0; c < info->num_components; c++) {
+        int last = wi_jpeg_last_coefficient_read(&info->comp_info[c]);
+        for (int k = 0; k <= last; k++) {
+            if (info->coef_bits[c][k] != 0) return 0;
+        }
+    }
+    return 1;
+}
+
 wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
-    decoder->info.out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
-    if (!jpeg_start_decompress(&decoder->info)) {
+    struct jpeg_decompress_struct *info = &decoder->info;
+    info->out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
+    // A progressive image read at a reduced scale: the scaled inverse DCTs read few of each
+    // block's coefficients (at 1/8 the luma's DC alone), and the scans that only refine the
+    // others (in libjpeg's and Pillow's scan order, the last and largest) are never read. The
+    // pixels are those of reading every scan.
+    decoder->reads_needed_scans = jpeg_has_multiple_scans(info) && info->scale_num < info->scale_denom;
+    info->buffered_image = decoder->reads_needed_scans ? TRUE : FALSE;
+    if (!jpeg_start_decompress(info)) {
         snprintf(decoder->error.message, sizeof decoder->error.message, "the JPEG data ended early");
         return WI_ERROR;
+    }
+    if (decoder->reads_needed_scans) {
+        int read;
+        do {
+            // libjpeg calls the monitor in its own loops only: limits and stops are checked here.
+            wi_jpeg_progress_monitor((j_common_ptr)info);
+            read = jpeg_consume_input(info);
+        } while (read != JPEG_REACHED_EOI && read != JPEG_SUSPENDED &&
+                 !(read == JPEG_SCAN_COMPLETED && wi_jpeg_output_coefficients_exact(info)));
+        // Block smoothing guesses coefficients not yet exact: here only unread ones, which the
+        // scaled inverse DCTs ignore (a file that ended early keeps it, as a full read would).
+        if (read != JPEG_REACHED_EOI) info->do_block_smoothing = FALSE;
+        if (read == JPEG_SUSPENDED || !jpeg_start_output(info, info->input_scan_number)) {
+            snprintf(decoder->error.message, sizeof decoder->error.message, "the JPEG data ended early");
+            return WI_ERROR;
+        }
     }
     return WI_OK;
 }
@@ -189,7 +250,8 @@ wi_status wi_jpeg_read_rows(wi_jpeg_decoder *decoder, uint8_t *dst, size_t strid
 
 wi_status wi_jpeg_finish(wi_jpeg_decoder *decoder) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
-    if (decoder->info.output_scanline < decoder->info.output_height) {
+    // The scans not needed stay unread (finishing a buffered-image decode would read them).
+    if (decoder->reads_needed_scans || decoder->info.output_scanline < decoder->info.output_height) {
         jpeg_abort_decompress(&decoder->info);
     } else {
         jpeg_finish_decompress(&decoder->info);

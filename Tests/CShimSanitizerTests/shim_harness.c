@@ -153,20 +153,31 @@ typedef struct {
     int cmyk;
     /// Converts each batch of rows as it is decoded, or NULL.
     const wi_color_transform *transform;
+    /// Output scale in eighths (0: full size); the scan limit (0: 1000).
+    unsigned scale_num;
+    int max_scans;
+    /// When set, gets the decoded pixels (the caller frees them) and the scans read.
+    uint8_t **pixels_out;
+    int *scans_read;
 } jpeg_decode_job;
 
 static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
     jpeg_decode_job *job = context;
     wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(job->data, job->size);
     if (decoder == NULL) return WI_OUT_OF_MEMORY;
-    wi_jpeg_decoder_set_limits(decoder, 1000, budget_ns, stop);
+    wi_jpeg_decoder_set_limits(decoder, job->max_scans > 0 ? job->max_scans : 1000, budget_ns, stop);
     uint8_t *pixels = NULL;
     wi_status status = wi_jpeg_read_header(decoder);
     if (status == WI_OK) {
         size_t length = 0;
         uint8_t *icc = wi_jpeg_icc_profile(decoder, &length);
         free(icc);
+        if (job->scale_num > 0) {
+            wi_jpeg_decoder_info(decoder)->scale_num = job->scale_num;
+            wi_jpeg_decoder_info(decoder)->scale_denom = 8;
+        }
         status = wi_jpeg_start(decoder, job->cmyk);
+        if (job->scans_read != NULL) *job->scans_read = wi_jpeg_decoder_info(decoder)->input_scan_number;
     }
     if (status == WI_OK) {
         struct jpeg_decompress_struct *info = wi_jpeg_decoder_info(decoder);
@@ -184,9 +195,81 @@ static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t bud
     }
     snprintf(message, WI_MESSAGE_CAPACITY, "%s", wi_jpeg_decoder_message(decoder));
     if (status != WI_OK && wi_jpeg_decoder_limit_hit(decoder)) status = WI_LIMIT_EXCEEDED;
-    free(pixels);
+    if (job->pixels_out != NULL && status == WI_OK) {
+        *job->pixels_out = pixels;
+    } else {
+        free(pixels);
+    }
     wi_jpeg_decoder_destroy(decoder);
     return status;
+}
+
+// libjpeg alone, every scan read, at `scale_num`/8: the reference for the scaled reads.
+static uint8_t *reference_jpeg_decode(const uint8_t *data, size_t size, unsigned scale_num, int *scans) {
+    struct jpeg_decompress_struct info;
+    struct jpeg_error_mgr errors;
+    info.err = jpeg_std_error(&errors);
+    jpeg_create_decompress(&info);
+    jpeg_mem_src(&info, data, (unsigned long)size);
+    jpeg_read_header(&info, TRUE);
+    info.scale_num = scale_num;
+    info.scale_denom = 8;
+    info.out_color_space = JCS_EXT_RGBA;
+    jpeg_start_decompress(&info);
+    size_t stride = (size_t)info.output_width * 4;
+    uint8_t *pixels = malloc(stride * info.output_height);
+    while (info.output_scanline < info.output_height) {
+        JSAMPROW row = pixels + info.output_scanline * stride;
+        jpeg_read_scanlines(&info, &row, 1);
+    }
+    *scans = info.input_scan_number;
+    jpeg_finish_decompress(&info);
+    jpeg_destroy_decompress(&info);
+    return pixels;
+}
+
+static uint8_t *encode_jpeg(const image *source, int progressive, wi_jpeg_color_model model, const uint8_t *icc,
+                            size_t icc_length, size_t *size);
+
+// A progressive file read at reduced scales stops at the scans its output needs: the same
+// pixels as reading them all, fewer scans at 1/8, and every limit, stop and short file handled
+// in that loop too.
+static void test_jpeg_scaled_progressive(const image *photo) {
+    size_t length = 0;
+    uint8_t *data = encode_jpeg(photo, 1, WI_JPEG_RGB, NULL, 0, &length);
+    if (data == NULL) return;
+    for (unsigned scale = 1; scale < 8; scale++) {
+        int all_scans = 0, scans_read = 0;
+        uint8_t *expected = reference_jpeg_decode(data, length, scale, &all_scans);
+        uint8_t *pixels = NULL;
+        jpeg_decode_job job = {data, length, 0, 0, 0, NULL, scale, 0, &pixels, &scans_read};
+        char message[WI_MESSAGE_CAPACITY];
+        CHECK(run_jpeg_decode(&job, NULL, 0, message) == WI_OK && pixels != NULL, "progressive at %u/8 failed: %s",
+              scale, message);
+        size_t size = ((size_t)photo->width * scale + 7) / 8 * 4 * (((size_t)photo->height * scale + 7) / 8);
+        CHECK(pixels != NULL && memcmp(pixels, expected, size) == 0,
+              "progressive at %u/8: the pixels differ from reading every scan", scale);
+        CHECK(scans_read <= all_scans, "progressive at %u/8 read %d of %d scans", scale, scans_read, all_scans);
+        if (scale == 1) {
+            CHECK(scans_read < all_scans, "progressive at 1/8 read all %d scans", all_scans);
+        }
+        free(pixels);
+        free(expected);
+    }
+    jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL};
+    sweep("decode progressive at 1/8", run_jpeg_decode, &eighth, "stopped");
+    // The scan limit holds in the loop that reads only the needed scans.
+    jpeg_decode_job limited = eighth;
+    limited.max_scans = 2;
+    char message[WI_MESSAGE_CAPACITY];
+    CHECK(run_jpeg_decode(&limited, NULL, 0, message) == WI_LIMIT_EXCEEDED && strstr(message, "scans") != NULL,
+          "progressive at 1/8 with a 2-scan limit: \"%s\"", message);
+    for (size_t cut = 2; cut < length; cut = cut * 2 + 101) {
+        jpeg_decode_job truncated = eighth;
+        truncated.size = cut;
+        (void)run_jpeg_decode(&truncated, NULL, 0, message);
+    }
+    free(data);
 }
 
 static uint8_t *encode_jpeg(const image *source, int progressive, wi_jpeg_color_model model, const uint8_t *icc,
@@ -255,7 +338,7 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
         size_t length = 0;
         uint8_t *data = encode_jpeg(photo, sources[i].progressive, sources[i].model, icc, icc_length, &length);
         if (data == NULL) continue;
-        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK, NULL};
+        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK, NULL, 0, 0, NULL, NULL};
         sweep(sources[i].name, run_jpeg_decode, &job, "stopped");
         // Again with the rows converted as they come (the P3 tables; lcms for CMYK's naive case
         // has no profile here, so RGB only).
@@ -291,14 +374,14 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
         for (int trial = 0; trial < 40; trial++) {
             memcpy(damaged, data, length);
             for (int flips = 0; flips < 8; flips++) damaged[next_random() % length] ^= (uint8_t)(1 + next_random() % 255);
-            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk, NULL};
+            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk, NULL, 0, 0, NULL, NULL};
             char ignored[WI_MESSAGE_CAPACITY];
             (void)run_jpeg_decode(&broken, NULL, 0, ignored);
         }
         free(damaged);
         // Not a JPEG at all.
         static const uint8_t junk[] = "this is not a JPEG file at all";
-        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0, NULL};
+        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0, NULL, 0, 0, NULL, NULL};
         char junk_message[WI_MESSAGE_CAPACITY];
         CHECK(run_jpeg_decode(&not_jpeg, NULL, 0, junk_message) == WI_ERROR && junk_message[0] != 0,
               "junk decoded as JPEG");
@@ -704,6 +787,7 @@ int main(void) {
     image photo = make_image(1024, 768, 0);
     image translucent = make_image(640, 480, 1);
     test_jpeg(&photo, p3, p3_length);
+    test_jpeg_scaled_progressive(&photo);
     test_png(&photo, &translucent, p3, p3_length);
     test_tiff(&photo, &translucent);
     test_color(p3, p3_length);
