@@ -17,8 +17,8 @@
 // - `wi_jpeg_decoder` is calloc'ed by `wi_jpeg_decoder_create` and freed only by
 //   `wi_jpeg_decoder_destroy`; the jump points' branches only return, so a failed call leaves it
 //   whole for the caller to destroy. State the branches read lives in it, never in locals.
-// - The compressed bytes are the caller's (read in place by `jpeg_mem_src`, never copied or
-//   freed): they must outlive the decoder.
+// - The compressed bytes are the caller's (handed to libjpeg in place by `wi_jpeg_source`, never
+//   copied or freed): they must outlive the decoder. The fake EOI at a short file's end is static.
 // - Saved markers (the EXIF `wi_jpeg_exif` points into) live in libjpeg's pools until
 //   `jpeg_finish_decompress`/`jpeg_abort_decompress` or destroy: copy them before `wi_jpeg_finish`.
 // - The ICC profile `wi_jpeg_icc_profile` returns is malloc'ed by libjpeg's
@@ -36,6 +36,22 @@ struct wi_jpeg_error {
     int limit_hit;
 };
 
+// The compressed bytes, handed to libjpeg one unit at a time (a marker segment, or a scan's header
+// with its entropy-coded data, read in place), so that once `skips_unread_scans` is set the AC
+// scans of a component whose scaled output reads only the DC are left out whole.
+typedef struct {
+    struct jpeg_source_mgr pub;
+    const uint8_t *data;
+    size_t size;
+    /// The offset of the first byte not yet handed to libjpeg.
+    size_t next;
+    int skips_unread_scans;
+    /// For each component: its id, and whether its scaled inverse DCT reads the DC alone.
+    int component_ids[MAX_COMPONENTS];
+    int reads_dc_only[MAX_COMPONENTS];
+    int component_count;
+} wi_jpeg_source;
+
 struct wi_jpeg_decoder {
     struct jpeg_decompress_struct info;
     struct wi_jpeg_error error;
@@ -47,9 +63,7 @@ struct wi_jpeg_decoder {
     int64_t deadline_ns;
     double budget_seconds;
     const wi_stop *stop;
-    /// A progressive image read at a reduced scale in libjpeg's buffered-image mode: its scans
-    /// are read only until the coefficients the scaled output uses are exact.
-    int reads_needed_scans;
+    wi_jpeg_source source;
 };
 
 // libjpeg calls this every few rows of every pass, so it bounds both a scan bomb (a progressive
@@ -102,12 +116,95 @@ static void wi_jpeg_install_errors(struct wi_jpeg_error *error, struct jpeg_erro
     error->limit_hit = 0;
 }
 
+// Where the entropy-coded data (or stray bytes) from `start` end: at the next marker, a 0xFF
+// followed by neither a stuffed 0x00 nor a restart marker; the data's end when there is none.
+static size_t wi_jpeg_next_marker(const uint8_t *data, size_t size, size_t start) {
+    for (size_t i = start; i + 1 < size; i++) {
+        if (data[i] == 0xFF && data[i + 1] != 0x00 && (data[i + 1] < JPEG_RST0 || data[i + 1] > JPEG_RST0 + 7)) {
+            return i;
+        }
+    }
+    return size;
+}
+
+// The end of the unit at `start`: a fill byte, a marker without a segment, a marker segment, a
+// scan header with its entropy-coded data, or stray bytes up to the next marker.
+static size_t wi_jpeg_unit_end(const uint8_t *data, size_t size, size_t start) {
+    if (data[start] != 0xFF || start + 1 >= size) return wi_jpeg_next_marker(data, size, start + 1);
+    int marker = data[start + 1];
+    if (marker == 0xFF) return start + 1;
+    // SOI, EOI, TEM and the restart markers stand alone.
+    if (marker == 0xD8 || marker == JPEG_EOI || marker == 0x01 || (marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7)) {
+        return start + 2;
+    }
+    if (start + 4 > size) return size;
+    size_t end = start + 2 + ((size_t)data[start + 2] << 8 | data[start + 3]);
+    if (end > size) return size;
+    return marker == 0xDA ? wi_jpeg_next_marker(data, size, end) : end;
+}
+
+// Whether the unit at `start` is a scan the output never reads: an AC scan of a component whose
+// scaled inverse DCT reads the DC alone. (A component that reads some AC coefficients needs all
+// its AC scans: a refinement scan's codes depend on every earlier scan of its band.)
+static int wi_jpeg_scan_unread(const wi_jpeg_source *source, size_t start, size_t end) {
+    const uint8_t *unit = source->data + start;
+    size_t length = end - start;
+    if (length < 10 || unit[0] != 0xFF || unit[1] != 0xDA || unit[4] != 1) return 0;
+    int first_coefficient = unit[7];  // Ss, after the length, Ns, and the component's Cs and tables
+    for (int c = 0; c < source->component_count; c++) {
+        if (source->component_ids[c] == unit[5]) return first_coefficient > 0 && source->reads_dc_only[c];
+    }
+    return 0;
+}
+
+static void wi_jpeg_source_init(j_decompress_ptr info) { (void)info; }
+
+static boolean wi_jpeg_source_fill(j_decompress_ptr info) {
+    wi_jpeg_source *source = (wi_jpeg_source *)info->src;
+    while (source->next < source->size) {
+        size_t start = source->next;
+        size_t end = wi_jpeg_unit_end(source->data, source->size, start);
+        source->next = end;
+        if (source->skips_unread_scans && wi_jpeg_scan_unread(source, start, end)) continue;
+        source->pub.next_input_byte = source->data + start;
+        source->pub.bytes_in_buffer = end - start;
+        return TRUE;
+    }
+    // The end of the data before the image's: a fake EOI, as jpeg_mem_src inserts, and a warning.
+    static const JOCTET end_of_image[2] = {0xFF, JPEG_EOI};
+    WARNMS(info, JWRN_JPEG_EOF);
+    source->pub.next_input_byte = end_of_image;
+    source->pub.bytes_in_buffer = 2;
+    return TRUE;
+}
+
+static void wi_jpeg_source_skip(j_decompress_ptr info, long count) {
+    struct jpeg_source_mgr *source = info->src;
+    if (count <= 0) return;
+    while (count > (long)source->bytes_in_buffer) {
+        count -= (long)source->bytes_in_buffer;
+        (void)(*source->fill_input_buffer)(info);  // never suspends; at the end, 2 bytes of fake EOI
+    }
+    source->next_input_byte += count;
+    source->bytes_in_buffer -= (size_t)count;
+}
+
+static void wi_jpeg_source_term(j_decompress_ptr info) { (void)info; }
+
 // Its own function, so the jump point's frame holds no local that changes after setjmp.
 static wi_status wi_jpeg_decoder_start(wi_jpeg_decoder *decoder) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     jpeg_create_decompress(&decoder->info);
     decoder->created = 1;
-    jpeg_mem_src(&decoder->info, decoder->data, (unsigned long)decoder->size);
+    wi_jpeg_source *source = &decoder->source;
+    source->data = decoder->data;
+    source->size = decoder->size;
+    source->pub.init_source = wi_jpeg_source_init;
+    source->pub.fill_input_buffer = wi_jpeg_source_fill;
+    source->pub.skip_input_data = wi_jpeg_source_skip;
+    source->pub.resync_to_restart = jpeg_resync_to_restart;
+    source->pub.term_source = wi_jpeg_source_term;
+    decoder->info.src = &source->pub;
     return WI_OK;
 }
 
@@ -159,70 +256,40 @@ wi_status wi_jpeg_read_header(wi_jpeg_decoder *decoder) {
     return WI_OK;
 }
 
-// The natural (row-major) position of each zigzag-ordered coefficient of an 8×8 block.
-static const unsigned char wi_jpeg_natural_order[DCTSIZE2] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48,
-    41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23,
-    30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
-};
-
-// The last zigzag-ordered coefficient a component's scaled inverse DCT reads: at 1/8 the DC
-// alone; a chroma plane at twice that (4:2:0 output at 1/8) reads the top-left 2×2.
-static int wi_jpeg_last_coefficient_read(const jpeg_component_info *component) {
+// Whether a component's scaled inverse DCT reads the DC alone (a 1×1 block: at 1/8, every plane
+// at full resolution; chroma planes at half resolution read 2×2).
+static int wi_jpeg_reads_dc_only(const jpeg_component_info *component) {
 #if JPEG_LIB_VERSION >= 70
-    int size = component->DCT_h_scaled_size > component->DCT_v_scaled_size ? component->DCT_h_scaled_size
-                                                                            : component->DCT_v_scaled_size;
+    return component->DCT_h_scaled_size == 1 && component->DCT_v_scaled_size == 1;
 #else
-    int size = component->DCT_scaled_size;
+    return component->DCT_scaled_size == 1;
 #endif
-    int last = 0;
-    for (int k = 0; k < DCTSIZE2; k++) {
-        if (wi_jpeg_natural_order[k] / DCTSIZE < size && wi_jpeg_natural_order[k] % DCTSIZE < size) last = k;
-    }
-    return last;
-}
-
-// Whether every coefficient the scaled output reads has all its bits (`coef_bits` holds each
-// coefficient's pending low bit count, -1 before its first scan).
-static int wi_jpeg_output_coefficients_exact(const struct jpeg_decompress_struct *info) {
-    for (int c = 0; c < info->num_components; c++) {
-        int last = wi_jpeg_last_coefficient_read(&info->comp_info[c]);
-        for (int k = 0; k <= last; k++) {
-            if (info->coef_bits[c][k] != 0) return 0;
-        }
-    }
-    return 1;
 }
 
 wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     struct jpeg_decompress_struct *info = &decoder->info;
     info->out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
-    // A progressive image read at a reduced scale: the scaled inverse DCTs read few of each
-    // block's coefficients (at 1/8 the luma's DC alone), and the scans that only refine the
-    // others (in libjpeg's and Pillow's scan order, the last and largest) are never read. The
-    // pixels are those of reading every scan.
-    decoder->reads_needed_scans = jpeg_has_multiple_scans(info) && info->scale_num < info->scale_denom;
-    info->buffered_image = decoder->reads_needed_scans ? TRUE : FALSE;
+    // A progressive image read at 1/8: the luma's (and any full-resolution plane's) scaled inverse
+    // DCT reads the DC alone, so that plane's AC scans (most of the file) are left out unread.
+    // The pixels are those of reading every scan; block smoothing, which guesses coefficients not
+    // yet received, is off (the ones it would guess are unread on purpose, and unused).
+    if (jpeg_has_multiple_scans(info) && info->scale_num < info->scale_denom) {
+        jpeg_calc_output_dimensions(info);
+        wi_jpeg_source *source = &decoder->source;
+        source->component_count = info->num_components < MAX_COMPONENTS ? info->num_components : MAX_COMPONENTS;
+        int skips = 0;
+        for (int c = 0; c < source->component_count; c++) {
+            source->component_ids[c] = info->comp_info[c].component_id;
+            source->reads_dc_only[c] = wi_jpeg_reads_dc_only(&info->comp_info[c]);
+            skips |= source->reads_dc_only[c];
+        }
+        source->skips_unread_scans = skips;
+        if (skips) info->do_block_smoothing = FALSE;
+    }
     if (!jpeg_start_decompress(info)) {
         snprintf(decoder->error.message, sizeof decoder->error.message, "the JPEG data ended early");
         return WI_ERROR;
-    }
-    if (decoder->reads_needed_scans) {
-        int read;
-        do {
-            // libjpeg calls the monitor in its own loops only: limits and stops are checked here.
-            wi_jpeg_progress_monitor((j_common_ptr)info);
-            read = jpeg_consume_input(info);
-        } while (read != JPEG_REACHED_EOI && read != JPEG_SUSPENDED &&
-                 !(read == JPEG_SCAN_COMPLETED && wi_jpeg_output_coefficients_exact(info)));
-        // Block smoothing guesses coefficients not yet exact: here only unread ones, which the
-        // scaled inverse DCTs ignore (a file that ended early keeps it, as a full read would).
-        if (read != JPEG_REACHED_EOI) info->do_block_smoothing = FALSE;
-        if (read == JPEG_SUSPENDED || !jpeg_start_output(info, info->input_scan_number)) {
-            snprintf(decoder->error.message, sizeof decoder->error.message, "the JPEG data ended early");
-            return WI_ERROR;
-        }
     }
     return WI_OK;
 }
@@ -250,8 +317,7 @@ wi_status wi_jpeg_read_rows(wi_jpeg_decoder *decoder, uint8_t *dst, size_t strid
 
 wi_status wi_jpeg_finish(wi_jpeg_decoder *decoder) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
-    // The scans not needed stay unread (finishing a buffered-image decode would read them).
-    if (decoder->reads_needed_scans || decoder->info.output_scanline < decoder->info.output_height) {
+    if (decoder->info.output_scanline < decoder->info.output_height) {
         jpeg_abort_decompress(&decoder->info);
     } else {
         jpeg_finish_decompress(&decoder->info);
