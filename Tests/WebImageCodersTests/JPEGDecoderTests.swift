@@ -110,6 +110,42 @@ struct JPEGDecoderTests {
         #expect(thumbnail.width == 100 && thumbnail.height == 67)
     }
 
+    @Test("Progressive at 1/8: baseline's pixels, and the luma's AC scans are never read")
+    func progressiveEighth() throws {
+        // Progressive and baseline encodes of one picture hold the same quantised coefficients.
+        let picture = GeneratedImages.photoLike(width: 640, height: 480)
+        let progressive = try encode(picture, progressive: true)
+        var eighth = ImageDecodingOptions()
+        eighth.shrinkOnLoadMinimumSize = PixelSize(width: 80, height: 60)
+        let expected = try JPEGCoder().decode(encode(picture), options: eighth)
+        let image = try JPEGCoder().decode(progressive, options: eighth)
+        #expect(image.width == 80 && image.height == 60)
+        #expect(image.bitmap.pixels == expected.bitmap.pixels)
+        // The file's last scan refines the luma's AC coefficients. Pointed at a Huffman table the
+        // file never defines, it fails a full-size decode; at 1/8 it is never read at all.
+        let lastScan = try #require(Self.lastScan(of: progressive))
+        #expect(lastScan.component == 1 && lastScan.firstCoefficient > 0)
+        var broken = progressive
+        broken[broken.startIndex + lastScan.offset + 6] = 0x33  // table 3, undefined
+        let fromBroken = try JPEGCoder().decode(broken, options: eighth)
+        #expect(fromBroken.bitmap.pixels == expected.bitmap.pixels)
+        #expect {
+            try JPEGCoder().decode(broken, options: .init())
+        } throws: { error in
+            (error as? CoderError)?.code == "corruptData"
+        }
+    }
+
+    /// Where the last scan's SOS marker is, its (single) component's id and its first coefficient.
+    static func lastScan(of data: Data) -> (offset: Int, component: UInt8, firstCoefficient: UInt8)? {
+        let bytes = [UInt8](data)
+        // In entropy-coded data 0xFF is always followed by 0x00 or a restart marker.
+        guard let offset = (0..<bytes.count - 8).last(where: { bytes[$0] == 0xFF && bytes[$0 + 1] == 0xDA }),
+            bytes[offset + 4] == 1
+        else { return nil }
+        return (offset, bytes[offset + 5], bytes[offset + 7])
+    }
+
     @Test("Truncated data is a truncatedData error")
     func truncated() throws {
         let data = try encode(GeneratedImages.noise(width: 64, height: 64))
