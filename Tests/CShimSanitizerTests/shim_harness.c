@@ -269,6 +269,22 @@ static void test_jpeg_scaled_progressive(const image *photo) {
         truncated.size = cut;
         (void)run_jpeg_decode(&truncated, NULL, 0, message);
     }
+    // Damaged bytes, anywhere (markers, lengths, scan headers, entropy-coded data), and 0xFF
+    // bytes that make markers where there were none: the units the source hands out stay
+    // within the data, and nothing leaks.
+    uint8_t *damaged = malloc(length);
+    for (int trial = 0; trial < 200; trial++) {
+        memcpy(damaged, data, length);
+        for (int flips = 0; flips < 6; flips++) {
+            size_t at = next_random() % length;
+            damaged[at] = trial % 2 ? 0xFF : (uint8_t)(damaged[at] ^ (1 + next_random() % 255));
+        }
+        jpeg_decode_job broken = eighth;
+        broken.data = damaged;
+        broken.size = trial % 3 ? length : next_random() % length;
+        (void)run_jpeg_decode(&broken, NULL, 0, message);
+    }
+    free(damaged);
     free(data);
 }
 
