@@ -272,8 +272,8 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     info->out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
     // A progressive image read at 1/8: the luma's (and any full-resolution plane's) scaled inverse
     // DCT reads the DC alone, so that plane's AC scans (most of the file) are left out unread.
-    // The pixels are those of reading every scan; block smoothing, which guesses coefficients not
-    // yet received, is off (the ones it would guess are unread on purpose, and unused).
+    // For a whole file the pixels are those of reading every scan; block smoothing, which guesses
+    // coefficients not yet received, is off (the ones it would guess are unread on purpose).
     if (jpeg_has_multiple_scans(info) && info->scale_num < info->scale_denom) {
         jpeg_calc_output_dimensions(info);
         wi_jpeg_source *source = &decoder->source;
