@@ -1,4 +1,5 @@
 #include "CWebImageShims.h"
+#include "jpeg_internal.h"
 #include "shims_clock.h"
 
 #include <setjmp.h>
@@ -119,10 +120,12 @@ static void wi_jpeg_install_errors(struct wi_jpeg_error *error, struct jpeg_erro
 // Where the entropy-coded data (or stray bytes) from `start` end: at the next marker, a 0xFF
 // followed by neither a stuffed 0x00 nor a restart marker; the data's end when there is none.
 static size_t wi_jpeg_next_marker(const uint8_t *data, size_t size, size_t start) {
+    // memchr's vector search: a scan's data is most of the file, and 0xFF bytes are rare in it.
     for (size_t i = start; i + 1 < size; i++) {
-        if (data[i] == 0xFF && data[i + 1] != 0x00 && (data[i + 1] < JPEG_RST0 || data[i + 1] > JPEG_RST0 + 7)) {
-            return i;
-        }
+        const uint8_t *candidate = memchr(data + i, 0xFF, size - 1 - i);
+        if (candidate == NULL) break;
+        i = (size_t)(candidate - data);
+        if (data[i + 1] != 0x00 && (data[i + 1] < JPEG_RST0 || data[i + 1] > JPEG_RST0 + 7)) return i;
     }
     return size;
 }
@@ -223,7 +226,9 @@ wi_jpeg_decoder *wi_jpeg_decoder_create(const uint8_t *data, size_t size) {
 
 void wi_jpeg_decoder_destroy(wi_jpeg_decoder *decoder) {
     if (decoder == NULL) return;
+    wi_jpeg_scan_values *values = decoder->info.client_data;
     if (decoder->created) jpeg_destroy_decompress(&decoder->info);
+    wi_jpeg_scan_values_free(values);
     free(decoder);
 }
 
@@ -291,6 +296,9 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
         snprintf(decoder->error.message, sizeof decoder->error.message, "the JPEG data ended early");
         return WI_ERROR;
     }
+    // A baseline image at 1/8: the planes that read only the DC have their AC codes skipped in
+    // bulk (jpeg_scan_ahead.c); the pixels are libjpeg's either way.
+    if (info->scale_num < info->scale_denom) (void)wi_jpeg_scan_ahead(info);
     return WI_OK;
 }
 

@@ -1,3 +1,4 @@
+import CWebImageShims
 import Foundation
 
 /// What an image's header says about it, read without decoding: the format, the canvas size and,
@@ -32,6 +33,9 @@ public struct ImageHeader: Sendable, Hashable {
     /// whole-image coefficient buffer (2 bytes a coefficient, every component at its stored
     /// resolution whatever the DCT scale: 3 bytes a pixel for 4:2:0, 6 for 4:4:4); 0 otherwise.
     public var decoderWorkingBytes = 0
+    /// A baseline JPEG's scan read ahead of libjpeg when it is decoded at 1/8 (the value store and
+    /// Huffman tables of `jpeg_scan_ahead.c`, at most); 0 for other images.
+    var eighthScaleWorkingBytes = 0
 
     /// Reads the header of `data`; `nil` for SVG, PDF and unrecognised data, or when the header
     /// is truncated or invalid (zero dimensions included).
@@ -87,8 +91,10 @@ public struct ImageHeader: Sendable, Hashable {
         guard !canvas.overflow, canvas.partialValue <= options.maxPixelCount, frames <= options.maxFrameCount,
             !animation.overflow, frames == 1 || animation.partialValue <= options.maxAnimationBytes
         else { return 0 }
-        let frame = decodedFrameSize(with: options)
-        return frame.width * frame.height * 4 * frames + decoderWorkingBytes
+        let numerator = jpegDCTNumerator(with: options)
+        let frame = format == .jpeg ? JPEGCoder.dctScaled(size, by: numerator) : size
+        let working = decoderWorkingBytes + (numerator == 1 ? eighthScaleWorkingBytes : 0)
+        return frame.width * frame.height * 4 * frames + working
     }
 
     /// A GIF, APNG, WebP or AVIF animation reduced frame by frame (``AnimatedImage``): the reduced frames and
@@ -114,11 +120,15 @@ public struct ImageHeader: Sendable, Hashable {
     /// this is also the decoded image's size.
     package func decodedFrameSize(with options: ImageDecodingOptions) -> PixelSize {
         guard format == .jpeg else { return size }
-        let numerator =
-            (orientation.map { [$0] } ?? [.up, .right]).map {
-                JPEGCoder.dctScale(of: size, covering: options.reductionFloor(forSource: size, orientation: $0))
-            }.max() ?? 8
-        return JPEGCoder.dctScaled(size, by: numerator)
+        return JPEGCoder.dctScaled(size, by: jpegDCTNumerator(with: options))
+    }
+
+    /// The N of a JPEG decode's N/8 DCT scale with `options` (8 for the other formats).
+    private func jpegDCTNumerator(with options: ImageDecodingOptions) -> Int {
+        guard format == .jpeg else { return 8 }
+        return (orientation.map { [$0] } ?? [.up, .right]).map {
+            JPEGCoder.dctScale(of: size, covering: options.reductionFloor(forSource: size, orientation: $0))
+        }.max() ?? 8
     }
 }
 
@@ -233,9 +243,12 @@ private struct HeaderReader {
                     orientation: orientation ?? .up
                 )
                 // Progressive frames (SOF2, SOF6, SOF10, SOF14) are decoded through a buffer of
-                // every coefficient.
+                // every coefficient; baseline ones (SOF0, SOF1) at 1/8 have their scan read ahead.
+                let coefficientBytes = jpegCoefficientBytes(frame: offset, width: width, height: height)
                 if [0xC2, 0xC6, 0xCA, 0xCE].contains(marker) {
-                    header.decoderWorkingBytes = jpegCoefficientBytes(frame: offset, width: width, height: height)
+                    header.decoderWorkingBytes = coefficientBytes
+                } else if marker == 0xC0 || marker == 0xC1 {
+                    header.eighthScaleWorkingBytes = wi_jpeg_scan_ahead_bytes(coefficientBytes / 128)
                 }
                 return header
             case 0xD9, 0xDA:  // end of image or start of scan before any frame header

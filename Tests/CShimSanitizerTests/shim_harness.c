@@ -8,6 +8,7 @@
 
 #include "CWebImageShims.h"
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -403,6 +404,248 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
               "junk decoded as JPEG");
         free(data);
     }
+}
+
+// MARK: JPEG, baseline at 1/8
+
+/// How a test JPEG is made by libjpeg itself: the luma's (or first plane's) sampling factors, the
+/// colour space, restart interval (in MCUs), Huffman tables fitted to the image or not.
+typedef struct {
+    int h, v;
+    J_COLOR_SPACE space;
+    unsigned restart;
+    int optimize, quality;
+} jpeg_recipe;
+
+struct harness_jpeg_error {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+};
+
+static void harness_jpeg_error_exit(j_common_ptr info) { longjmp(((struct harness_jpeg_error *)info->err)->jump, 1); }
+
+static void harness_jpeg_quiet(j_common_ptr info, int level) { (void)info; (void)level; }
+
+/// `source` as a baseline JPEG by libjpeg (the caller frees it; jpeg_mem_dest's buffer is
+/// malloc'ed by libjpeg and handed over whole at jpeg_finish_compress).
+static uint8_t *encode_jpeg_recipe(const image *source, jpeg_recipe recipe, size_t *size) {
+    struct jpeg_compress_struct info;
+    struct harness_jpeg_error error;
+    info.err = jpeg_std_error(&error.pub);
+    error.pub.error_exit = harness_jpeg_error_exit;
+    unsigned char *out = NULL;
+    unsigned long length = 0;
+    if (setjmp(error.jump)) {
+        jpeg_destroy_compress(&info);
+        free(out);
+        CHECK(0, "libjpeg could not encode the test JPEG");
+        return NULL;
+    }
+    jpeg_create_compress(&info);
+    jpeg_mem_dest(&info, &out, &length);
+    info.image_width = source->width;
+    info.image_height = source->height;
+    info.input_components = 4;
+    // CMYK planes straight from the RGBA bytes: any four planes do.
+    info.in_color_space = recipe.space == JCS_CMYK ? JCS_CMYK : JCS_EXT_RGBA;
+    jpeg_set_defaults(&info);
+    jpeg_set_colorspace(&info, recipe.space == JCS_CMYK ? JCS_CMYK : recipe.space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_YCbCr);
+    jpeg_set_quality(&info, recipe.quality, TRUE);
+    info.comp_info[0].h_samp_factor = recipe.h;
+    info.comp_info[0].v_samp_factor = recipe.v;
+    for (int c = 1; c < info.num_components; c++) info.comp_info[c].h_samp_factor = info.comp_info[c].v_samp_factor = 1;
+    info.restart_interval = recipe.restart;
+    info.optimize_coding = recipe.optimize;
+    jpeg_start_compress(&info, TRUE);
+    while (info.next_scanline < info.image_height) {
+        JSAMPROW row = source->pixels + (size_t)info.next_scanline * source->stride;
+        jpeg_write_scanlines(&info, &row, 1);
+    }
+    jpeg_finish_compress(&info);
+    jpeg_destroy_compress(&info);
+    *size = length;
+    return out;
+}
+
+/// libjpeg alone at 1/8 from memory, errors caught: the pixels (the caller frees them), or NULL
+/// when libjpeg fails.
+static uint8_t *reference_eighth(const uint8_t *data, size_t size, int cmyk, size_t *pixels_size) {
+    struct jpeg_decompress_struct info;
+    struct harness_jpeg_error error;
+    info.err = jpeg_std_error(&error.pub);
+    error.pub.error_exit = harness_jpeg_error_exit;
+    error.pub.emit_message = harness_jpeg_quiet;
+    uint8_t *volatile pixels = NULL;
+    if (setjmp(error.jump)) {
+        jpeg_destroy_decompress(&info);
+        free(pixels);
+        return NULL;
+    }
+    jpeg_create_decompress(&info);
+    jpeg_mem_src(&info, data, (unsigned long)size);
+    jpeg_read_header(&info, TRUE);
+    info.scale_num = 1;
+    info.scale_denom = 8;
+    info.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGBA;
+    jpeg_start_decompress(&info);
+    size_t stride = (size_t)info.output_width * 4;
+    *pixels_size = stride * info.output_height;
+    pixels = malloc(*pixels_size);
+    while (info.output_scanline < info.output_height) {
+        JSAMPROW row = pixels + info.output_scanline * stride;
+        jpeg_read_scanlines(&info, &row, 1);
+    }
+    jpeg_finish_decompress(&info);
+    jpeg_destroy_decompress(&info);
+    return pixels;
+}
+
+/// Whether the shim decodes `data` at 1/8 as libjpeg alone does: both fail, or both give the same
+/// pixels. `skipped` (may be NULL) is set when the scan was read ahead, not by libjpeg.
+static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, int *skipped) {
+    size_t expected_size = 0;
+    uint8_t *expected = reference_eighth(data, size, cmyk, &expected_size);
+    wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, size);
+    if (decoder == NULL) {
+        free(expected);
+        return 0;
+    }
+    struct jpeg_decompress_struct *info = wi_jpeg_decoder_info(decoder);
+    uint8_t *pixels = NULL;
+    wi_status status = wi_jpeg_read_header(decoder);
+    if (status == WI_OK) {
+        info->scale_num = 1;
+        info->scale_denom = 8;
+        status = wi_jpeg_start(decoder, cmyk);
+    }
+    if (skipped != NULL) *skipped = status == WI_OK && info->client_data != NULL;
+    size_t stride = status == WI_OK ? (size_t)info->output_width * 4 : 0;
+    if (status == WI_OK) pixels = calloc(1, stride * info->output_height + 1);
+    uint32_t done = 0;
+    while (status == WI_OK && done < info->output_height) {
+        uint32_t rows = 0;
+        status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, info->output_height - done, NULL, &rows);
+        if (rows == 0) break;
+        done += rows;
+    }
+    if (status == WI_OK) status = wi_jpeg_finish(decoder);
+    int same = expected == NULL ? status != WI_OK
+                                : status == WI_OK && stride * info->output_height == expected_size &&
+                                      memcmp(pixels, expected, expected_size) == 0;
+    wi_jpeg_decoder_destroy(decoder);
+    free(pixels);
+    free(expected);
+    return same;
+}
+
+/// Smooth gradients with a little noise, as photos are: their blocks have a few AC coefficients
+/// (`make_image`'s full-range noise has them all).
+static image make_smooth_image(uint32_t width, uint32_t height) {
+    image result = make_image(width, height, 0);
+    for (uint32_t y = 0; y < height; y++) {
+        uint8_t *row = result.pixels + (size_t)y * result.stride;
+        for (uint32_t x = 0; x < width; x++) {
+            uint32_t noise = next_random();
+            row[x * 4] = (uint8_t)(x * 200 / width + (noise & 7));
+            row[x * 4 + 1] = (uint8_t)(y * 200 / height + ((noise >> 8) & 7));
+            row[x * 4 + 2] = (uint8_t)((x + y) * 100 / (width + height) + ((noise >> 16) & 15));
+        }
+    }
+    return result;
+}
+
+// A baseline JPEG read at 1/8 has its DC-only planes' AC codes skipped ahead of libjpeg
+// (jpeg_scan_ahead.c): the pixels are libjpeg's for every sampling, colour space, restart
+// interval, Huffman table and size, and for damaged files (which libjpeg then decodes itself).
+static void test_jpeg_scan_ahead(const image *photo) {
+    fprintf(stderr, "JPEG, baseline at 1/8\n");
+    static const struct {
+        const char *name;
+        int h, v;
+        J_COLOR_SPACE space;
+    } layouts[] = {
+        {"4:4:4", 1, 1, JCS_YCbCr}, {"4:2:2", 2, 1, JCS_YCbCr}, {"4:2:0", 2, 2, JCS_YCbCr},
+        {"4:4:0", 1, 2, JCS_YCbCr}, {"4:1:1", 4, 1, JCS_YCbCr}, {"gray", 1, 1, JCS_GRAYSCALE},
+        {"CMYK", 1, 1, JCS_CMYK},   {"CMYK 2x2", 2, 2, JCS_CMYK},
+    };
+    static const uint32_t sizes[][2] = {{301, 203}, {1, 1}, {8, 8}, {17, 9}, {64, 3}};
+    int checked = 0;
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
+        for (int variant = 0; variant < 8; variant++) {
+            jpeg_recipe recipe = {layouts[l].h, layouts[l].v, layouts[l].space, variant & 1 ? 3 : 0, (variant >> 1) & 1,
+                                  variant & 4 ? 100 : 75};
+            const uint32_t *size = sizes[variant % 5];
+            image picture = make_smooth_image(size[0], size[1]);
+            size_t length = 0;
+            uint8_t *data = encode_jpeg_recipe(&picture, recipe, &length);
+            int skipped = 0;
+            CHECK(data != NULL && eighth_matches_libjpeg(data, length, layouts[l].space == JCS_CMYK, &skipped),
+                  "%s, restart %u, optimized %d, q%d, %ux%u: the pixels at 1/8 differ from libjpeg's", layouts[l].name,
+                  recipe.restart, recipe.optimize, recipe.quality, size[0], size[1]);
+            CHECK(skipped, "%s, restart %u, optimized %d, %ux%u: the scan was not read ahead", layouts[l].name,
+                  recipe.restart, recipe.optimize, size[0], size[1]);
+            free(data);
+            free(picture.pixels);
+            checked++;
+        }
+    }
+
+    // Full-range noise at quality 100 needs more room than the value store has (32 bytes a
+    // block): left to libjpeg, the same pixels.
+    jpeg_recipe noisy_recipe = {2, 2, JCS_YCbCr, 0, 0, 100};
+    size_t length = 0;
+    uint8_t *data = encode_jpeg_recipe(photo, noisy_recipe, &length);
+    int skipped = 1;
+    CHECK(data != NULL && eighth_matches_libjpeg(data, length, 0, &skipped) && !skipped,
+          "noise at q100: read ahead %d, or the pixels differ from libjpeg's", skipped);
+    free(data);
+
+    // A photo-like image, 4:2:0 with restarts every 5 MCUs: pixels, every stop and deadline in
+    // the read ahead.
+    image smooth = make_smooth_image(photo->width, photo->height);
+    jpeg_recipe photo_recipe = {2, 2, JCS_YCbCr, 5, 0, 90};
+    data = encode_jpeg_recipe(&smooth, photo_recipe, &length);
+    free(smooth.pixels);
+    if (data == NULL) return;
+    skipped = 0;
+    CHECK(eighth_matches_libjpeg(data, length, 0, &skipped) && skipped, "the photo at 1/8: read ahead %d, or the pixels differ from libjpeg's", skipped);
+    jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL};
+    sweep("decode baseline at 1/8", run_jpeg_decode, &eighth, "stopped");
+
+    // Damaged: bytes flipped or made 0xFF (stray markers, a restart marker out of order), bytes
+    // left out or added (the scan short, or data left over before EOI), the file cut anywhere.
+    // Either way the pixels (or the failure) are libjpeg's; some damage reads exactly, most not.
+    uint8_t *damaged = malloc(length + 8);
+    int fell_back = 0, read_ahead = 0;
+    for (int trial = 0; trial < 300; trial++) {
+        memcpy(damaged, data, length);
+        size_t damaged_length = length;
+        size_t at = length / 8 + next_random() % (length - length / 8 - 2);
+        switch (trial % 5) {
+        case 0: damaged[at] ^= (uint8_t)(1 + next_random() % 255); break;
+        case 1: damaged[at] = 0xFF; damaged[at + 1] = (uint8_t)(0xD0 + next_random() % 8); break;
+        case 2:
+            memmove(damaged + at, damaged + at + 1, length - at - 1);
+            damaged_length--;
+            break;
+        case 3:
+            // Bytes before the EOI: left-over data after the last MCU.
+            memmove(damaged + length - 2 + 3, damaged + length - 2, 2);
+            memset(damaged + length - 2, 0x5A, 3);
+            damaged_length += 3;
+            break;
+        default: damaged_length = at; break;
+        }
+        int ahead = 0;
+        CHECK(eighth_matches_libjpeg(damaged, damaged_length, 0, &ahead), "damage %d at %zu: the pixels at 1/8 differ from libjpeg's",
+              trial % 5, at);
+        if (ahead) read_ahead++; else fell_back++;
+    }
+    CHECK(fell_back > 100, "only %d damaged files were left to libjpeg", fell_back);
+    free(damaged);
+    free(data);
+    fprintf(stderr, "  %d layouts and recipes match libjpeg; damaged: %d read ahead, %d left to libjpeg\n", checked,
+            read_ahead, fell_back);
 }
 
 // MARK: PNG
@@ -804,6 +1047,7 @@ int main(void) {
     image translucent = make_image(640, 480, 1);
     test_jpeg(&photo, p3, p3_length);
     test_jpeg_scaled_progressive(&photo);
+    test_jpeg_scan_ahead(&photo);
     test_png(&photo, &translucent, p3, p3_length);
     test_tiff(&photo, &translucent);
     test_color(p3, p3_length);

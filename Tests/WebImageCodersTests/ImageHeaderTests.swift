@@ -1,3 +1,4 @@
+import CWebImageShims
 import Foundation
 import Testing
 import WebImageTestSupport
@@ -81,7 +82,12 @@ struct ImageHeaderTests {
             let decoded = try JPEGCoder().decode(data, options: options)
             let header = try #require(ImageHeader(data))
             let planned = header.decodedFrameSize(with: options)
-            #expect(header.decodedByteCount(with: options) == decoded.bitmap.pixels.count, "minimum \(minimum)")
+            // At 1/8 a baseline file's scan is read ahead of libjpeg (its value store counts too).
+            let readAhead = planned == JPEGCoder.dctScaled(source, by: 1) ? header.eighthScaleWorkingBytes : 0
+            #expect(
+                header.decodedByteCount(with: options) == decoded.bitmap.pixels.count + readAhead,
+                "minimum \(minimum)"
+            )
             #expect(
                 PixelSize(width: decoded.bitmap.width, height: decoded.bitmap.height) == planned,
                 "minimum \(minimum)"
@@ -92,7 +98,9 @@ struct ImageHeaderTests {
         #expect(seen.count == 8, "every N/8 scale was reached: \(seen)")
     }
 
-    @Test("A progressive JPEG counts libjpeg's coefficient buffer, whatever the DCT scale; baseline counts none")
+    @Test(
+        "A progressive JPEG counts libjpeg's coefficient buffer, whatever the DCT scale; baseline its read-ahead at 1/8"
+    )
     func progressiveWorkingMemory() throws {
         let image = DecodedImage(bitmap: GeneratedImages.gradient(width: 1000, height: 600), format: .jpeg)
         let progressive = try JPEGCoder().encode(image, as: .jpeg, options: .init(progressive: true))
@@ -108,6 +116,17 @@ struct ImageHeaderTests {
         #expect(scaled == PixelSize(width: 125, height: 75), "the 1/8 DCT scale")
         #expect(header.decodedByteCount(with: thumbnail) == 125 * 75 * 4 + header.decoderWorkingBytes)
         #expect(header.decodedByteCount(with: .init()) == 1000 * 600 * 4 + header.decoderWorkingBytes)
+        // Baseline: at 1/8 the read-ahead's store (32 bytes a block) and tables; nothing at other scales.
+        let baselineHeader = try #require(ImageHeader(baseline))
+        let blocks = 126 * 76 + 2 * 63 * 38
+        #expect(baselineHeader.eighthScaleWorkingBytes == wi_jpeg_scan_ahead_bytes(blocks))
+        #expect(baselineHeader.eighthScaleWorkingBytes > blocks * 32)
+        let readAhead = baselineHeader.eighthScaleWorkingBytes
+        #expect(baselineHeader.decodedByteCount(with: thumbnail) == 125 * 75 * 4 + readAhead)
+        var half = ImageDecodingOptions()
+        half.thumbnailPixelSize = PixelSize(width: 500, height: 300)
+        #expect(baselineHeader.decodedByteCount(with: half) == 500 * 300 * 4)
+        #expect(try #require(ImageHeader(progressive)).eighthScaleWorkingBytes == 0)
     }
 
     static func littleEndian(_ value: Int, _ bytes: Int) -> [UInt8] {
@@ -188,10 +207,12 @@ struct ImageHeaderTests {
         #expect(header.decodedByteCount(with: .init(maxFrameCount: 9)) == 0)
         #expect(header.decodedByteCount(with: .init(maxPixelCount: 400_000)) == 0)
         #expect(header.decodedByteCount(with: .init(maxAnimationBytes: 1 << 20)) == 0)
-        // A 64×64 box of 8000×4000 needs 1/8 scale: 1000×500.
+        // A 64×64 box of 8000×4000 needs 1/8 scale: 1000×500, and the baseline scan's read-ahead.
         let jpeg = ImageHeader.make(format: .jpeg, width: 8000, height: 4000, frames: 1)
+        #expect(jpeg.eighthScaleWorkingBytes > 0)
         #expect(
-            jpeg.decodedByteCount(with: .init(thumbnailPixelSize: PixelSize(width: 64, height: 64))) == 1000 * 500 * 4
+            jpeg.decodedByteCount(with: .init(thumbnailPixelSize: PixelSize(width: 64, height: 64)))
+                == 1000 * 500 * 4 + jpeg.eighthScaleWorkingBytes
         )
         // A 3000 box needs 3000×1500: 3/8 (before: counted at 1/2, 4000×2000, 78 % too much).
         #expect(

@@ -1,0 +1,31 @@
+// JPEG parts shared by jpeg_shims.c and jpeg_scan_ahead.c (not public).
+#ifndef WI_JPEG_INTERNAL_H
+#define WI_JPEG_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
+
+/// What `wi_jpeg_scan_ahead` read of a baseline scan: every block's coefficients that the scaled
+/// output reads, served to libjpeg in place of its Huffman decoder.
+typedef struct wi_jpeg_scan_values wi_jpeg_scan_values;
+
+/// For a sequential Huffman-coded 8-bit image about to be decoded at a scale where some planes'
+/// scaled inverse DCT reads the DC alone (1/8): reads the whole scan first, skipping the AC
+/// coefficients of those planes several codes at a time (libjpeg decodes them one by one to
+/// drop them), and when every MCU reads exactly (every code defined, restart markers in order,
+/// no byte short or left over) replaces libjpeg's MCU decoder with one that hands out the values
+/// read. Otherwise changes nothing and libjpeg decodes the scan itself, with its own warnings and
+/// recovery. Call after `jpeg_start_decompress`, before any row is read. Calls the progress
+/// monitor once per MCU row (which may longjmp); the values stay reachable from
+/// `info->client_data` for `wi_jpeg_scan_values_free`, so a jump leaks nothing.
+/// Returns 1 when libjpeg's decoder was replaced.
+int wi_jpeg_scan_ahead(j_decompress_ptr info);
+
+/// Frees what `wi_jpeg_scan_ahead` left in `info->client_data` (NULL is fine). Call after
+/// `jpeg_destroy_decompress`.
+void wi_jpeg_scan_values_free(wi_jpeg_scan_values *values);
+
+#endif
