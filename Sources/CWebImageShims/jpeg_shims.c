@@ -297,8 +297,11 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
         return WI_ERROR;
     }
     // A baseline image at 1/8: the planes that read only the DC have their AC codes skipped in
-    // bulk (jpeg_scan_ahead.c); the pixels are libjpeg's either way.
-    if (info->scale_num < info->scale_denom) (void)wi_jpeg_scan_ahead(info);
+    // bulk (jpeg_scan_ahead.c); the pixels are libjpeg's either way. Not when the scan runs to the
+    // data's end (data still arriving, as for previews): it could not read exactly.
+    if (info->scale_num < info->scale_denom && decoder->source.next < decoder->source.size) {
+        (void)wi_jpeg_scan_ahead(info);
+    }
     return WI_OK;
 }
 
