@@ -146,7 +146,8 @@ def main():
         process_cpu = next(c for f, l, _, c in rows if f == output_format and l.startswith("Pillow, whole"))
         print(f"| {output_format} | {label} | {wall:.0f} | {cpu:.0f} | {wall / pillow_wall:.2f} | {cpu / pillow_cpu:.2f} "
               f"| {cpu / process_cpu:.2f} | {wall / floor:.2f} |")
-    print(f"| - | bare libjpeg-turbo DCT 1/8 decode (in-process, no resize, no encode) | {floor:.0f} | - | - | 1.00 |")
+    print(f"| - | bare libjpeg-turbo DCT 1/8 decode (in-process, no resize, no encode) | {floor:.0f} | - | - | - | - "
+          "| 1.00 |")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@
 
 /// Bits each table look-up reads.
 enum { WI_LOOKAHEAD = 12 };
+/// The reader's steps, inlined into the MCU loop whatever the compiler's own choice (so the
+/// reader's fields stay in registers); the rare paths are kept out of it.
+#define WI_INLINE static inline __attribute__((always_inline))
+#define WI_RARE static __attribute__((noinline))
 #define WI_LOOKAHEAD_MASK ((1u << WI_LOOKAHEAD) - 1)
 
 /// The value store's room: 32 bytes a block (a quarter of libjpeg's coefficient buffer; photos
@@ -133,7 +137,7 @@ typedef struct {
     int stopped, marker;
 } wi_bit_reader;
 
-static inline void wi_fill_bytewise(wi_bit_reader *reader) {
+WI_RARE void wi_fill_bytewise(wi_bit_reader *reader) {
     while (reader->count <= 56) {
         uint64_t byte = 0;
         if (!reader->stopped && reader->next < reader->end) {
@@ -158,7 +162,7 @@ static inline void wi_fill_bytewise(wi_bit_reader *reader) {
 }
 
 /// At least 57 bits in `bits`: whole bytes at once while none of them is 0xFF.
-static inline void wi_fill(wi_bit_reader *reader) {
+WI_INLINE void wi_fill(wi_bit_reader *reader) {
     if (reader->count > 56) return;
     if (!reader->stopped && reader->end - reader->next >= 8) {
         uint64_t word;
@@ -176,27 +180,21 @@ static inline void wi_fill(wi_bit_reader *reader) {
     wi_fill_bytewise(reader);
 }
 
-static inline void wi_drop(wi_bit_reader *reader, int count) {
+WI_INLINE void wi_drop(wi_bit_reader *reader, int count) {
     reader->bits <<= count;
     reader->count -= count;
 }
 
 /// The next `size` bits (1–15) as a coefficient value (JPEG's sign extension).
-static inline int wi_read_value(wi_bit_reader *reader, int size) {
+WI_INLINE int wi_read_value(wi_bit_reader *reader, int size) {
     wi_fill(reader);
     int value = (int)(reader->bits >> (64 - size));
     wi_drop(reader, size);
     return value < 1 << (size - 1) ? value - (1 << size) + 1 : value;
 }
 
-/// The next symbol; -1 for bits that are no code.
-static inline int wi_read_symbol(wi_bit_reader *reader, const wi_huffman *table) {
-    wi_fill(reader);
-    uint16_t entry = table->code[reader->bits >> (64 - WI_LOOKAHEAD)];
-    if (entry != 0) {
-        wi_drop(reader, entry >> 8);
-        return entry & 0xFF;
-    }
+/// A symbol whose code is longer than the look-ahead; -1 for bits that are no code.
+WI_RARE int wi_read_long_symbol(wi_bit_reader *reader, const wi_huffman *table) {
     for (int length = WI_LOOKAHEAD + 1; length <= 16; length++) {
         int32_t code = (int32_t)(reader->bits >> (64 - length));
         if (code <= table->max_code[length]) {
@@ -205,6 +203,15 @@ static inline int wi_read_symbol(wi_bit_reader *reader, const wi_huffman *table)
         }
     }
     return -1;
+}
+
+/// The next symbol; -1 for bits that are no code.
+WI_INLINE int wi_read_symbol(wi_bit_reader *reader, const wi_huffman *table) {
+    wi_fill(reader);
+    uint16_t entry = table->code[reader->bits >> (64 - WI_LOOKAHEAD)];
+    if (entry == 0) return wi_read_long_symbol(reader, table);
+    wi_drop(reader, entry >> 8);
+    return entry & 0xFF;
 }
 
 /// Whether the reader stands at the data's stop with at most a partial byte unread.
@@ -216,7 +223,7 @@ static int wi_at_stop(wi_bit_reader *reader) {
 // MARK: Blocks
 
 /// Passes over one block's AC codes; 0 on an undefined code.
-static inline int wi_skip_ac(wi_bit_reader *reader, const wi_huffman *table) {
+WI_INLINE int wi_skip_ac(wi_bit_reader *reader, const wi_huffman *table) {
     int k = 1;
     for (;;) {
         // Four look-ups of at most 12 bits each after one fill of at least 57.
@@ -252,7 +259,7 @@ static inline int wi_skip_ac(wi_bit_reader *reader, const wi_huffman *table) {
 
 /// Reads one block's AC coefficients as libjpeg does (a run past the 63rd lands on it) into
 /// `pairs` (natural position, value); their count, or -1 on an undefined code.
-static inline int wi_read_ac(wi_bit_reader *reader, const wi_huffman *table, uint64_t reads, int16_t *pairs) {
+WI_INLINE int wi_read_ac(wi_bit_reader *reader, const wi_huffman *table, uint64_t reads, int16_t *pairs) {
     int count = 0, k = 1;
     while (k < 64) {
         // Up to four codes with their values (12 bits at most each) from one fill of 57 bits.
