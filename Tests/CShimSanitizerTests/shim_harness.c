@@ -205,25 +205,46 @@ static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t bud
     return status;
 }
 
-// libjpeg alone, every scan read, at `scale_num`/8: the reference for the scaled reads.
-static uint8_t *reference_jpeg_decode(const uint8_t *data, size_t size, unsigned scale_num, int *scans) {
+struct harness_jpeg_error {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+};
+
+static void harness_jpeg_error_exit(j_common_ptr info) { longjmp(((struct harness_jpeg_error *)info->err)->jump, 1); }
+
+static void harness_jpeg_quiet(j_common_ptr info, int level) { (void)info; (void)level; }
+
+// libjpeg alone from memory, every scan read, at `scale_num`/8 (RGBA, or CMYK): the reference for
+// the scaled reads. The pixels (the caller frees them; `pixels_size` may be NULL) and the scans
+// read, or NULL when libjpeg fails.
+static uint8_t *reference_jpeg_decode(const uint8_t *data, size_t size, unsigned scale_num, int cmyk, int *scans,
+                                      size_t *pixels_size) {
     struct jpeg_decompress_struct info;
-    struct jpeg_error_mgr errors;
-    info.err = jpeg_std_error(&errors);
+    struct harness_jpeg_error error;
+    info.err = jpeg_std_error(&error.pub);
+    error.pub.error_exit = harness_jpeg_error_exit;
+    error.pub.emit_message = harness_jpeg_quiet;
+    uint8_t *volatile pixels = NULL;
+    if (setjmp(error.jump)) {
+        jpeg_destroy_decompress(&info);
+        free(pixels);
+        return NULL;
+    }
     jpeg_create_decompress(&info);
     jpeg_mem_src(&info, data, (unsigned long)size);
     jpeg_read_header(&info, TRUE);
     info.scale_num = scale_num;
     info.scale_denom = 8;
-    info.out_color_space = JCS_EXT_RGBA;
+    info.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGBA;
     jpeg_start_decompress(&info);
     size_t stride = (size_t)info.output_width * 4;
-    uint8_t *pixels = malloc(stride * info.output_height);
+    pixels = malloc(stride * info.output_height);
+    if (pixels_size != NULL) *pixels_size = stride * info.output_height;
     while (info.output_scanline < info.output_height) {
         JSAMPROW row = pixels + info.output_scanline * stride;
         jpeg_read_scanlines(&info, &row, 1);
     }
-    *scans = info.input_scan_number;
+    if (scans != NULL) *scans = info.input_scan_number;
     jpeg_finish_decompress(&info);
     jpeg_destroy_decompress(&info);
     return pixels;
@@ -241,7 +262,7 @@ static void test_jpeg_scaled_progressive(const image *photo) {
     if (data == NULL) return;
     for (unsigned scale = 1; scale < 8; scale++) {
         int all_scans = 0, scans_read = 0;
-        uint8_t *expected = reference_jpeg_decode(data, length, scale, &all_scans);
+        uint8_t *expected = reference_jpeg_decode(data, length, scale, 0, &all_scans, NULL);
         uint8_t *pixels = NULL;
         jpeg_decode_job job = {data, length, 0, 0, 0, NULL, scale, 0, &pixels, &scans_read};
         char message[WI_MESSAGE_CAPACITY];
@@ -417,15 +438,6 @@ typedef struct {
     int optimize, quality;
 } jpeg_recipe;
 
-struct harness_jpeg_error {
-    struct jpeg_error_mgr pub;
-    jmp_buf jump;
-};
-
-static void harness_jpeg_error_exit(j_common_ptr info) { longjmp(((struct harness_jpeg_error *)info->err)->jump, 1); }
-
-static void harness_jpeg_quiet(j_common_ptr info, int level) { (void)info; (void)level; }
-
 /// `source` as a baseline JPEG by libjpeg (the caller frees it; jpeg_mem_dest's buffer is
 /// malloc'ed by libjpeg and handed over whole at jpeg_finish_compress).
 static uint8_t *encode_jpeg_recipe(const image *source, jpeg_recipe recipe, size_t *size) {
@@ -467,44 +479,11 @@ static uint8_t *encode_jpeg_recipe(const image *source, jpeg_recipe recipe, size
     return out;
 }
 
-/// libjpeg alone at 1/8 from memory, errors caught: the pixels (the caller frees them), or NULL
-/// when libjpeg fails.
-static uint8_t *reference_eighth(const uint8_t *data, size_t size, int cmyk, size_t *pixels_size) {
-    struct jpeg_decompress_struct info;
-    struct harness_jpeg_error error;
-    info.err = jpeg_std_error(&error.pub);
-    error.pub.error_exit = harness_jpeg_error_exit;
-    error.pub.emit_message = harness_jpeg_quiet;
-    uint8_t *volatile pixels = NULL;
-    if (setjmp(error.jump)) {
-        jpeg_destroy_decompress(&info);
-        free(pixels);
-        return NULL;
-    }
-    jpeg_create_decompress(&info);
-    jpeg_mem_src(&info, data, (unsigned long)size);
-    jpeg_read_header(&info, TRUE);
-    info.scale_num = 1;
-    info.scale_denom = 8;
-    info.out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGBA;
-    jpeg_start_decompress(&info);
-    size_t stride = (size_t)info.output_width * 4;
-    *pixels_size = stride * info.output_height;
-    pixels = malloc(*pixels_size);
-    while (info.output_scanline < info.output_height) {
-        JSAMPROW row = pixels + info.output_scanline * stride;
-        jpeg_read_scanlines(&info, &row, 1);
-    }
-    jpeg_finish_decompress(&info);
-    jpeg_destroy_decompress(&info);
-    return pixels;
-}
-
 /// Whether the shim decodes `data` at 1/8 as libjpeg alone does: both fail, or both give the same
 /// pixels. `skipped` (may be NULL) is set when the scan was read ahead, not by libjpeg.
 static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, int *skipped) {
     size_t expected_size = 0;
-    uint8_t *expected = reference_eighth(data, size, cmyk, &expected_size);
+    uint8_t *expected = reference_jpeg_decode(data, size, 1, cmyk, NULL, &expected_size);
     wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, size);
     if (decoder == NULL) {
         free(expected);
