@@ -139,8 +139,14 @@ struct OriginResponder: HTTPResponder {
         return ResponseBody(contentLength: behavior.chunkedEncoding ? nil : payload.count) { writer in
             defer { state.leave() }
             var offset = 0
+            var chunksSent = 0
             do {
                 while offset < sendCount {
+                    if chunksSent > 0, let release = behavior.chunkRelease {
+                        let needed = chunksSent
+                        try await state.wait { release.releasedCount >= needed }
+                    }
+                    chunksSent += 1
                     let end = min(sendCount, offset + chunkSize)
                     try await writer.write(
                         ByteBuffer(bytes: payload[payload.startIndex + offset..<payload.startIndex + end])

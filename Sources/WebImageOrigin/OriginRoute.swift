@@ -11,6 +11,9 @@ public struct OriginRoute: Sendable {
         public var chunkSize: Int?
         /// Pause between chunks.
         public var chunkInterval: Duration = .zero
+        /// When set, each chunk after the first waits until the test has released it (then the
+        /// interval, if any): chunk arrival the test controls, whatever the machine's load.
+        public var chunkRelease: OriginChunkRelease?
         /// Never answer (until the server stops or the client goes away).
         public var stall = false
         /// Declare the full `Content-Length` but send only this many body bytes, then close.
@@ -35,8 +38,10 @@ public struct OriginRoute: Sendable {
             gate: OriginGate? = nil,
             chunkedEncoding: Bool = false,
             requiredBasicAuth: (user: String, password: String)? = nil,
-            notModifiedDeclaresLength: Bool = false
+            notModifiedDeclaresLength: Bool = false,
+            chunkRelease: OriginChunkRelease? = nil
         ) {
+            self.chunkRelease = chunkRelease
             self.notModifiedDeclaresLength = notModifiedDeclaresLength
             self.requiredBasicAuth = requiredBasicAuth
             self.delay = delay
@@ -92,4 +97,18 @@ public final class OriginGate: Sendable {
     public func open() { state.withLock { $0 = true } }
 
     public var isOpen: Bool { state.withLock { $0 } }
+}
+
+/// Lets a chunked response send each chunk after the first only when the test releases it
+/// (``OriginRoute/Behavior/chunkRelease``).
+public final class OriginChunkRelease: Sendable {
+    private let released = Protected(0)
+
+    public init() {}
+
+    /// Lets one more chunk go.
+    public func release() { released.withLock { $0 += 1 } }
+
+    /// Chunks released so far.
+    public var releasedCount: Int { released.withLock { $0 } }
 }

@@ -182,19 +182,26 @@ struct ImageTaskTests {
             as: .png,
             options: .init()
         )
-        // Chunks further apart than the downloader's progress throttle (0.1 s): each is reported.
+        // Each chunk after the first is sent only once the reader has seen the last report and
+        // 0.15 s more have passed (longer than the downloader's 0.1 s progress throttle): every
+        // chunk is reported, however late the machine runs the reader or the download.
+        let release = OriginChunkRelease()
         let behavior = OriginRoute.Behavior(
             chunkSize: body.count / 3 + 1,
-            chunkInterval: .milliseconds(150),
             gate: gate,
-            chunkedEncoding: true
+            chunkedEncoding: true,
+            chunkRelease: release
         )
         origin.setRoute("/chunked.png", DownloaderFixtures.route(body, behavior: behavior))
         let task = fixture.manager.imageTask(with: origin.url("/chunked.png"))
         let progress = task.progress
         let reader = Task {
             var seen: [ImageTask.Progress] = []
-            for await step in progress { seen.append(step) }
+            for await step in progress {
+                seen.append(step)
+                try? await Task.sleep(for: .milliseconds(150))
+                release.release()
+            }
             return seen
         }
         gate.open()
