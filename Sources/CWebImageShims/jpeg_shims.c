@@ -25,6 +25,10 @@
 // - The ICC profile `wi_jpeg_icc_profile` returns is malloc'ed by libjpeg's
 //   `jpeg_read_icc_profile` and is the caller's to free.
 // - Rows are written into the caller's buffer; libjpeg's own row buffers are in its pools.
+// - A baseline scan read ahead at 1/8 (jpeg_scan_ahead.c) leaves its values on
+//   `info.client_data`, malloc'ed there; `wi_jpeg_decoder_destroy` frees them after
+//   `jpeg_destroy_decompress` (libjpeg never touches them; its replaced `decode_mcu` pointer
+//   lives in its own pools).
 // - A `wi_color_transform` given to `wi_jpeg_read_rows` stays the caller's: only read, it
 //   converts each batch in the caller's buffer after `jpeg_read_scanlines` returned (a jump out
 //   of libjpeg leaves no batch half converted and nothing of the transform to free).
