@@ -24,6 +24,12 @@ typedef struct wi_jpeg_scan_values wi_jpeg_scan_values;
 /// Returns 1 when libjpeg's decoder was replaced.
 int wi_jpeg_scan_ahead(j_decompress_ptr info);
 
+/// The coefficients a plane's scaled inverse DCT reads (bit n: natural position n): the DC alone
+/// (1) at 1×1; rows and columns 0, 1, 3, 5 and 7 at 2×2 (libjpeg's `jpeg_idct_2x2`, and its SIMD
+/// versions, never read 2, 4 and 6); every one at larger sizes. Valid once the output
+/// dimensions are calculated.
+uint64_t wi_jpeg_coefficients_read(const jpeg_component_info *component);
+
 /// Frees what `wi_jpeg_scan_ahead` left in `info->client_data` (NULL is fine). Call after
 /// `jpeg_destroy_decompress`.
 void wi_jpeg_scan_values_free(wi_jpeg_scan_values *values);

@@ -396,10 +396,7 @@ static boolean wi_serve_mcu(j_decompress_ptr info, JBLOCKROW *blocks) {
     return TRUE;
 }
 
-/// The coefficients a plane's scaled inverse DCT reads (bit n: natural position n): the DC alone
-/// at 1×1; rows and columns 0, 1, 3, 5 and 7 at 2×2 (libjpeg's `jpeg_idct_2x2`, and its SIMD
-/// versions, never read 2, 4 and 6); every one at larger sizes.
-static uint64_t wi_coefficients_read(const jpeg_component_info *component) {
+uint64_t wi_jpeg_coefficients_read(const jpeg_component_info *component) {
 #if JPEG_LIB_VERSION >= 70
     int size = component->DCT_h_scaled_size == component->DCT_v_scaled_size ? component->DCT_h_scaled_size : 8;
 #else
@@ -454,7 +451,7 @@ int wi_jpeg_scan_ahead(j_decompress_ptr info) {
     info->client_data = values;
     int skips = 0;
     for (int block = 0; block < info->blocks_in_MCU; block++) {
-        values->reads[block] = wi_coefficients_read(info->cur_comp_info[info->MCU_membership[block]]);
+        values->reads[block] = wi_jpeg_coefficients_read(info->cur_comp_info[info->MCU_membership[block]]);
         skips |= values->reads[block] == 1;
     }
     const uint8_t *data = info->src->next_input_byte, *stop = NULL;

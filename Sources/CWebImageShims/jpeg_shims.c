@@ -265,16 +265,6 @@ wi_status wi_jpeg_read_header(wi_jpeg_decoder *decoder) {
     return WI_OK;
 }
 
-// Whether a component's scaled inverse DCT reads the DC alone (a 1×1 block: at 1/8, every plane
-// at full resolution; chroma planes at half resolution read 2×2).
-static int wi_jpeg_reads_dc_only(const jpeg_component_info *component) {
-#if JPEG_LIB_VERSION >= 70
-    return component->DCT_h_scaled_size == 1 && component->DCT_v_scaled_size == 1;
-#else
-    return component->DCT_scaled_size == 1;
-#endif
-}
-
 wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     struct jpeg_decompress_struct *info = &decoder->info;
@@ -290,7 +280,7 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
         int skips = 0;
         for (int c = 0; c < source->component_count; c++) {
             source->component_ids[c] = info->comp_info[c].component_id;
-            source->reads_dc_only[c] = wi_jpeg_reads_dc_only(&info->comp_info[c]);
+            source->reads_dc_only[c] = wi_jpeg_coefficients_read(&info->comp_info[c]) == 1;
             skips |= source->reads_dc_only[c];
         }
         source->skips_unread_scans = skips;
