@@ -16,7 +16,8 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
         case waiting
         /// The request is on its way (or being built).
         case running
-        /// The final completion is going out; callers may still join and get it.
+        /// The final completion is going out; callers may still join and get it, except those that
+        /// want the network's answer to their own request (``freshAnswerOptions``).
         case delivering
         /// Every caller had its completion, or the last one left: nobody joins any more.
         case finished
@@ -64,10 +65,15 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
         return handlers.values.sorted { $0.order < $1.order }.map { $0.handler }
     }
 
-    /// A caller joins at the priority its options ask for; `false` once finished (the caller
-    /// starts a new load).
+    /// Options of callers that want the network's answer to a request sent after they asked
+    /// (`fromLoaderOnly`, `refreshCached`): they join a load only before its result is in.
+    static var freshAnswerOptions: ImageOptions { [.fromLoaderOnly, .refreshCached] }
+
+    /// A caller joins at the priority its options ask for; `false` once finished, or once the
+    /// result is in for a caller with ``freshAnswerOptions`` (the caller starts a new load).
     mutating func join(_ caller: Caller, options callerOptions: ImageOptions, handler: Handler) -> Bool {
         guard isJoinable else { return false }
+        guard phase != .delivering || callerOptions.isDisjoint(with: Self.freshAnswerOptions) else { return false }
         nextOrder += 1
         handlers[caller] = (nextOrder, handler, ImagePriority(callerOptions))
         return true

@@ -43,7 +43,7 @@ final class ResultLoad: Sendable {
     /// The caches, loaders and failed-URL list the stages use. The task holds its manager until
     /// it closes (the manager drops the task then).
     let manager: ImageManager
-    private let state = Protected(State())
+    private let state: Protected<State>
     private let onClose: @Sendable (ResultLoad) -> Void
 
     /// A task loading `inputs` with `manager`'s services. `onClose` runs once, when the task
@@ -57,6 +57,7 @@ final class ResultLoad: Sendable {
         self.key = key
         self.inputs = inputs
         self.manager = manager
+        state = Protected(State(joinsWhileDelivering: !inputs.options.contains(.fromLoaderOnly)))
         self.onClose = onClose
     }
 
@@ -65,22 +66,27 @@ final class ResultLoad: Sendable {
         enum Phase: Equatable {
             /// Stages run; callers may join.
             case running
-            /// The final event is going out; callers may still join and get it.
+            /// The final event is going out; callers may still join and get it (unless
+            /// ``joinsWhileDelivering`` is off).
             case delivering
             /// Delivered, or abandoned by every subscriber: nobody joins any more.
             case closed(abandoned: Bool)
         }
 
         var phase = Phase.running
+        /// Whether callers join while the final event goes out: not for `fromLoaderOnly` loads,
+        /// whose callers want the network's answer to a request sent after they asked.
+        var joinsWhileDelivering = true
         var subscribers: [UInt64: ImageLoadOperation] = [:]
         var priorities: [UInt64: ImagePriority] = [:]
         var nextID: UInt64 = 0
         var cacheOperation: (any ImageCacheOperation)?
         var loaderToken: (any ImageLoadingToken)?
 
-        /// Adds a subscriber at `priority`; `nil` when the task is closed.
+        /// Adds a subscriber at `priority`; `nil` when the task is closed, or delivering and not
+        /// ``joinsWhileDelivering``.
         mutating func subscribe(_ operation: ImageLoadOperation, priority: ImagePriority = .normal) -> UInt64? {
-            guard !phase.isClosed else { return nil }
+            guard !phase.isClosed, phase != .delivering || joinsWhileDelivering else { return nil }
             nextID += 1
             subscribers[nextID] = operation
             priorities[nextID] = priority

@@ -34,6 +34,33 @@ struct CoalescingTests {
         await origin.stop()
     }
 
+    @Test("While a result goes out, a plain caller joins it; a fromLoaderOnly caller sends its own request")
+    func freshAnswerAfterResult() async throws {
+        let origin = try await OriginServer.start()
+        origin.setRoute("/d.png", DownloaderFixtures.route())
+        let url = origin.url("/d.png")
+        let downloader = DownloaderFixtures.downloader()
+        let outcomes = Locked<[String: String]>([:])
+        let record: @Sendable (String) -> ImageDownloader.CompletedHandler = { name in
+            { image, _, error, finished in
+                guard finished else { return }
+                outcomes.withLock { $0[name] = error?.code.rawValue ?? "ok:\(image?.width ?? 0)" }
+            }
+        }
+        // The first caller's completion runs inside the operation's delivery: both later callers
+        // arrive while its result goes out.
+        downloader.download(with: url) { image, data, error, finished in
+            record("first")(image, data, error, finished)
+            guard finished else { return }
+            downloader.download(with: url, completed: record("joined"))
+            downloader.download(with: url, options: .fromLoaderOnly, completed: record("fresh"))
+        }
+        await DownloaderFixtures.wait { outcomes.value.count == 3 }
+        #expect(outcomes.value == ["first": "ok:32", "joined": "ok:32", "fresh": "ok:32"])
+        #expect(origin.requestCount(for: "/d.png") == 2, "one request for the first two callers, one for the fresh")
+        await origin.stop()
+    }
+
     @Test("A conditional request (refreshCached) never shares with an unconditional load of the URL")
     func conditionalNotShared() async throws {
         let origin = try await OriginServer.start()

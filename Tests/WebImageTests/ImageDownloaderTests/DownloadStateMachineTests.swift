@@ -77,6 +77,11 @@ struct DownloadStateMachineTests {
         #expect(machine.runningWork == nil && machine.waitingHandlers.isEmpty, "no previews once the result goes out")
         #expect(machine.takeFinalBatch()?.map(\.handler) == ["a", "b", "c"])
         #expect(machine.join(4, options: [], handler: "late") == true, "joinable while delivering")
+        #expect(
+            machine.join(5, options: .fromLoaderOnly, handler: "fresh") == false,
+            "a caller wanting the network's answer does not take a result that was in before it asked"
+        )
+        #expect(machine.join(6, options: [.refreshCached, .highPriority], handler: "refresh") == false)
         guard case .none = machine.leave(1) else {
             Issue.record("a caller whose completion went out has nothing to cancel")
             return
@@ -85,6 +90,17 @@ struct DownloadStateMachineTests {
         #expect(machine.takeFinalBatch() == nil)
         #expect(machine.phase == .finished)
         #expect(counter.stops == 0, "a delivered load's work is not cancelled")
+    }
+
+    @Test("Callers wanting the network's answer join a waiting or running load")
+    func freshAnswerJoinsBeforeResult() {
+        var machine = Machine(options: [])
+        #expect(machine.join(1, options: [], handler: "a") == true)
+        #expect(machine.join(2, options: .fromLoaderOnly, handler: "waiting") == true)
+        _ = machine.start()
+        #expect(machine.join(3, options: .refreshCached, handler: "running") == true)
+        _ = machine.beginDelivery()
+        #expect(machine.takeFinalBatch()?.map(\.handler) == ["a", "waiting", "running"])
     }
 
     @Test("A caller leaving while the result goes out is cancelled; the others still get it")

@@ -54,6 +54,16 @@ struct LoadTaskStateTests {
         #expect(state.subscribe(operation()) == nil, "closed: a later caller starts a new task")
     }
 
+    @Test("A fromLoaderOnly task takes subscribers only until its final event goes out")
+    func freshAnswerTask() {
+        var state = ResultLoad.State(joinsWhileDelivering: false)
+        #expect(state.subscribe(operation()) == 1)
+        #expect(state.subscribe(operation()) == 2, "joinable while running")
+        #expect(state.takeFinalBatch()?.count == 2)
+        #expect(state.subscribe(operation()) == nil, "its result was in before this caller asked")
+        #expect(state.takeFinalBatch() == nil)
+    }
+
     @Test("A subscriber leaving while the final event goes out does not abandon the task")
     func leavingWhileDelivering() {
         var state = ResultLoad.State()
