@@ -112,6 +112,11 @@ extension HTTPSession {
         /// (AFURLSessionManager's `taskDescriptionForSessionTasks`): a way to tell this session's
         /// tasks apart in the task notifications. Default `nil`.
         public var taskDescription: String?
+        /// Whether tasks post their notifications (``HTTPSessionTask/didResumeNotification``,
+        /// ``HTTPSessionTask/didSuspendNotification``, ``HTTPSessionTask/didCompleteNotification``).
+        /// Default `true`. Turn it off where nobody observes them: each post costs a lookup in
+        /// `NotificationCenter` and, on completion, a `userInfo` dictionary.
+        public var postsTaskNotifications = true
         /// The cache data tasks read and store responses in (URLSessionConfiguration's
         /// `urlCache`). Default `nil`: none.
         public var urlCache: HTTPResponseCache?

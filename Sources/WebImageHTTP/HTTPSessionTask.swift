@@ -68,6 +68,8 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     private let sessionBox: Protected<WeakSession>
     private let storage: Protected<Storage>
     private let runner: @Sendable (HTTPSessionTask) async -> Void
+    /// The session's ``HTTPSession/Configuration/postsTaskNotifications``.
+    private let postsNotifications: Bool
     private let onFinish: @Sendable (HTTPSessionTask, HTTPSessionError?) -> Void
 
     init(
@@ -81,6 +83,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         originalRequest = request
         sessionBox = Protected(WeakSession(session: session))
         storage = Protected(Storage(currentRequest: request, taskDescription: session.configuration.taskDescription))
+        postsNotifications = session.configuration.postsTaskNotifications
         self.runner = runner
         self.onFinish = onFinish
     }
@@ -321,7 +324,8 @@ struct WeakSession {
 extension HTTPSessionTask {
     /// Posted on `NotificationCenter.default` when a task starts or continues after
     /// ``suspend()`` (AFNetworking's `AFNetworkingTaskDidResumeNotification`); the object is the
-    /// task. Posted on the thread that resumed it.
+    /// task. Posted on the thread that resumed it. The task notifications are posted unless the
+    /// session's ``HTTPSession/Configuration/postsTaskNotifications`` is off.
     public static let didResumeNotification = Notification.Name("swift-web-image.HTTPSessionTask.didResume")
     /// Posted when a running task is suspended (`AFNetworkingTaskDidSuspendNotification`); the
     /// object is the task.
@@ -346,11 +350,13 @@ extension HTTPSessionTask {
     }
 
     func post(_ name: Notification.Name, userInfo: [AnyHashable: Any]? = nil) {
+        guard postsNotifications else { return }
         NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
     }
 
     /// Posts ``didCompleteNotification`` with the values there are.
     func postCompletion(error: HTTPSessionError?, metrics: HTTPTaskMetrics, body: Data? = nil, file: URL? = nil) {
+        guard postsNotifications else { return }
         // Built as NotificationCenter takes it: a [String: Any] would be converted entry by entry.
         var userInfo: [AnyHashable: Any] = [NotificationKey.metrics: metrics]
         if let body { userInfo[NotificationKey.responseData] = body }

@@ -39,6 +39,7 @@ extension ImageProxy {
         // a request is written on it; the connection is closed when that address is refused.
         session.connectionValidator = { address in policy.refusal(connectingTo: address) }
         session.cookieStore = nil
+        session.postsTaskNotifications = false  // nothing in the proxy observes them
         session.connectTimeout = configuration.limits.downloadTimeout
         session.readTimeout = configuration.limits.downloadTimeout
         var downloader = ImageDownloader.Configuration()

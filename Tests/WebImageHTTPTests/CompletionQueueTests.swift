@@ -170,4 +170,29 @@ struct TaskNotificationTests {
         #expect(failed.last?.status == 404 && failed.last?.file == nil)
         await context.finish()
     }
+
+    @Test("A session with postsTaskNotifications off posts none; its tasks complete as before")
+    func notificationsOff() async throws {
+        var configuration = HTTPSession.Configuration()
+        configuration.postsTaskNotifications = false
+        let group = DispatchGroup()
+        configuration.completionGroup = group
+        let context = try await HTTPTestContext.make(configuration: configuration)
+        context.origin.setRoute("/quiet", .data(Data("quiet".utf8), contentType: "text/plain"))
+        let received = Locked<Data?>(nil)
+        let task = context.session.dataTask(with: .init(url: context.origin.url("/quiet"))) { data, _, _ in
+            received.withLock { $0 = data }
+        }
+        let observer = Observer(task)
+        defer { observer.stop() }
+        let events = task.events
+        task.resume()
+        task.suspend()
+        task.resume()
+        for await _ in events {}
+        await withCheckedContinuation { continuation in group.notify(queue: .global()) { continuation.resume() } }
+        #expect(received.value == Data("quiet".utf8))
+        #expect(observer.seen.value.isEmpty)
+        await context.finish()
+    }
 }

@@ -75,7 +75,9 @@ extension ImageDownloader {
         /// (SDWebImage's download notifications, `Notification.Name.imageDownloadStart`
         /// and the others). Default `true`. Turn it off where nobody observes them: four posts a
         /// download are about 6 % of a bytes-only load's time. ``ImageDownloader/downloadEvents``
-        /// streams the events either way.
+        /// streams the events either way. The session the downloader makes for itself (no
+        /// `session` passed to ``ImageDownloader/init(configuration:session:)``) posts its task
+        /// notifications on the same terms (``HTTPSession/Configuration/postsTaskNotifications``).
         public var postsNotifications = true
 
         /// Receives each load's start and end at `.debug` and failures at `.notice`. Default: none.

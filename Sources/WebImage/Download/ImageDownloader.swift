@@ -78,6 +78,7 @@ public final class ImageDownloader: Sendable {
             // Cookies are sent and stored only for loads with `handleCookies`.
             sessionConfiguration.cookieStore = .shared
             sessionConfiguration.maximumConnectionsPerHost = max(configuration.maxConcurrentDownloads, 1)
+            sessionConfiguration.postsTaskNotifications = configuration.postsNotifications
             // The download timeout is the time allowed without a byte: the read timeout (and no
             // longer to connect).
             sessionConfiguration.readTimeout = configuration.effectiveDownloadTimeout

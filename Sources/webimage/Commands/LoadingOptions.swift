@@ -286,6 +286,7 @@ struct LoadingOptions: ParsableArguments {
             connectTimeout.map(Duration.seconds)
             ?? min(sessionConfiguration.connectTimeout, .seconds(timeout))
         sessionConfiguration.cookieStore = .shared
+        sessionConfiguration.postsTaskNotifications = false  // the tool observes none
         if !pinnedCertificates.isEmpty {
             let certificates = try pinnedCertificates.map {
                 try SecurityPolicy.certificate(contentsOf: URL(fileURLWithPath: $0))

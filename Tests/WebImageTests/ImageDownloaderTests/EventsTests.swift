@@ -60,8 +60,20 @@ struct EventsTests {
                 notified.withLock { $0.append(note.name) }
             }
         }
-        defer { for observer in observers { NotificationCenter.default.removeObserver(observer) } }
-        _ = try await downloader.image(with: origin.url("/quiet.png"))
+        // The session the downloader made for itself posts no task notifications either.
+        let url = origin.url("/quiet.png")
+        let taskObserver = NotificationCenter.default.addObserver(
+            forName: HTTPSessionTask.didCompleteNotification,
+            object: nil,
+            queue: nil
+        ) { note in
+            guard (note.object as? HTTPSessionTask)?.originalRequest.url == url else { return }
+            notified.withLock { $0.append(note.name) }
+        }
+        defer {
+            for observer in observers + [taskObserver] { NotificationCenter.default.removeObserver(observer) }
+        }
+        _ = try await downloader.image(with: url)
         var seen = 0
         for await event in stream {
             seen += 1
