@@ -7,7 +7,7 @@ import WebImageOrigin
 // through raw AsyncHTTPClient (collecting each body pre-sized), against the same local origin
 // in the same run. Reports requests per second (median of rounds) and the ratio.
 //
-//   swift run -c release --package-path Benchmarks webimage-http-benchmarks [--requests N] [--rounds R]
+//   swift run -c release --package-path Benchmarks webimage-http-benchmarks [--requests N] [--rounds R] [--side K]
 //
 // Reference mode: `--fetch-list FILE [--concurrency C]` GETs every URL in FILE (one per line)
 // once, C (6) at a time, through AsyncHTTPClient alone with its defaults, collecting each body,
@@ -115,11 +115,14 @@ func rawLoad(_ client: HTTPClient, headers: Bool) async throws -> Int {
 }
 
 let sides = ["HTTPSession", "raw AsyncHTTPClient, matched configuration", "raw AsyncHTTPClient, defaults"]
+/// `--side K` runs only side K (0, 1 or 2): one side alone, to profile it.
+let onlySide = argument("--side", default: -1)
 var rates: [[Double]] = Array(repeating: [], count: sides.count)
 for round in 0...rounds {
     // Rotate the order so no side always runs on a warmer machine; round 0 warms up.
     for offset in 0..<sides.count {
         let side = (round + offset) % sides.count
+        if onlySide >= 0, side != onlySide { continue }
         let rate: Double
         switch side {
         case 0: rate = try await throughput { _ in try await session.data(for: request).0.count }
@@ -134,11 +137,11 @@ try await rawDefault.shutdown().get()
 try await rawMatched.shutdown().get()
 await origin.stop()
 
-let medians = rates.map(median)
+let medians = rates.map { $0.isEmpty ? .nan : median($0) }
 print(
     "| \(requestCount) GETs × 100 KB, \(concurrency) at a time | requests/s (median of \(rounds)) | HTTPSession / this |"
 )
 print("|---|---:|---:|")
-for (index, name) in sides.enumerated() {
+for (index, name) in sides.enumerated() where !rates[index].isEmpty {
     print("| \(name) | \(Int(medians[index].rounded())) | \(String(format: "%.3f", medians[0] / medians[index])) |")
 }
