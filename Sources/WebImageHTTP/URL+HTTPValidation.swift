@@ -13,8 +13,10 @@ extension URL {
         guard let host, !host.isEmpty else { return "no host" }
         guard let portText = Self.portText(in: absoluteString) else { return nil }
         guard !portText.isEmpty else { return nil }  // "host:/" means the default port
-        guard portText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            let port = Int(portText.prefix(6)), portText.count <= 5, (1...65535).contains(port)
+        // Digits only, so the UTF-8 count is the length (no Character counting).
+        let digits = portText.utf8
+        guard digits.count <= 5, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let port = Int(portText), (1...65535).contains(port)
         else { return "port \(portText.prefix(24)) is not a number from 1 to 65535" }
         return nil
     }
