@@ -77,7 +77,7 @@ extension ImageDownloader {
         /// download are about 6 % of a bytes-only load's time. ``ImageDownloader/downloadEvents``
         /// streams the events either way. The session the downloader makes for itself (no
         /// `session` passed to ``ImageDownloader/init(configuration:session:)``) posts its task
-        /// notifications on the same terms (``HTTPSession/Configuration/postsTaskNotifications``).
+        /// notifications on the same terms (`HTTPSession.Configuration.postsTaskNotifications`).
         public var postsNotifications = true
 
         /// Receives each load's start and end at `.debug` and failures at `.notice`. Default: none.
