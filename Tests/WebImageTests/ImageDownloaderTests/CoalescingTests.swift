@@ -28,7 +28,9 @@ struct CoalescingTests {
         await DownloaderFixtures.wait { completions.value.count == 21 }
         #expect(completions.value.count == 21)
         #expect(origin.requestCount(for: "/a.png") == 1)
-        // After completion, a new load starts fresh.
+        // Once the operation is done (a caller arriving while it still gives out its result
+        // joins it), a new load starts fresh.
+        await DownloaderFixtures.wait { downloader.currentDownloadCount == 0 }
         _ = try await downloader.image(with: origin.url("/a.png"))
         #expect(origin.requestCount(for: "/a.png") == 2)
         await origin.stop()

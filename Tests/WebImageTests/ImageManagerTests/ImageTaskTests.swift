@@ -183,8 +183,10 @@ struct ImageTaskTests {
             options: .init()
         )
         // Each chunk after the first is sent only once the reader has seen the last report and
-        // 0.15 s more have passed (longer than the downloader's 0.1 s progress throttle): every
-        // chunk is reported, however late the machine runs the reader or the download.
+        // 0.15 s more have passed (longer than the downloader's 0.1 s progress throttle); the
+        // first only 0.15 s after the request arrived, so after the download's opening report
+        // (sent as it starts, perhaps before the reader listens). Every chunk is reported,
+        // however late the machine runs the reader or the download.
         let release = OriginChunkRelease()
         let behavior = OriginRoute.Behavior(
             chunkSize: body.count / 3 + 1,
@@ -204,6 +206,8 @@ struct ImageTaskTests {
             }
             return seen
         }
+        await DownloaderFixtures.wait { origin.requestCount(for: "/chunked.png") == 1 }
+        try await Task.sleep(for: .milliseconds(150))
         gate.open()
         let image = try await task.image
         #expect(image.width == 40)
