@@ -15,7 +15,7 @@ extension DownloadOperation {
 
     /// Delivers the end of `transfer` to every caller: a failure, the bytes (without decoding),
     /// or the decoded image. `done` runs once it is delivered; a decode calls it when it ends
-    /// (the operation stays joinable until its result is out).
+    /// (the operation stays joinable until the result is in).
     func complete(
         _ transfer: Transfer,
         options: ImageOptions,

@@ -16,8 +16,8 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
         case waiting
         /// The request is on its way (or being built).
         case running
-        /// The final completion is going out; callers may still join and get it, except those that
-        /// want the network's answer to their own request (``freshAnswerOptions``).
+        /// The final completion is going out to the callers that joined before; a caller arriving
+        /// now starts a new load (its result was in before it asked).
         case delivering
         /// Every caller had its completion, or the last one left: nobody joins any more.
         case finished
@@ -50,8 +50,8 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
     /// caller asks for it and low only when every one does.
     var options: ImageOptions { baseOptions.union(priority.options) }
 
-    /// Whether callers may still join.
-    var isJoinable: Bool { phase != .finished }
+    /// Whether callers may still join: until the result is in.
+    var isJoinable: Bool { phase == .waiting || phase == .running }
 
     /// Whether the load is still wanted: previews and the decode skip their work when not.
     var isWanted: Bool { phase == .waiting || phase == .running }
@@ -65,15 +65,11 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
         return handlers.values.sorted { $0.order < $1.order }.map { $0.handler }
     }
 
-    /// Options of callers that want the network's answer to a request sent after they asked
-    /// (`fromLoaderOnly`, `refreshCached`): they join a load only before its result is in.
-    static var freshAnswerOptions: ImageOptions { [.fromLoaderOnly, .refreshCached] }
-
-    /// A caller joins at the priority its options ask for; `false` once finished, or once the
-    /// result is in for a caller with ``freshAnswerOptions`` (the caller starts a new load).
+    /// A caller joins at the priority its options ask for; `false` once the result is in (the
+    /// caller starts a new load: a load that ended before it asked is not its answer, whether it
+    /// wants the network's, `fromLoaderOnly`, or a cache's that may have changed since).
     mutating func join(_ caller: Caller, options callerOptions: ImageOptions, handler: Handler) -> Bool {
         guard isJoinable else { return false }
-        guard phase != .delivering || callerOptions.isDisjoint(with: Self.freshAnswerOptions) else { return false }
         nextOrder += 1
         handlers[caller] = (nextOrder, handler, ImagePriority(callerOptions))
         return true
@@ -144,8 +140,7 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
     }
 
     /// The callers to give the final completion to now (they leave), in arrival order; `nil`
-    /// when none is left: the operation is then finished. Callers joining meanwhile come in the
-    /// next batch.
+    /// when none is left: the operation is then finished.
     mutating func takeFinalBatch() -> [(caller: Caller, handler: Handler)]? {
         guard phase == .delivering, !handlers.isEmpty else {
             phase = .finished

@@ -281,9 +281,8 @@ public final class DownloadOperation: DownloadOperationProtocol {
         for handler in handlers { handler(image, nil, nil, false) }
     }
 
-    /// Delivers the one completion to every caller, including callers that join while it is
-    /// being delivered: the operation stays joinable until the last handler has run, so a
-    /// caller's completion can cache the image before a newcomer could start a second load.
+    /// Delivers the one completion to every caller that joined before the result was in; a
+    /// caller arriving meanwhile starts a new load (SDWebImage's operations end the same way).
     func finish(image: DecodedImage?, data: Data?, error: WebImageError?) {
         deliver { _, _ in (image, data, error) }
     }

@@ -8,9 +8,9 @@ import WebImageCoders
 /// and one decode among callers that want the same decode; this is the only layer that shares
 /// transformed results.
 ///
-/// The load stays joinable until its final event has reached every subscriber, including
-/// subscribers that joined while it was being delivered; it then closes and leaves the pool,
-/// and a later caller starts a new load (whose cache query finds what this one stored). When
+/// The load is joinable until its final event goes out (a caller arriving later did not ask
+/// before the result was in: it starts a new load, whose cache query finds what this one
+/// stored); it closes and leaves the pool once every subscriber had the event. When
 /// its last subscriber cancels first, the load is abandoned: its cache query and its loader
 /// interest are cancelled and its remaining stages skip their work.
 ///
@@ -43,7 +43,7 @@ final class ResultLoad: Sendable {
     /// The caches, loaders and failed-URL list the stages use. The task holds its manager until
     /// it closes (the manager drops the task then).
     let manager: ImageManager
-    private let state: Protected<State>
+    private let state = Protected(State())
     private let onClose: @Sendable (ResultLoad) -> Void
 
     /// A task loading `inputs` with `manager`'s services. `onClose` runs once, when the task
@@ -57,7 +57,6 @@ final class ResultLoad: Sendable {
         self.key = key
         self.inputs = inputs
         self.manager = manager
-        state = Protected(State(joinsWhileDelivering: !inputs.options.contains(.fromLoaderOnly)))
         self.onClose = onClose
     }
 
@@ -66,27 +65,25 @@ final class ResultLoad: Sendable {
         enum Phase: Equatable {
             /// Stages run; callers may join.
             case running
-            /// The final event is going out; callers may still join and get it (unless
-            /// ``joinsWhileDelivering`` is off).
+            /// The final event is going out to the subscribers that came before; a caller
+            /// arriving now starts a new task (the result was in before it asked: for
+            /// `fromLoaderOnly` not the network's answer to it, for a cached load not the cache's
+            /// answer of now).
             case delivering
             /// Delivered, or abandoned by every subscriber: nobody joins any more.
             case closed(abandoned: Bool)
         }
 
         var phase = Phase.running
-        /// Whether callers join while the final event goes out: not for `fromLoaderOnly` loads,
-        /// whose callers want the network's answer to a request sent after they asked.
-        var joinsWhileDelivering = true
         var subscribers: [UInt64: ImageLoadOperation] = [:]
         var priorities: [UInt64: ImagePriority] = [:]
         var nextID: UInt64 = 0
         var cacheOperation: (any ImageCacheOperation)?
         var loaderToken: (any ImageLoadingToken)?
 
-        /// Adds a subscriber at `priority`; `nil` when the task is closed, or delivering and not
-        /// ``joinsWhileDelivering``.
+        /// Adds a subscriber at `priority`; `nil` once the final event goes out (start a new task).
         mutating func subscribe(_ operation: ImageLoadOperation, priority: ImagePriority = .normal) -> UInt64? {
-            guard !phase.isClosed, phase != .delivering || joinsWhileDelivering else { return nil }
+            guard phase == .running else { return nil }
             nextID += 1
             subscribers[nextID] = operation
             priorities[nextID] = priority

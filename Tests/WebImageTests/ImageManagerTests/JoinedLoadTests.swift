@@ -6,7 +6,7 @@ import WebImageTestSupport
 
 @Suite("Loads that join a download", .timeLimit(.minutes(1)))
 struct JoinedLoadTests {
-    @Test("A load that joins a download while it delivers stores the disk entry with its validators")
+    @Test("A load started while a download of its URL delivers stores the disk entry with its validators")
     func joinedLoadKeepsValidators() async throws {
         let fixture = try ManagerFixture()
         defer { fixture.folder.remove() }
@@ -28,8 +28,8 @@ struct JoinedLoadTests {
             let joined = Locked(false)
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 // A direct caller's completion starts the manager's load on another thread and
-                // returns at once: the load joins the download still delivering, whose next batch
-                // completes it on this thread while the manager may still be in `download`.
+                // returns at once: the load arrives while the download still delivers (it starts
+                // its own, the result being in before it asked) and may race its completion.
                 fixture.downloader.download(with: url) { _, _, _, finished in
                     guard finished else { return }
                     DispatchQueue.global().async {

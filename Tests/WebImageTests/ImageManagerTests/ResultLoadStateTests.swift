@@ -37,7 +37,7 @@ struct LoadTaskStateTests {
         #expect(low != nil)
     }
 
-    @Test("The final event goes to every subscriber, including those joining while it goes out")
+    @Test("The final event goes to every subscriber; a caller arriving while it goes out starts a new task")
     func delivery() {
         var state = ResultLoad.State()
         let early = [operation(), operation()]
@@ -45,33 +45,19 @@ struct LoadTaskStateTests {
         let firstBatch = state.takeFinalBatch()
         #expect(firstBatch?.map(ObjectIdentifier.init) == early.map(ObjectIdentifier.init), "in arrival order")
         #expect(state.phase == .delivering)
-        let late = operation()
-        #expect(state.subscribe(late) == 3, "joinable while delivering")
+        #expect(state.subscribe(operation()) == nil, "its result was in before this caller asked")
         #expect(state.unsubscribe(99) == nil)
-        #expect(state.takeFinalBatch()?.map(ObjectIdentifier.init) == [ObjectIdentifier(late)])
         #expect(state.takeFinalBatch() == nil)
         #expect(state.phase == .closed(abandoned: false))
         #expect(state.subscribe(operation()) == nil, "closed: a later caller starts a new task")
     }
 
-    @Test("A fromLoaderOnly task takes subscribers only until its final event goes out")
-    func freshAnswerTask() {
-        var state = ResultLoad.State(joinsWhileDelivering: false)
-        #expect(state.subscribe(operation()) == 1)
-        #expect(state.subscribe(operation()) == 2, "joinable while running")
-        #expect(state.takeFinalBatch()?.count == 2)
-        #expect(state.subscribe(operation()) == nil, "its result was in before this caller asked")
-        #expect(state.takeFinalBatch() == nil)
-    }
-
-    @Test("A subscriber leaving while the final event goes out does not abandon the task")
-    func leavingWhileDelivering() {
+    @Test("A subscriber leaving after the final event went out to it changes nothing")
+    func leavingAfterDelivery() {
         var state = ResultLoad.State()
-        _ = state.subscribe(operation())
+        let first = state.subscribe(operation())
         _ = state.takeFinalBatch()
-        let late = state.subscribe(operation())
-        #expect(late == 2)
-        #expect(state.unsubscribe(2) == nil, "the result is already going out")
+        #expect(state.unsubscribe(first!) == nil, "the result already went out")
         #expect(state.phase == .delivering)
         #expect(state.takeFinalBatch() == nil)
         #expect(state.phase == .closed(abandoned: false))
