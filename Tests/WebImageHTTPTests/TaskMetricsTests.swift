@@ -54,7 +54,11 @@ struct TaskMetricsTests {
                 try await context.session.data(for: .init(url: context.origin.url("/cut")), delegate: failing)
             }
             let cut = try #require(failing.metrics.withLock { $0.first })
-            #expect(cut.redirectCount == 0 && cut.bytesReceived == 3_000, "\(cut)")
+            // What arrived before the cut: all 3,000 bytes, unless the closing connection
+            // dropped some unread (seen once in CI): the metrics count what the task received.
+            let received = failing.state.withLock { $0.chunks.reduce(0) { $0 + $1.count } }
+            #expect(cut.redirectCount == 0 && cut.bytesReceived == Int64(received), "\(cut)")
+            #expect(received <= 3_000)
         }
     }
 
