@@ -50,10 +50,8 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
     /// caller asks for it and low only when every one does.
     var options: ImageOptions { baseOptions.union(priority.options) }
 
-    /// Whether callers may still join: until the result is in.
-    var isJoinable: Bool { phase == .waiting || phase == .running }
-
-    /// Whether the load is still wanted: previews and the decode skip their work when not.
+    /// Whether the load is still wanted (and callers may join: until the result is in):
+    /// previews and the decode skip their work when not.
     var isWanted: Bool { phase == .waiting || phase == .running }
 
     /// The callers waiting for the result, in arrival order.
@@ -69,7 +67,7 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
     /// caller starts a new load: a load that ended before it asked is not its answer, whether it
     /// wants the network's, `fromLoaderOnly`, or a cache's that may have changed since).
     mutating func join(_ caller: Caller, options callerOptions: ImageOptions, handler: Handler) -> Bool {
-        guard isJoinable else { return false }
+        guard isWanted else { return false }
         nextOrder += 1
         handlers[caller] = (nextOrder, handler, ImagePriority(callerOptions))
         return true

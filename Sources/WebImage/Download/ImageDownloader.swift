@@ -96,8 +96,8 @@ public final class ImageDownloader: Sendable {
     }
 
     /// Starts (or joins) the download of `url`. Returns `nil` when `url` is missing or not
-    /// http(s); `completed` has then been called with `invalidURL`. With `fromLoaderOnly` or
-    /// `refreshCached` the caller joins a load only while its result is not in yet.
+    /// http(s); `completed` has then been called with `invalidURL`. A caller joins a load of the
+    /// same URL only while its result is not in yet.
     @discardableResult
     public func download(
         with url: URL?,

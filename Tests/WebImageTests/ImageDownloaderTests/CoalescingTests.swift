@@ -36,7 +36,7 @@ struct CoalescingTests {
         await origin.stop()
     }
 
-    @Test("While a result goes out, a plain caller joins it; a fromLoaderOnly caller sends its own request")
+    @Test("Callers arriving while a result goes out start a new load, which they share")
     func freshAnswerAfterResult() async throws {
         let origin = try await OriginServer.start()
         origin.setRoute("/d.png", DownloaderFixtures.route())
@@ -50,7 +50,7 @@ struct CoalescingTests {
             }
         }
         // The first caller's completion runs inside the operation's delivery: both later callers
-        // arrive while its result goes out.
+        // arrive while its result goes out; neither takes it, the second joins the first's load.
         downloader.download(with: url) { image, data, error, finished in
             record("first")(image, data, error, finished)
             guard finished else { return }
@@ -59,7 +59,10 @@ struct CoalescingTests {
         }
         await DownloaderFixtures.wait { outcomes.value.count == 3 }
         #expect(outcomes.value == ["first": "ok:32", "joined": "ok:32", "fresh": "ok:32"])
-        #expect(origin.requestCount(for: "/d.png") == 2, "one request for the first two callers, one for the fresh")
+        #expect(
+            origin.requestCount(for: "/d.png") == 2,
+            "one request for the first caller, one shared by the two late ones"
+        )
         await origin.stop()
     }
 
