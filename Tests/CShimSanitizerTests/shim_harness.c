@@ -697,6 +697,66 @@ static wi_status run_png_decode(void *context, const wi_stop *stop, int64_t budg
     return status;
 }
 
+/// Whether `data` decodes to `source`'s pixels (alpha 255 where `keep_alpha` is 0).
+static int png_round_trips(const uint8_t *data, size_t length, const image *source, int keep_alpha) {
+    wi_png_decoder *decoder = wi_png_decoder_create(0);
+    int same = wi_png_decoder_feed(decoder, data, length) == WI_OK;
+    wi_png_state state = wi_png_decoder_state(decoder);
+    same = same && state.finished && state.width == source->width && state.height == source->height;
+    for (uint32_t y = 0; same && y < source->height; y++) {
+        const uint8_t *expected = source->pixels + (size_t)y * source->stride;
+        const uint8_t *actual = state.pixels + (size_t)y * state.stride;
+        for (uint32_t x = 0; same && x < source->width; x++) {
+            same = memcmp(expected + x * 4, actual + x * 4, 3) == 0 &&
+                   actual[x * 4 + 3] == (keep_alpha ? expected[x * 4 + 3] : 255);
+        }
+    }
+    wi_png_decoder_destroy(decoder);
+    return same;
+}
+
+// zlib's strategy: Z_RLE for rows that compress poorly (noise over gradients, as photos), LZ77
+// for drawn ones (repeating tiles), none at level 0; both round-trip.
+static void test_png_strategy(const image *photo, const image *translucent) {
+    fprintf(stderr, "PNG strategy\n");
+    image tiles = make_image(300, 200, 0);
+    for (uint32_t y = 0; y < tiles.height; y++) {
+        uint8_t *row = tiles.pixels + (size_t)y * tiles.stride;
+        for (uint32_t x = 0; x < tiles.width; x++) {
+            row[x * 4] = (uint8_t)((x % 24) * 10);
+            row[x * 4 + 1] = (uint8_t)((y % 16) * 15);
+            row[x * 4 + 2] = (uint8_t)(((x / 24 + y / 16) & 1) * 200);
+        }
+    }
+    CHECK(wi_png_strategy(photo->pixels, photo->width, photo->height, photo->stride, 0, 6) == 3,
+          "noisy RGB rows did not take Z_RLE");
+    CHECK(wi_png_strategy(translucent->pixels, translucent->width, translucent->height, translucent->stride, 1, 6) == 3,
+          "noisy RGBA rows did not take Z_RLE");
+    CHECK(wi_png_strategy(photo->pixels, photo->width, 5, photo->stride, 0, 9) == 3,
+          "five noisy rows (sampled whole) did not take Z_RLE");
+    CHECK(wi_png_strategy(tiles.pixels, tiles.width, tiles.height, tiles.stride, 0, 6) == -1,
+          "repeating tiles took Z_RLE");
+    CHECK(wi_png_strategy(photo->pixels, photo->width, photo->height, photo->stride, 0, 0) == -1,
+          "level 0 chose a strategy");
+    CHECK(wi_png_strategy(photo->pixels, photo->width, 0, photo->stride, 0, 6) == -1, "no rows chose a strategy");
+    const image *sources[] = {photo, translucent, &tiles};
+    for (int i = 0; i < 3; i++) {
+        int keep_alpha = sources[i] == translucent;
+        for (int interlaced = 0; interlaced <= 1; interlaced++) {
+            char message[WI_MESSAGE_CAPACITY];
+            uint8_t *data = NULL;
+            size_t length = 0;
+            wi_status status = wi_png_encode(sources[i]->pixels, sources[i]->width, sources[i]->height,
+                                             sources[i]->stride, keep_alpha, interlaced, 6, NULL, 0, NULL, 0, NULL, 0,
+                                             &data, &length, message);
+            CHECK(status == WI_OK && png_round_trips(data, length, sources[i], keep_alpha),
+                  "PNG %d (interlaced %d) did not round-trip: %s", i, interlaced, message);
+            free(data);
+        }
+    }
+    free(tiles.pixels);
+}
+
 static void test_png(const image *photo, const image *translucent, const uint8_t *icc, size_t icc_length) {
     fprintf(stderr, "PNG\n");
     uint8_t exif[300];
@@ -1030,6 +1090,7 @@ int main(void) {
     test_jpeg_scaled_progressive(&photo);
     test_jpeg_scan_ahead(&photo);
     test_png(&photo, &translucent, p3, p3_length);
+    test_png_strategy(&photo, &translucent);
     test_tiff(&photo, &translucent);
     test_color(p3, p3_length);
     test_resample();

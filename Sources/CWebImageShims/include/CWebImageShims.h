@@ -152,10 +152,17 @@ const uint8_t *wi_png_decoder_icc_profile(const wi_png_decoder *decoder, size_t 
 
 // MARK: PNG encoding
 
+/// zlib's strategy for a PNG of these pixels at `compression_level`: 3 (Z_RLE) when a sample of
+/// 32 rows in four bands compresses poorly (to an eighth of its bytes or more) and Z_RLE is within
+/// 0.5 % of libpng's usual strategy there (level 9: no larger), as for photos; otherwise -1
+/// (libpng's own: LZ77). Level 0 and failures give -1.
+int wi_png_strategy(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
+                    int compression_level);
+
 /// Encodes RGBA8 as 8-bit RGBA, or RGB when `keep_alpha` is 0, Adam7-interlaced when
 /// `interlaced` is not 0, with `icc` as an iCCP chunk and `exif` as an eXIf chunk when not NULL.
-/// `*out` is malloc'ed. Stops with WI_LIMIT_EXCEEDED between rows once `stop` is requested or
-/// `budget_ns` has passed.
+/// zlib's strategy is `wi_png_strategy`'s choice. `*out` is malloc'ed. Stops with
+/// WI_LIMIT_EXCEEDED between rows once `stop` is requested or `budget_ns` has passed.
 wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
                         int interlaced, int compression_level, const uint8_t *icc, size_t icc_length, const uint8_t *exif,
                         size_t exif_length, const wi_stop *stop, int64_t budget_ns, uint8_t **out, size_t *out_size,

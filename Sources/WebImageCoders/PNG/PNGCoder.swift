@@ -6,6 +6,11 @@ import Foundation
 /// passes or rows as progressive previews. Encodes 8-bit RGBA or RGB PNG. Stateless, thread-safe.
 public struct PNGCoder: ImageCoding, ProgressiveImageDecoding {
     /// zlib compression level for encoding, 0–9. Default 6.
+    ///
+    /// At levels 1–9 the encoder first compresses a sample of rows two ways and uses zlib's
+    /// run-length strategy for pictures whose rows compress poorly when it is within 0.5 % there
+    /// (at 9: no larger): photos, where deflate's string search costs several times the CPU and
+    /// finds nothing. Drawings, text and flat colour keep the full search.
     public var compressionLevel: Int
 
     public init(compressionLevel: Int = 6) {
