@@ -32,8 +32,9 @@ public final class HTTPSession: Sendable {
     /// The client for every request, except https requests under a policy that checks each
     /// connection against its host (``SecurityPolicy`` with a pinned server certificate): those
     /// get a client per host, made on first use (AsyncHTTPClient does not tell a connection's
-    /// check which host it was made for).
-    private let sharedClient: HTTPClient
+    /// check which host it was made for). Made on the first request too: a session that sends
+    /// none (a run of `file:` URLs, loads served from the cache) starts no event loop.
+    private let sharedClientState = Protected<SharedClientState>(.notMade)
     /// Clients other than the shared one: one per host the security policy checks, and one per
     /// proxy ``Configuration/proxyRules`` chooses.
     private let hostClients = Protected<[ClientKey: HTTPClient]>([:])
@@ -44,6 +45,13 @@ public final class HTTPSession: Sendable {
     private struct ClientKey: Hashable {
         var host: String?
         var proxy: Configuration.Proxy?
+    }
+
+    private enum SharedClientState {
+        case notMade
+        case made(HTTPClient)
+        /// ``shutdown()`` came before the first request.
+        case shutDown
     }
     /// The logger AsyncHTTPClient gets: `nil` (its own silent one) unless ours logs at debug
     /// or below. It logs nothing above debug, yet sets request metadata on the logger it is
@@ -64,24 +72,45 @@ public final class HTTPSession: Sendable {
         self.configuration = configuration
         clientLogger = logger.flatMap { $0.logLevel <= .debug ? $0 : nil }
         admission = HostAdmission(limit: configuration.maximumConnectionsPerHost)
-        sharedClient = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: configuration.clientConfiguration(proxy: configuration.proxy)
-        )
     }
 
     deinit {
         // AsyncHTTPClient traps when a client is released without shutdown. A session that is
         // simply dropped shuts its clients down in the background; a client keeps itself alive
         // until that finishes. After an explicit `shutdown()` this fails harmlessly.
-        _ = sharedClient.shutdown()
+        if case .made(let client) = sharedClientState.withLock({ $0 }) { _ = client.shutdown() }
         for client in hostClients.withLock({ $0.values }) { _ = client.shutdown() }
     }
 
-    /// Closes the session's connections. Tasks still running fail.
+    /// Closes the session's connections. Tasks still running fail, and so do tasks started after.
     public func shutdown() async throws {
-        try await sharedClient.shutdown()
+        let shared = sharedClientState.withLock { state -> HTTPClient? in
+            guard case .made(let client) = state else {
+                state = .shutDown
+                return nil
+            }
+            return client
+        }
+        try await shared?.shutdown()
         for client in hostClients.withLock({ $0.values }) { try await client.shutdown() }
+    }
+
+    /// The shared client, made now when this is the first request. After a ``shutdown()`` that
+    /// came first, a client shut down at once: the request fails as after any shutdown.
+    private var sharedClient: HTTPClient {
+        var closing: HTTPClient?
+        let client = sharedClientState.withLock { state -> HTTPClient in
+            if case .made(let client) = state { return client }
+            let client = HTTPClient(
+                eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                configuration: configuration.clientConfiguration(proxy: configuration.proxy)
+            )
+            if case .shutDown = state { closing = client }
+            state = .made(client)
+            return client
+        }
+        if let closing { _ = closing.shutdown() }
+        return client
     }
 
     /// The client that sends a request for `url`: the shared one, or one for its host (the

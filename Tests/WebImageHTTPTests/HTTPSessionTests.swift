@@ -37,6 +37,22 @@ struct HTTPSessionTests {
         await context.finish()
     }
 
+    @Test("A session shut down before its first request fails that request without sending it")
+    func shutDownBeforeFirstRequest() async throws {
+        let context = try await HTTPTestContext.make()
+        context.origin.setRoute("/late", .data(Data("late".utf8), contentType: "text/plain"))
+        let early = HTTPSession()
+        try await early.shutdown()
+        await #expect(throws: HTTPSessionError.self) {
+            _ = try await early.get(context.origin.url("/late").absoluteString, serializer: .data)
+        }
+        #expect(context.origin.requestCount(for: "/late") == 0)
+        // A session used after another was shut down unused still works.
+        let (_, text) = try await context.session.get(context.origin.url("/late").absoluteString, serializer: .string)
+        #expect(text == "late" && context.origin.requestCount(for: "/late") == 1)
+        await context.finish()
+    }
+
     @Test("baseURL gains a terminal slash; relative and absolute paths resolve as AFNetworking does")
     func baseURL() async throws {
         let context = try await HTTPTestContext.make(basePath: "/v1")
