@@ -24,6 +24,10 @@ typedef struct {
 /// Does not follow symbolic links. Returns 0, or -1 with errno set.
 int wi_file_times_at(int dir_fd, const char *path, wi_file_times *times);
 
+/// Names the calling thread for debuggers, `top -H` and `ps -T` (Linux keeps the first 15
+/// bytes). Returns 0, or an error number.
+int wi_name_current_thread(const char *name);
+
 /// Sets the access and modification times of an open file (seconds since 1970).
 /// A negative value leaves that time unchanged. Returns 0, or -1 with errno set.
 int wi_set_file_times(int fd, double access_time, double modification_time);

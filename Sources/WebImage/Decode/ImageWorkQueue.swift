@@ -1,3 +1,4 @@
+import CWebImageSystem
 import Dispatch
 import Foundation
 import WebImageCoders
@@ -86,7 +87,8 @@ public final class ImageWorkQueue: Sendable {
     /// A queue running at most `width` pieces of work at once.
     /// - Parameters:
     ///   - width: the most work running at once; less than 1 counts as 1.
-    ///   - name: names its threads (`webimage.NAME`), for debuggers and `top -H`.
+    ///   - name: names its threads (`webimage.NAME`, its first 15 bytes on Linux), for debuggers,
+    ///     `top -H` and `ps -T`.
     ///   - idleTimeout: how long a thread waits for more work before it ends. Default 2 seconds.
     public init(width: Int, name: String = "work", idleTimeout: Duration = .seconds(2)) {
         self.width = max(1, width)
@@ -145,7 +147,11 @@ public final class ImageWorkQueue: Sendable {
     }
 
     private func startThread() {
-        let thread = Thread { [self] in runWorker() }
+        // Foundation on Linux does not pass `Thread.name` to the system: the thread names itself.
+        let thread = Thread { [self] in
+            wi_name_current_thread("webimage.\(name)")
+            runWorker()
+        }
         thread.name = "webimage.\(name)"
         thread.stackSize = 8 << 20  // as a main thread's: some codecs keep large buffers on the stack
         thread.start()

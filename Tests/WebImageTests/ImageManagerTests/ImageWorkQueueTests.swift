@@ -28,6 +28,28 @@ struct ImageWorkQueueTests {
         #expect(queue.peakRunningCount == 1)
     }
 
+    @Test("Its threads carry its name (the first 15 bytes on Linux), as top -H and ps -T show them")
+    func threadNames() async throws {
+        let names = Locked<[String]>([])
+        for name in ["probe", "a-longer-queue-name"] {
+            let queue = ImageWorkQueue(width: 1, name: name)
+            queue.enqueue {
+                #if os(Linux)
+                let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                names.withLock { $0.append(comm.trimmingCharacters(in: .newlines)) }
+                #else
+                names.withLock { $0.append(Thread.current.name ?? "") }
+                #endif
+            }
+        }
+        await DownloaderFixtures.wait { names.value.count == 2 }
+        #if os(Linux)
+        #expect(Set(names.value) == ["webimage.probe", "webimage.a-long"])
+        #else
+        #expect(Set(names.value) == ["webimage.probe", "webimage.a-longer-queue-name"])
+        #endif
+    }
+
     @Test("Stress: the width holds however much work arrives")
     func stress() async {
         let queue = ImageWorkQueue(width: 3)
