@@ -71,7 +71,8 @@ extension HTTPSession {
 
         /// `Content-Length`, when the server sent a valid one.
         public var expectedContentLength: Int64? {
-            guard let value = headers[values: .contentLength].first else { return nil }
+            // The first field by that name, found without collecting them all (read per chunk).
+            guard let value = headers.first(where: { $0.name == .contentLength })?.value else { return nil }
             let digits = value.utf8.drop { $0 == 0x20 || $0 == 0x09 }.prefix { $0 != 0x20 && $0 != 0x09 }
             guard let length = Int64(Substring(digits)), length >= 0 else { return nil }
             return length
@@ -79,9 +80,11 @@ extension HTTPSession {
 
         /// The media type of `Content-Type` without parameters, lowercased (`image/png`).
         public var mimeType: String? {
-            headers[values: .contentType].first?.split(separator: ";").first.map {
-                $0.trimmingHTTPWhitespace().lowercased()
-            }
+            guard let value = headers.first(where: { $0.name == .contentType })?.value else { return nil }
+            let essence = value[..<(value.utf8.firstIndex(of: UInt8(ascii: ";")) ?? value.endIndex)]
+                .trimmingHTTPWhitespace()
+            guard !essence.isEmpty else { return nil }
+            return essence.utf8.contains { $0 >= 0x41 && $0 <= 0x5A || $0 >= 0x80 } ? essence.lowercased() : essence
         }
 
         /// The `charset` parameter of `Content-Type`, lowercased.
