@@ -8,6 +8,9 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
   AsyncHTTPClient  the same GETs through AsyncHTTPClient alone, 6 at a time, each body collected
              (`webimage-http-benchmarks --fetch-list`; with --http-benchmarks): the HTTP stack
              webimage fetch is built on, without the pipeline
+  AsyncHTTPClient, session settings  the same with the settings HTTPSession gives it (timeouts,
+             decompression, no redirects, its default headers: `--fetch-list … --matched`): what
+             those settings cost the client, apart from what our code costs
   raw        webimage fetch --concurrency 6 --options avoid-decode-image (bytes only)
   decoded    webimage fetch --concurrency 6 (each image decoded to RGBA)
   C decode   libjpeg-turbo decoding the same files from disk on both cores
@@ -135,9 +138,11 @@ def main():
             "C decode": [args.benchmarks, "--decode-floor", "2"] + files,
         }
         if args.http_benchmarks:
-            commands = {"AsyncHTTPClient": [args.http_benchmarks, "--fetch-list", url_list, "--concurrency", c],
-                        **commands}
-            commands = {name: commands[name] for name in ("curl", "AsyncHTTPClient", "raw", "decoded", "C decode")}
+            reference = [args.http_benchmarks, "--fetch-list", url_list, "--concurrency", c]
+            commands = {"AsyncHTTPClient": reference,
+                        "AsyncHTTPClient, session settings": reference + ["--matched"], **commands}
+            order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "raw", "decoded", "C decode")
+            commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
         rss = {name: 0.0 for name in commands}
         run(commands["curl"])  # warm the page cache and nginx
@@ -165,6 +170,7 @@ def main():
         if "AsyncHTTPClient" in median:
             result["async_http_client_over_curl"] = round(median["AsyncHTTPClient"] / median["curl"], 2)
             result["raw_over_async_http_client"] = round(median["raw"] / median["AsyncHTTPClient"], 2)
+            result["raw_over_matched_client"] = round(median["raw"] / median["AsyncHTTPClient, session settings"], 2)
         print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
               f"median of {args.rounds} rounds (whole process)\n")
         print("| run | wall (s) | per image (ms) | peak RSS (MB) |")
@@ -175,7 +181,8 @@ def main():
               f"decoded / C decode = {result['decoded_over_c_decode']} (issue 46's target ≤ 1.3)")
         if "AsyncHTTPClient" in median:
             print(f"AsyncHTTPClient alone / curl = {result['async_http_client_over_curl']}; "
-                  f"raw / AsyncHTTPClient = {result['raw_over_async_http_client']} (issue 46's target ≤ 1.15)")
+                  f"raw / AsyncHTTPClient = {result['raw_over_async_http_client']} (issue 46's target ≤ 1.15); "
+                  f"raw / AsyncHTTPClient with the session's settings = {result['raw_over_matched_client']}")
         if args.json:
             print(json.dumps(result))
     finally:

@@ -29,13 +29,8 @@ struct HTTPWhitespaceTests {
     }
 
     @Test("mimeType: the first Content-Type's essence; none for an empty one or one of parameters alone")
-    func contentTypeEdges() throws {
-        let url = try #require(URL(string: "http://127.0.0.1/a"))
-        func mimeType(_ values: [String]) -> String? {
-            var headers = HTTPFields()
-            for value in values { headers.append(HTTPField(name: .contentType, value: value)) }
-            return HTTPSession.Response(url: url, statusCode: 200, headers: headers).mimeType
-        }
+    func contentTypeEdges() {
+        func mimeType(_ values: [String]) -> String? { Self.response(.contentType, values).mimeType }
         #expect(mimeType(["image/webp", "image/png"]) == "image/webp")
         #expect(mimeType(["image/png"]) == "image/png")
         #expect(mimeType(["IMAGE/ÄVIF; x=1"]) == "image/ävif")
@@ -44,14 +39,16 @@ struct HTTPWhitespaceTests {
     }
 
     @Test("expectedContentLength: the first valid Content-Length with its blanks; none for others")
-    func contentLength() throws {
-        let url = try #require(URL(string: "http://127.0.0.1/a"))
-        func length(_ values: [String]) -> Int64? {
-            var headers = HTTPFields()
-            for value in values { headers.append(HTTPField(name: .contentLength, value: value)) }
-            return HTTPSession.Response(url: url, statusCode: 200, headers: headers).expectedContentLength
-        }
+    func contentLength() {
+        func length(_ values: [String]) -> Int64? { Self.response(.contentLength, values).expectedContentLength }
         #expect(length(["1234"]) == 1234 && length([" 56\t"]) == 56 && length(["7", "8"]) == 7)
         #expect(length([]) == nil && length(["-1"]) == nil && length(["12a"]) == nil && length([""]) == nil)
+    }
+
+    /// A 200 response with a field named `name` for each of `values`, in order.
+    private static func response(_ name: HTTPField.Name, _ values: [String]) -> HTTPSession.Response {
+        var headers = HTTPFields()
+        for value in values { headers.append(HTTPField(name: name, value: value)) }
+        return HTTPSession.Response(url: URL(filePath: "/a"), statusCode: 200, headers: headers)
     }
 }

@@ -9,10 +9,10 @@ import WebImageOrigin
 //
 //   swift run -c release --package-path Benchmarks webimage-http-benchmarks [--requests N] [--rounds R] [--side K]
 //
-// Reference mode: `--fetch-list FILE [--concurrency C]` GETs every URL in FILE (one per line)
-// once, C (6) at a time, through AsyncHTTPClient alone with its defaults, collecting each body,
-// and exits: the HTTP stack's own cost inside `webimage fetch` (Benchmarks/fetch-cost.sh times
-// the whole process).
+// Reference mode: `--fetch-list FILE [--concurrency C] [--matched]` GETs every URL in FILE (one
+// per line) once, C (6) at a time, through AsyncHTTPClient alone with its defaults (or, with
+// `--matched`, with the settings HTTPSession gives it), collecting each body, and exits: the HTTP
+// stack's own cost inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process).
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -26,9 +26,23 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
         .split(whereSeparator: \.isNewline).map(String.init)
     var configuration = HTTPClient.Configuration()
     configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: width)
+    // --matched: the client as HTTPSession configures it for the CLI (15 s connect and read
+    // timeouts, decompression, no redirects, the session's default headers): what those settings
+    // cost AsyncHTTPClient, apart from what the session's own code costs.
+    let matched = CommandLine.arguments.contains("--matched")
+    if matched {
+        configuration.timeout = .init(connect: .seconds(15), read: .seconds(15))
+        configuration.decompression = .enabled(limit: .ratio(100))
+        configuration.redirectConfiguration = .disallow
+    }
     let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    let standardHeaders = HTTPSession.Configuration.standardHeaders
     @Sendable func fetch(_ url: String) async throws -> Int {
-        let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+        var request = HTTPClientRequest(url: url)
+        if matched {
+            for field in standardHeaders { request.headers.add(name: field.name.rawName, value: field.value) }
+        }
+        let response = try await client.execute(request, timeout: .seconds(30))
         guard response.status == .ok else { throw HTTPClientError.remoteConnectionClosed }
         return try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes
     }
@@ -39,7 +53,7 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
             if let url = pending.popFirst() { group.addTask { try await fetch(url) } }
         }
     }
-    try await client.shutdown()
+    try await client.shutdown().get()
     exit(0)
 }
 
