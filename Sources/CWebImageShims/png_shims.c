@@ -339,11 +339,19 @@ wi_status wi_png_encode(const uint8_t *rgba, uint32_t width, uint32_t height, si
     *out = NULL;
     *out_size = 0;
     message[0] = 0;
+    // The strategy's sample (two encodes of up to 32 rows) runs only for work still wanted.
+    const int64_t deadline_ns = wi_deadline_after(budget_ns);
+    const int stopped = wi_stop_requested(stop);
+    if (stopped || (deadline_ns != 0 && wi_monotonic_ns() > deadline_ns)) {
+        snprintf(message, WI_MESSAGE_CAPACITY, "%s",
+                 stopped ? "encoding was stopped" : "encoding took longer than its time limit");
+        return WI_LIMIT_EXCEEDED;
+    }
     const int strategy = wi_png_strategy(rgba, width, height, stride, keep_alpha, compression_level);
     // `output`, `png` and `info` are set before setjmp and never changed after it.
     struct wi_png_output *const output = calloc(1, sizeof *output);
     if (output == NULL) return WI_OUT_OF_MEMORY;
-    output->deadline_ns = wi_deadline_after(budget_ns);
+    output->deadline_ns = deadline_ns;
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, message, wi_png_error, wi_png_warning);
     png_infop info = png == NULL ? NULL : png_create_info_struct(png);
     if (info == NULL) {
