@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <string.h>
 
+// Who owns what: `name` stays the caller's; the truncated copy is on this stack and the system
+// copies it (pthread_setname_np keeps no pointer).
 int wi_name_current_thread(const char *name) {
 #if defined(__linux__)
     // Linux keeps 15 bytes and the terminating NUL; longer names are refused (ERANGE).

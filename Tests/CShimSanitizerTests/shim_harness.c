@@ -739,6 +739,10 @@ static void test_png_strategy(const image *photo, const image *translucent) {
     CHECK(wi_png_strategy(photo->pixels, photo->width, photo->height, photo->stride, 0, 0) == -1,
           "level 0 chose a strategy");
     CHECK(wi_png_strategy(photo->pixels, photo->width, 0, photo->stride, 0, 6) == -1, "no rows chose a strategy");
+    // libpng refuses the sample (over its default 1,000,000 columns): its error path frees all.
+    image wide = make_image(1000001, 1, 0);
+    CHECK(wi_png_strategy(wide.pixels, wide.width, 1, wide.stride, 0, 6) == -1, "a refused sample chose a strategy");
+    free(wide.pixels);
     const image *sources[] = {photo, translucent, &tiles};
     for (int i = 0; i < 3; i++) {
         int keep_alpha = sources[i] == translucent;
