@@ -30,6 +30,9 @@ int wi_jpeg_scan_ahead(j_decompress_ptr info);
 /// dimensions are calculated.
 uint64_t wi_jpeg_coefficients_read(const jpeg_component_info *component);
 
+/// How many chunks the value store was read into (0 for NULL); for tests.
+size_t wi_jpeg_scan_chunks(const wi_jpeg_scan_values *values);
+
 /// Frees what `wi_jpeg_scan_ahead` left in `info->client_data` (NULL is fine). Call after
 /// `jpeg_destroy_decompress`.
 void wi_jpeg_scan_values_free(wi_jpeg_scan_values *values);

@@ -9,10 +9,11 @@
 // or left over before the next marker, a value store past its cap) leaves libjpeg to decode the
 // scan itself, with its own warnings and recovery; so the pixels are always libjpeg's.
 //
-// Who owns what: the `wi_jpeg_scan_values` (its Huffman tables and value store) is malloc'ed here,
-// hung on `info->client_data` from before the first read (so a longjmp from the progress monitor
-// leaves it reachable) and freed by `wi_jpeg_scan_values_free` (on a fallback here, otherwise by
-// the decoder's owner after `jpeg_destroy_decompress`). The compressed bytes are libjpeg's source
+// Who owns what: the `wi_jpeg_scan_values` (its Huffman tables and the value store's chunks) is
+// malloc'ed here, hung on `info->client_data` from before the first read (so a longjmp from the
+// progress monitor leaves it reachable, chunks included: each is linked in as it is made) and
+// freed by `wi_jpeg_scan_values_free` (on a fallback here, otherwise by the decoder's owner after
+// `jpeg_destroy_decompress`). The compressed bytes are libjpeg's source
 // buffer, read in place and never written; on success the source is advanced past the scan.
 // The `jpeg_entropy_decoder` whose `decode_mcu` is replaced stays libjpeg's (in its pools).
 
@@ -31,10 +32,23 @@ enum { WI_LOOKAHEAD = 12 };
 #define WI_LOOKAHEAD_MASK ((1u << WI_LOOKAHEAD) - 1)
 
 /// The value store's room: 32 bytes a block (a quarter of libjpeg's coefficient buffer; photos
-/// need 2–21, the DC alone 2), at most 64 MB (a 4:2:0 photo of about 40 MP). Allocated whole
-/// (only the pages written cost memory); a scan that needs more is left to libjpeg.
+/// need 2–21, the DC alone 2), at most 64 MB (a 4:2:0 photo of about 40 MP); a scan that needs
+/// more is left to libjpeg.
 enum { WI_BYTES_PER_BLOCK = 32 };
 #define WI_VALUES_CAP ((size_t)64 << 20)
+/// The store is allocated a chunk at a time as the scan fills it, each a sixteenth of the room
+/// and at most 1 MB: heap blocks the allocator hands out again to the next image (a store made
+/// whole, 9 MB for 12 MP, is mapped fresh for each image: a page fault for every page written).
+#define WI_CHUNK_VALUES_MAX (((size_t)1 << 20) / sizeof(int16_t))
+
+/// One piece of the value store; whole MCUs only (a new chunk is begun before an MCU that might
+/// not fit).
+typedef struct wi_store_chunk {
+    struct wi_store_chunk *next;
+    /// Values written.
+    size_t size;
+    int16_t values[];
+} wi_store_chunk;
 
 typedef struct {
     /// Codes of up to `WI_LOOKAHEAD` bits, indexed by the next bits: length << 8 | symbol (0: a
@@ -60,10 +74,13 @@ struct wi_jpeg_scan_values {
     /// position n); those AC coefficients are stored, and the others skipped when it reads the DC alone.
     uint64_t reads[D_MAX_BLOCKS_IN_MCU];
     /// Per block, in decoding order: the DC; for planes that read AC coefficients, then their
-    /// count and each one's natural position and value. (int16 throughout: stores of that type
-    /// cannot alias the bit reader's fields, which then stay in registers.)
-    int16_t *store;
-    size_t size, capacity, served;
+    /// count and each one's natural position and value, in chunks from `first` (int16 throughout:
+    /// stores of that type cannot alias the bit reader's fields, which then stay in registers).
+    wi_store_chunk *first;
+    /// Chunks made, and the chunk being served with the values served from it.
+    size_t chunks;
+    wi_store_chunk *serving;
+    size_t served;
 };
 
 // MARK: Tables
@@ -306,9 +323,44 @@ static size_t wi_store_capacity(size_t blocks) {
     return room / sizeof(int16_t) + D_MAX_BLOCKS_IN_MCU * (2 + 63 * 2);
 }
 
+/// A chunk's room in values for a store of `capacity` values whose MCUs hold at most
+/// `largest_mcu` values: a sixteenth of the store, at least 16 MCUs at their largest (so that a
+/// chunk's unused end, less than an MCU, is at most a sixteenth of it), at most
+/// `WI_CHUNK_VALUES_MAX`, and never more than the store.
+static size_t wi_chunk_capacity(size_t capacity, size_t largest_mcu) {
+    size_t values = capacity / 16;
+    if (values < 16 * largest_mcu) values = 16 * largest_mcu;
+    if (values > WI_CHUNK_VALUES_MAX) values = WI_CHUNK_VALUES_MAX;
+    return values > capacity ? capacity : values;
+}
+
+/// The values the chunks of a store of `capacity` values may hold together: a sixteenth more,
+/// for the chunks' unused ends.
+static size_t wi_chunked_capacity(size_t capacity) { return capacity + capacity / 16; }
+
 size_t wi_jpeg_scan_ahead_bytes(size_t blocks) {
-    return wi_store_capacity(blocks) * sizeof(int16_t) + 2 * NUM_HUFF_TBLS * sizeof(wi_huffman) +
-           sizeof(wi_jpeg_scan_values);
+    // Besides the values, each chunk's header: at most 16 chunks, or 68 of 1 MB (64 MB and a
+    // sixteenth), and the last one short.
+    return wi_chunked_capacity(wi_store_capacity(blocks)) * sizeof(int16_t) + 70 * sizeof(wi_store_chunk) +
+           2 * NUM_HUFF_TBLS * sizeof(wi_huffman) + sizeof(wi_jpeg_scan_values);
+}
+
+size_t wi_jpeg_scan_chunks(const wi_jpeg_scan_values *values) { return values == NULL ? 0 : values->chunks; }
+
+/// Begins a chunk of `capacity` values after `last` (NULL: the first), linked into `values` at
+/// once so that it is freed on every path; NULL when out of memory.
+static wi_store_chunk *wi_begin_chunk(wi_jpeg_scan_values *values, wi_store_chunk *last, size_t capacity) {
+    wi_store_chunk *chunk = malloc(sizeof(wi_store_chunk) + capacity * sizeof(int16_t));
+    if (chunk == NULL) return NULL;
+    chunk->next = NULL;
+    chunk->size = 0;
+    if (last == NULL) {
+        values->first = chunk;
+    } else {
+        last->next = chunk;
+    }
+    values->chunks++;
+    return chunk;
 }
 
 // MARK: The scan
@@ -329,17 +381,25 @@ static int wi_read_scan(j_decompress_ptr info, wi_jpeg_scan_values *values, cons
     int predictions[MAX_COMPS_IN_SCAN] = {0};
     unsigned restarts = 0, until_restart = info->restart_interval;
     size_t blocks = (size_t)info->MCU_rows_in_scan * info->MCUs_per_row * (size_t)info->blocks_in_MCU;
-    values->capacity = wi_store_capacity(blocks);
-    values->store = malloc(values->capacity * sizeof(int16_t));
-    if (values->store == NULL) return 0;
-    size_t used = 0;
     // An MCU at its largest: every block with 63 AC coefficients.
     size_t largest_mcu = (size_t)info->blocks_in_MCU * (2 + 63 * 2);
+    size_t capacity = wi_store_capacity(blocks), room = wi_chunked_capacity(capacity);
+    size_t chunk_capacity = wi_chunk_capacity(capacity, largest_mcu);
+    wi_store_chunk *chunk = NULL;
+    int16_t *out = NULL, *chunk_end = NULL;
     for (JDIMENSION row = 0; row < info->MCU_rows_in_scan; row++) {
         if (info->progress != NULL) (*info->progress->progress_monitor)((j_common_ptr)info);
         for (JDIMENSION column = 0; column < info->MCUs_per_row; column++) {
-            if (used + largest_mcu > values->capacity) return 0;
-            int16_t *out = values->store + used;
+            if (chunk == NULL || (size_t)(chunk_end - out) < largest_mcu) {
+                if (chunk != NULL) chunk->size = (size_t)(out - chunk->values);
+                // The last chunk may be short; a scan that needs more is left to libjpeg.
+                size_t values_in_chunk = room < chunk_capacity ? room : chunk_capacity;
+                if (values_in_chunk < largest_mcu) return 0;
+                room -= values_in_chunk;
+                if ((chunk = wi_begin_chunk(values, chunk, values_in_chunk)) == NULL) return 0;
+                out = chunk->values;
+                chunk_end = out + values_in_chunk;
+            }
             if (info->restart_interval) {
                 if (until_restart == 0) {
                     // Past the partial byte, the next marker must be this interval's RSTn.
@@ -369,12 +429,11 @@ static int wi_read_scan(j_decompress_ptr info, wi_jpeg_scan_values *values, cons
                     out += 2 * read;
                 }
             }
-            used = (size_t)(out - values->store);
             // Zeros past the data's stop read as codes: the scan is short.
             if (reader.count < reader.padding) return 0;
         }
     }
-    values->size = used;
+    if (chunk != NULL) chunk->size = (size_t)(out - chunk->values);
     if (!wi_at_stop(&reader)) return 0;
     *stop = reader.next;
     return 1;
@@ -383,16 +442,23 @@ static int wi_read_scan(j_decompress_ptr info, wi_jpeg_scan_values *values, cons
 /// libjpeg's `decode_mcu`, served from the store.
 static boolean wi_serve_mcu(j_decompress_ptr info, JBLOCKROW *blocks) {
     wi_jpeg_scan_values *values = info->client_data;
-    const int16_t *at = values->store + values->served, *end = values->store + values->size;
+    wi_store_chunk *chunk = values->serving;
+    // An MCU never straddles two chunks: one that is used up is followed by the next.
+    if (chunk != NULL && values->served == chunk->size && chunk->next != NULL) {
+        chunk = values->serving = chunk->next;
+        values->served = 0;
+    }
+    if (chunk == NULL) return TRUE;  // never: the store holds every MCU of the scan
+    const int16_t *at = chunk->values + values->served, *end = chunk->values + chunk->size;
     for (int block = 0; block < info->blocks_in_MCU && at < end; block++) {
         JCOEF *coefficients = blocks[block][0];
         coefficients[0] = *at++;
         if (values->reads[block] == 1 || at == end) continue;
         int count = *at++;
-        if (count > (end - at) / 2) count = (int)((end - at) / 2);  // never: the store is whole
+        if (count > (end - at) / 2) count = (int)((end - at) / 2);  // never: the MCU is whole
         for (int i = 0; i < count; i++, at += 2) coefficients[at[0] & 63] = at[1];
     }
-    values->served = (size_t)(at - values->store);
+    values->served = (size_t)(at - chunk->values);
     return TRUE;
 }
 
@@ -466,6 +532,8 @@ int wi_jpeg_scan_ahead(j_decompress_ptr info) {
     // libjpeg goes on from the marker after the scan (or the data's end), as its own decoder would.
     info->src->bytes_in_buffer = (size_t)(data + length - stop);
     info->src->next_input_byte = stop;
+    values->serving = values->first;
+    values->served = 0;
     info->entropy->decode_mcu = wi_serve_mcu;
     return 1;
 }
@@ -473,6 +541,9 @@ int wi_jpeg_scan_ahead(j_decompress_ptr info) {
 void wi_jpeg_scan_values_free(wi_jpeg_scan_values *values) {
     if (values == NULL) return;
     wi_free_tables(values);
-    free(values->store);
+    for (wi_store_chunk *chunk = values->first, *next; chunk != NULL; chunk = next) {
+        next = chunk->next;
+        free(chunk);
+    }
     free(values);
 }

@@ -7,6 +7,7 @@
 // behaviour fails the run, as does any CHECK.
 
 #include "CWebImageShims.h"
+#include "jpeg_internal.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -479,6 +480,9 @@ static uint8_t *encode_jpeg_recipe(const image *source, jpeg_recipe recipe, size
     return out;
 }
 
+/// The chunks of the last scan `eighth_matches_libjpeg` read ahead (0: not read ahead).
+static size_t last_scan_chunks;
+
 /// Whether the shim decodes `data` at 1/8 as libjpeg alone does: both fail, or both give the same
 /// pixels. `skipped` (may be NULL) is set when the scan was read ahead, not by libjpeg.
 static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, int *skipped) {
@@ -498,6 +502,7 @@ static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, in
         status = wi_jpeg_start(decoder, cmyk);
     }
     if (skipped != NULL) *skipped = status == WI_OK && info->client_data != NULL;
+    last_scan_chunks = status == WI_OK ? wi_jpeg_scan_chunks(info->client_data) : 0;
     size_t stride = status == WI_OK ? (size_t)info->output_width * 4 : 0;
     if (status == WI_OK) pixels = calloc(1, stride * info->output_height + 1);
     uint32_t done = 0;
@@ -588,6 +593,9 @@ static void test_jpeg_scan_ahead(const image *photo) {
     if (data == NULL) return;
     skipped = 0;
     CHECK(eighth_matches_libjpeg(data, length, 0, &skipped) && skipped, "the photo at 1/8: read ahead %d, or the pixels differ from libjpeg's", skipped);
+    // Its values fill more than one chunk of the store (a sixteenth of its room each), every
+    // MCU served whole across the chunks' seams.
+    CHECK(last_scan_chunks > 1, "the photo at 1/8: its values filled %zu chunk(s), expected several", last_scan_chunks);
     jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL};
     sweep("decode baseline at 1/8", run_jpeg_decode, &eighth, "stopped");
 

@@ -82,7 +82,8 @@ int wi_jpeg_saw_adobe_marker(wi_jpeg_decoder *decoder);
 uint8_t *wi_jpeg_icc_profile(wi_jpeg_decoder *decoder, size_t *length);
 /// The most bytes a baseline JPEG decoded at 1/8 holds besides libjpeg's own while its scan of
 /// `blocks` 8×8 blocks (every component's, padded to whole MCUs) is read ahead of libjpeg
-/// (jpeg_scan_ahead.c): a value store of 32 bytes a block, at most 64 MB, and Huffman tables.
+/// (jpeg_scan_ahead.c): a value store of 32 bytes a block, at most 64 MB, in chunks that may hold
+/// a sixteenth more, and Huffman tables.
 size_t wi_jpeg_scan_ahead_bytes(size_t blocks);
 
 // MARK: JPEG encoding
