@@ -5,7 +5,9 @@ import WebImageCoders
 /// Loads `file://` URLs for ``ImageManager``: one read and one decode per file in flight however
 /// many callers want it (callers with the same URL and decoding settings share it, as downloads
 /// do), reads on a bounded ``ImageWorkQueue`` (never the cooperative pool), decodes on the
-/// context's decode queue within its memory budget.
+/// context's decode queue within its memory budget. Reads keep only a little ahead of the
+/// decodes: at most ``maximumFilesInMemory`` files are held at once, from the read's start to the
+/// decode's end; later loads wait to be read, the highest priority first.
 ///
 /// Only regular files are read (no FIFO hang, no device read), and a file over
 /// ``maximumFileSize`` fails before a byte is read. Every failure is remembered by the manager's
@@ -13,18 +15,28 @@ import WebImageCoders
 public final class FileImageLoader: ImageLoading {
     /// The largest file read (`nil`: no limit). Default: the downloader's 128 MiB.
     public let maximumFileSize: Int64?
+    /// The most files whose bytes are held at once: being read, waiting for their decode or
+    /// decoding. Default: the read queue's width and one per processor (a decode thread's).
+    public var maximumFilesInMemory: Int { filesInMemory.limit }
+    private let filesInMemory: AdmissionGate
     private let readQueue: ImageWorkQueue
     private let loads = Protected<[LoadKey: FileLoad]>([:])
     private let reads = Atomic<Int>(0)
 
     /// A loader reading at most `maximumFileSize` bytes per file on `readQueue` (default:
-    /// ``ImageWorkQueue/diskReading``, two reads at once, shared with the disk caches).
+    /// ``ImageWorkQueue/diskReading``, two reads at once, shared with the disk caches), holding at
+    /// most `maximumFilesInMemory` files at once (`nil`: the default above; less than 1 counts
+    /// as 1).
     public init(
         maximumFileSize: Int64? = ImageDownloader.Configuration.default.maximumDownloadSize,
-        readQueue: ImageWorkQueue = .diskReading
+        readQueue: ImageWorkQueue = .diskReading,
+        maximumFilesInMemory: Int? = nil
     ) {
         self.maximumFileSize = maximumFileSize
         self.readQueue = readQueue
+        filesInMemory = AdmissionGate(
+            limit: maximumFilesInMemory ?? readQueue.width + ProcessInfo.processInfo.activeProcessorCount
+        )
     }
 
     /// What makes two callers one load: the same file, decoded the same way (a read is decoded
@@ -39,6 +51,9 @@ public final class FileImageLoader: ImageLoading {
 
     /// Loads in flight.
     public var currentLoadCount: Int { loads.withLock { $0.count } }
+
+    /// Files held now (read or being read, not yet decoded); at most ``maximumFilesInMemory``.
+    public var filesInMemoryCount: Int { filesInMemory.insideCount }
 
     /// `file://` URLs with a path.
     public func canRequestImage(for url: URL) -> Bool { url.isFileURL && !url.path.isEmpty }
@@ -68,36 +83,46 @@ public final class FileImageLoader: ImageLoading {
     public func shouldBlockFailedURL(_ url: URL, error: WebImageError) -> Bool { error.code != .cancelled }
 
     private func start(_ load: FileLoad, key: LoadKey) {
+        let priority = ImageWorkQueue.Priority(load.options)
+        filesInMemory.enter(priority: priority) { [self] in
+            readQueue.enqueue(priority: priority) { [self] in read(load, key: key) }
+        }
+    }
+
+    /// Reads and decodes the file, holding a place among ``maximumFilesInMemory`` until the
+    /// decode is over; every path gives it back once.
+    private func read(_ load: FileLoad, key: LoadKey) {
+        guard !load.isAbandoned else { return filesInMemory.leave() }
         let url = load.url
-        let limit = maximumFileSize
-        readQueue.enqueue(priority: ImageWorkQueue.Priority(load.options)) { [self] in
-            guard !load.isAbandoned else { return }
-            let data: Data
-            do throws(WebImageError) {
-                reads.add(1, ordering: .relaxed)
-                data = try Self.readFile(url, limit: limit)
-            } catch {
-                return finish(load, key: key, image: nil, data: nil, error: error)
-            }
-            let metadata = DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType)
-            guard !load.options.contains(.avoidDecodeImage) else {
-                return finish(load, key: key, image: nil, data: data, error: nil, metadata: metadata)
-            }
-            load.context.decode(data, options: load.options, isCancelled: { load.isAbandoned }) { [self] result in
-                switch result {
-                case .success(let image):
-                    finish(load, key: key, image: image, data: data, error: nil, metadata: metadata)
-                case .failure(let error):
-                    let failure = WebImageError(
-                        .badImageData,
-                        url: url,
-                        message: "\(url.path): \(error)",
-                        coderError: error
-                    )
-                    finish(load, key: key, image: nil, data: nil, error: failure)
-                case nil:
-                    break  // every caller cancelled; each has had its completion
-                }
+        let data: Data
+        do throws(WebImageError) {
+            reads.add(1, ordering: .relaxed)
+            data = try Self.readFile(url, limit: maximumFileSize)
+        } catch {
+            filesInMemory.leave()
+            return finish(load, key: key, image: nil, data: nil, error: error)
+        }
+        let metadata = DiskCacheMetadata(contentType: ImageFormat(sniffing: data).mimeType)
+        guard !load.options.contains(.avoidDecodeImage) else {
+            filesInMemory.leave()
+            return finish(load, key: key, image: nil, data: data, error: nil, metadata: metadata)
+        }
+        let isAbandoned: @Sendable () -> Bool = { load.isAbandoned }
+        load.context.decode(data, options: load.options, isCancelled: isAbandoned) { [self] result in
+            filesInMemory.leave()
+            switch result {
+            case .success(let image):
+                finish(load, key: key, image: image, data: data, error: nil, metadata: metadata)
+            case .failure(let error):
+                let failure = WebImageError(
+                    .badImageData,
+                    url: url,
+                    message: "\(url.path): \(error)",
+                    coderError: error
+                )
+                finish(load, key: key, image: nil, data: nil, error: failure)
+            case nil:
+                break  // every caller cancelled; each has had its completion
             }
         }
     }

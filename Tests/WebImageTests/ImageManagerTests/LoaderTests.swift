@@ -117,6 +117,50 @@ struct LoaderTests {
         #expect(loader.readCount == 0)
     }
 
+    @Test("Files past maximumFilesInMemory wait to be read until a decode ends, the highest priority first")
+    func fileReadsWaitForDecodes() async throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        var files: [String: URL] = [:]
+        for name in ["a", "b", "c"] {
+            files[name] = folder.url.appendingPathComponent("\(name).jpg")
+            try DerivedImageTests.photoJPEG.write(to: files[name]!)
+        }
+        // One decode place, held: the first file is read and waits there.
+        let decodeQueue = ImageWorkQueue(width: 1)
+        let release = DispatchSemaphore(value: 0)
+        decodeQueue.enqueue { release.wait() }
+        var context = ImageContext()
+        context.decodeQueue = decodeQueue
+        let loader = FileImageLoader(readQueue: ImageWorkQueue(width: 2), maximumFilesInMemory: 1)
+        #expect(loader.maximumFilesInMemory == 1)
+        let finished = Locked<[String]>([])
+        func request(_ name: String, _ options: ImageOptions) {
+            _ = loader.requestImage(with: files[name]!, options: options, context: context, progress: nil) {
+                image,
+                _,
+                _,
+                done,
+                _ in
+                if done { finished.withLock { $0.append("\(name) \(image?.width ?? 0)") } }
+            }
+        }
+        request("a", [])
+        await DownloaderFixtures.wait { loader.readCount == 1 }
+        request("b", .lowPriority)
+        request("c", .highPriority)
+        // Neither is read while the first file waits for its decode.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(loader.readCount == 1)
+        #expect(loader.filesInMemoryCount == 1)
+        #expect(loader.currentLoadCount == 3)
+        release.signal()
+        await DownloaderFixtures.wait { finished.value.count == 3 }
+        #expect(finished.value == ["a 320", "c 320", "b 320"])
+        #expect(loader.readCount == 3)
+        #expect(loader.filesInMemoryCount == 0)
+    }
+
     @Test("A custom loader takes its own scheme; the manager caches what it loads and remembers failures it blocks")
     func customLoader() async throws {
         let fixture = try ManagerFixture()
