@@ -7,7 +7,9 @@ save) twice: timed inside Python (interpreter start-up not counted) and as one w
 for all twelve (start-up and `import PIL` counted, as webimage's are), ImageMagick `convert -thumbnail`
 (one process per file, as it is used) and a bare libjpeg-turbo DCT 1/8 decode of the same files
 (in-process, no resize or encode: the floor). Each row is the median of --runs runs: wall time and
-CPU time (user + system of the process and its children). JPEG output is quality 85 everywhere.
+CPU time (user + system of the process and its children). The runs are taken in rounds, each tool
+once per round, so that a slow spell of a shared machine falls on every tool alike rather than on
+whichever ran then. JPEG output is quality 85 everywhere.
 
 Run through Benchmarks/thumbnails.sh, which installs the reference tools and builds the binaries.
 """
@@ -34,15 +36,19 @@ def run_process(command):
     return wall, cpu
 
 
-def measure(runs, body, fresh_output):
-    walls, cpus = [], []
-    for index in range(runs + 1):  # the first run warms the page cache and is dropped
-        fresh_output()
-        wall, cpu = body()
-        if index:
-            walls.append(wall)
-            cpus.append(cpu)
-    return statistics.median(walls), statistics.median(cpus)
+def measure_in_rounds(runs, bodies, fresh_output, after_each):
+    """Runs every body once per round, runs + 1 rounds (the first warms the page cache and is
+    dropped); returns each body's (median wall ms, median CPU ms), in order."""
+    walls, cpus = [[] for _ in bodies], [[] for _ in bodies]
+    for index in range(runs + 1):
+        for position, body in enumerate(bodies):
+            fresh_output()
+            wall, cpu = body()
+            after_each(position)
+            if index:
+                walls[position].append(wall)
+                cpus[position].append(cpu)
+    return [(statistics.median(w), statistics.median(c)) for w, c in zip(walls, cpus)]
 
 
 def pillow_thumbnails(photos, output, extension):
@@ -116,23 +122,28 @@ def main():
                 cpu += one_cpu
             return wall, cpu
 
-        for label, body in (
+        labelled = (
             ("webimage fetch --thumbnail 256x256", lambda: run_process(webimage)),
             ("vipsthumbnail --size 256x256", lambda: run_process(vips)),
             ("Pillow draft + thumbnail + save", lambda: pillow_thumbnails(photos, output, extension)),
             ("Pillow, whole process (start-up counted)", lambda: pillow_process(photos, output, extension)),
             ("ImageMagick convert -thumbnail 256x256", convert_all),
-        ):
-            wall, cpu = measure(arguments.runs, body, fresh_output)
-            check_outputs(output, extension, len(photos), label)
+        )
+        results = measure_in_rounds(
+            arguments.runs,
+            [body for _, body in labelled],
+            fresh_output,
+            lambda position: check_outputs(output, extension, len(photos), labelled[position][0]),
+        )
+        for (label, _), (wall, cpu) in zip(labelled, results):
             rows.append((extension.upper().replace("JPG", "JPEG"), label, wall, cpu))
 
-    floor = measure(
-        arguments.runs,
-        lambda: (float(subprocess.run([arguments.benchmarks, "--eighth-decode", *photos], check=True,
-                                      capture_output=True, text=True).stdout.strip()), float("nan")),
-        fresh_output,
-    )[0]  # fmt: skip
+    def bare_decode():
+        result = subprocess.run([arguments.benchmarks, "--eighth-decode", *photos], check=True,
+                                capture_output=True, text=True)  # fmt: skip
+        return float(result.stdout.strip()), float("nan")
+
+    floor = measure_in_rounds(arguments.runs, [bare_decode], fresh_output, lambda _: None)[0][0]
     shutil.rmtree(output)
 
     print(f"{len(photos)} photos of 4000x3000 -> 256 px, median of {arguments.runs} runs, {os.cpu_count()} cores")
