@@ -309,17 +309,16 @@ static size_t wi_png_sample_size(const uint8_t *const *rows, uint32_t count, uin
 
 int wi_png_strategy(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
                     int compression_level) {
-    if (compression_level <= 0 || width == 0 || height == 0) return -1;
+    // The sample (two encodes of 32 rows, the LZ77 one as dear as the image's own) pays for
+    // itself only when Z_RLE saves more on the rest: on photos of over about 53 rows. Smaller
+    // images keep libpng's strategy, encoded once.
+    if (compression_level <= 0 || width == 0 || height <= WI_PNG_SAMPLE_BAND * WI_PNG_SAMPLE_BANDS * 3 / 2) return -1;
     const uint8_t *rows[WI_PNG_SAMPLE_BAND * WI_PNG_SAMPLE_BANDS];
     uint32_t count = 0;
-    if (height <= WI_PNG_SAMPLE_BAND * WI_PNG_SAMPLE_BANDS) {
-        for (uint32_t y = 0; y < height; y++) rows[count++] = rgba + (size_t)y * stride;
-    } else {
-        // Bands spread from the top to the bottom, so one flat sky does not decide alone.
-        for (uint32_t band = 0; band < WI_PNG_SAMPLE_BANDS; band++) {
-            uint32_t top = (uint32_t)((uint64_t)(height - WI_PNG_SAMPLE_BAND) * band / (WI_PNG_SAMPLE_BANDS - 1));
-            for (uint32_t y = top; y < top + WI_PNG_SAMPLE_BAND; y++) rows[count++] = rgba + (size_t)y * stride;
-        }
+    // Bands spread from the top to the bottom, so one flat sky does not decide alone.
+    for (uint32_t band = 0; band < WI_PNG_SAMPLE_BANDS; band++) {
+        uint32_t top = (uint32_t)((uint64_t)(height - WI_PNG_SAMPLE_BAND) * band / (WI_PNG_SAMPLE_BANDS - 1));
+        for (uint32_t y = top; y < top + WI_PNG_SAMPLE_BAND; y++) rows[count++] = rgba + (size_t)y * stride;
     }
     size_t usual = wi_png_sample_size(rows, count, width, keep_alpha, compression_level, -1);
     size_t run_length = usual == 0 ? 0 : wi_png_sample_size(rows, count, width, keep_alpha, compression_level, Z_RLE);

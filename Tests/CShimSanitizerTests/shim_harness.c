@@ -740,16 +740,19 @@ static void test_png_strategy(const image *photo, const image *translucent) {
           "noisy RGB rows did not take Z_RLE");
     CHECK(wi_png_strategy(translucent->pixels, translucent->width, translucent->height, translucent->stride, 1, 6) == 3,
           "noisy RGBA rows did not take Z_RLE");
-    CHECK(wi_png_strategy(photo->pixels, photo->width, 5, photo->stride, 0, 9) == 3,
-          "five noisy rows (sampled whole) did not take Z_RLE");
+    CHECK(wi_png_strategy(photo->pixels, photo->width, 49, photo->stride, 0, 9) == 3,
+          "49 noisy rows at level 9 did not take Z_RLE");
+    CHECK(wi_png_strategy(photo->pixels, photo->width, 48, photo->stride, 0, 6) == -1,
+          "48 noisy rows (too few to pay for the sample) chose a strategy");
     CHECK(wi_png_strategy(tiles.pixels, tiles.width, tiles.height, tiles.stride, 0, 6) == -1,
           "repeating tiles took Z_RLE");
     CHECK(wi_png_strategy(photo->pixels, photo->width, photo->height, photo->stride, 0, 0) == -1,
           "level 0 chose a strategy");
     CHECK(wi_png_strategy(photo->pixels, photo->width, 0, photo->stride, 0, 6) == -1, "no rows chose a strategy");
     // libpng refuses the sample (over its default 1,000,000 columns): its error path frees all.
+    // One row of memory read as 49 (a stride of 0).
     image wide = make_image(1000001, 1, 0);
-    CHECK(wi_png_strategy(wide.pixels, wide.width, 1, wide.stride, 0, 6) == -1, "a refused sample chose a strategy");
+    CHECK(wi_png_strategy(wide.pixels, wide.width, 49, 0, 0, 6) == -1, "a refused sample chose a strategy");
     free(wide.pixels);
     const image *sources[] = {photo, translucent, &tiles};
     for (int i = 0; i < 3; i++) {

@@ -156,7 +156,8 @@ const uint8_t *wi_png_decoder_icc_profile(const wi_png_decoder *decoder, size_t 
 /// zlib's strategy for a PNG of these pixels at `compression_level`: 3 (Z_RLE) when a sample of
 /// 32 rows in four bands compresses poorly (to an eighth of its bytes or more) and Z_RLE is within
 /// 0.5 % of libpng's usual strategy there (level 9: no larger), as for photos; otherwise -1
-/// (libpng's own: LZ77). Level 0 and failures give -1.
+/// (libpng's own: LZ77). Level 0, images of 48 rows or fewer (the sample would cost more than
+/// it saves) and failures give -1.
 int wi_png_strategy(const uint8_t *rgba, uint32_t width, uint32_t height, size_t stride, int keep_alpha,
                     int compression_level);
 
