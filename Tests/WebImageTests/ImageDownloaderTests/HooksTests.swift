@@ -225,14 +225,17 @@ struct PerLoadHooksTests {
             options: .init(progressive: true)
         )
         let origin = try await OriginServer.start()
+        // The control's last chunk waits for its first partial image; the encrypted copy drips
+        // alike, with its own queue and budget too, and has none to wait for.
+        let control = DownloaderFixtures.HeldTail(jpeg)
+        origin.setRoute("/p.jpg", control.route)
         let dripped = OriginRoute.Behavior(chunkSize: 1_000, chunkInterval: .milliseconds(10))
-        origin.setRoute("/p.jpg", .data(jpeg, contentType: "image/jpeg", behavior: dripped))
         origin.setRoute(
             "/p.bin",
             .data(Data(jpeg.map { $0 ^ 0x5A }), contentType: "application/octet-stream", behavior: dripped)
         )
         let downloader = DownloaderFixtures.downloader()
-        func partials(_ path: String, _ context: ImageContext?) async throws -> (Int, ImageDownloadResult?) {
+        func partials(_ path: String, _ context: ImageContext) async throws -> (Int, ImageDownloadResult?) {
             var count = 0
             var final: ImageDownloadResult?
             for try await event in downloader.events(
@@ -240,14 +243,17 @@ struct PerLoadHooksTests {
                 options: .progressiveLoad,
                 context: context
             ) {
-                if case .partial = event { count += 1 }
+                if case .partial = event {
+                    count += 1
+                    control.releaseTail()
+                }
                 if case .finished(let result) = event { final = result }
             }
             return (count, final)
         }
-        let (plainPartials, plain) = try await partials("/p.jpg", nil)
+        let (plainPartials, plain) = try await partials("/p.jpg", control.context)
         #expect(plainPartials >= 1 && plain?.image?.width == 120, "the control shows partial images")
-        var context = ImageContext()
+        var context = control.context
         context.decryptor = { data, _ in Data(data.map { $0 ^ 0x5A }) }
         let (decryptedPartials, decrypted) = try await partials("/p.bin", context)
         #expect(decryptedPartials == 0)

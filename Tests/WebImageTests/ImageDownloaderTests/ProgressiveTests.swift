@@ -15,14 +15,17 @@ struct ProgressiveTests {
             options: .init(progressive: true)
         )
         let origin = try await OriginServer.start()
-        origin.setRoute(
-            "/p.jpg",
-            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(15)))
-        )
+        let drip = DownloaderFixtures.HeldTail(jpeg, chunkSize: 1_500)
+        origin.setRoute("/p.jpg", drip.route)
         let downloader = DownloaderFixtures.downloader()
         let events = Locked<[(partial: Bool, image: DecodedImage?)]>([])
-        downloader.download(with: origin.url("/p.jpg"), options: .progressiveLoad) { image, _, _, finished in
+        downloader.download(with: origin.url("/p.jpg"), options: .progressiveLoad, context: drip.context) {
+            image,
+            _,
+            _,
+            finished in
             events.withLock { $0.append((!finished, image)) }
+            if !finished { drip.releaseTail() }
         }
         await DownloaderFixtures.wait { events.value.contains { !$0.partial } }
         let all = events.value
@@ -141,18 +144,22 @@ struct EventStreamTests {
             options: .init(progressive: true)
         )
         let origin = try await OriginServer.start()
-        origin.setRoute(
-            "/s.jpg",
-            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_000, chunkInterval: .milliseconds(10)))
-        )
+        let drip = DownloaderFixtures.HeldTail(jpeg)
+        origin.setRoute("/s.jpg", drip.route)
         let downloader = DownloaderFixtures.downloader()
         var progress = 0
         var partials = 0
         var final: ImageDownloadResult?
-        for try await event in downloader.events(with: origin.url("/s.jpg"), options: .progressiveLoad) {
+        for try await event in downloader.events(
+            with: origin.url("/s.jpg"),
+            options: .progressiveLoad,
+            context: drip.context
+        ) {
             switch event {
             case .progress: progress += 1
-            case .partial: partials += 1
+            case .partial:
+                partials += 1
+                drip.releaseTail()
             case .finished(let result): final = result
             }
         }

@@ -378,18 +378,21 @@ struct ImageManagerTests {
             options: .init(progressive: true)
         )
         let origin = try await OriginServer.start()
-        origin.setRoute(
-            "/p.jpg",
-            .data(jpeg, contentType: "image/jpeg", behavior: .init(chunkSize: 1_500, chunkInterval: .milliseconds(15)))
-        )
+        let drip = DownloaderFixtures.HeldTail(jpeg, chunkSize: 1_500)
+        origin.setRoute("/p.jpg", drip.route)
         var kinds: [String] = []
         var final: ImageLoadResult?
-        for try await event in fixture.manager.images(with: origin.url("/p.jpg"), options: .progressiveLoad) {
+        for try await event in fixture.manager.images(
+            with: origin.url("/p.jpg"),
+            options: .progressiveLoad,
+            context: drip.context
+        ) {
             switch event {
             case .progress: if kinds.last != "progress" { kinds.append("progress") }
             case .info: kinds.append("info")
             case .partial(let image):
                 #expect(image.isPartial)
+                drip.releaseTail()
                 if kinds.last != "partial" { kinds.append("partial") }
             case .image(let result):
                 kinds.append("image")
