@@ -6,6 +6,15 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+// WEBIMAGE_OPTIMIZE_PIXELS=1 (set by scripts/test.sh): debug builds compile the pixel code (the
+// coders and the C shims) optimised, with assertions kept, so the test suites' megapixels take
+// seconds instead of minutes. Unset (a package that depends on this one), no flags are added.
+let optimizePixels = Context.environment["WEBIMAGE_OPTIMIZE_PIXELS"] == "1"
+let pixelSwiftSettings: [SwiftSetting] =
+    swiftSettings
+    + (optimizePixels ? [.unsafeFlags(["-O", "-assert-config", "Debug"], .when(configuration: .debug))] : [])
+let pixelCSettings: [CSetting] = optimizePixels ? [.unsafeFlags(["-O2"], .when(configuration: .debug))] : []
+
 let package = Package(
     name: "swift-web-image",
     platforms: [.macOS(.v15)],
@@ -94,14 +103,15 @@ let package = Package(
         // vectorise.
         .target(
             name: "CWebImageShims",
-            dependencies: ["CJPEG", "CPNG", "CLCMS2", "CTIFF"]
+            dependencies: ["CJPEG", "CPNG", "CLCMS2", "CTIFF"],
+            cSettings: pixelCSettings
         ),
         // POSIX helpers the Glibc module does not expose (statx for the disk cache).
         .target(name: "CWebImageSystem"),
         .target(
             name: "WebImageCoders",
             dependencies: ["CJPEG", "CPNG", "CWebP", "CGIF", "CAVIF", "CHEIF", "CJXL", "CWebImageShims"],
-            swiftSettings: swiftSettings
+            swiftSettings: pixelSwiftSettings
         ),
         .target(
             name: "WebImageHTTP",

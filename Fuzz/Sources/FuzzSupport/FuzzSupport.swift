@@ -32,3 +32,13 @@ public func runFuzzer(_ body: @escaping @Sendable (Data) -> Void) -> Never {
     }
     exit(status)
 }
+
+/// libFuzzer's usual entry point, the same callback as `runFuzzer`'s. A debug build links
+/// libFuzzer's archive whole and keeps its `main` object (release builds drop it with unused
+/// sections), which refers to this symbol; `runFuzzer` still starts every run.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTestOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
+    fuzzBody.withLock { $0 }?.run(data)
+    return 0
+}
