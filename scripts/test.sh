@@ -72,4 +72,4 @@ if [ "$fuzz_status" -ne 0 ]; then
 fi
 echo "==> swift test --sanitize=thread (stress tests)" >&2
 TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}" \
-    swift test --skip-build --sanitize=thread --build-path .build-tsan -Xswiftc -warnings-as-errors --filter '[Ss]tress'
+    swift test --sanitize=thread --build-path .build-tsan -Xswiftc -warnings-as-errors --filter '[Ss]tress'
