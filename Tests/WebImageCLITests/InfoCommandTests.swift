@@ -176,8 +176,9 @@ struct InfoCommandTests {
         #expect(lines.last?["format"] as? String == "unknown")
 
         // Over the default limit, under a lifted one: a PNG header then zeros is corrupt, said at once.
+        // (White space around the number and the unit is dropped.)
         let largePNG = try sparseFile("large.png", size: 200 << 20, prefix: header)
-        let lifted = try await CLIRunner.runDetached(["info", "--json", "--max-file-size", "256M", largePNG])
+        let lifted = try await CLIRunner.runDetached(["info", "--json", "--max-file-size", " 256 MiB ", largePNG])
         let corrupt = try #require(try lifted.jsonLines().first?["error"] as? [String: Any])
         #expect(corrupt["code"] as? String == "corruptData")
         let usage = try await CLIRunner.runDetached(["info", "--max-file-size", "lots", hugePNG])

@@ -40,11 +40,20 @@ enum Units {
         return value
     }
 
-    /// The leading number and the lower-cased unit after it.
+    /// The leading number and the lower-cased unit after it, white space around either dropped.
+    /// (Plain Swift: Foundation's `trimmingCharacters(in:)` bridges through NSString, a millisecond
+    /// of every process's start for the options' default values.)
     private static func split(_ text: String) -> (number: Substring, unit: String) {
-        let trimmed = Substring(text.trimmingCharacters(in: .whitespaces))
+        let trimmed = trimmingWhitespace(text[...])
         let number = trimmed.prefix { $0.isNumber || $0 == "." }
-        return (number, trimmed.dropFirst(number.count).trimmingCharacters(in: .whitespaces).lowercased())
+        return (number, String(trimmingWhitespace(trimmed.dropFirst(number.count))).lowercased())
+    }
+
+    private static func trimmingWhitespace(_ text: Substring) -> Substring {
+        guard let first = text.firstIndex(where: { !$0.isWhitespace }),
+            let last = text.lastIndex(where: { !$0.isWhitespace })
+        else { return text[text.endIndex...] }
+        return text[first...last]
     }
 }
 
