@@ -15,6 +15,9 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
   decoded    webimage fetch --concurrency 6 (each image decoded to RGBA)
   C decode   libjpeg-turbo decoding the same files from disk on both cores
              (`webimage-benchmarks --decode-floor 2`; the decoded floor)
+  start      webimage fetch (and, with --http-benchmarks, the AsyncHTTPClient benchmark) given an
+             empty list: what starting and ending the process costs, apart from the images. The
+             summary also compares raw and AsyncHTTPClient with their starts taken away.
 
 webimage runs with --no-disk-cache and --memory-cache 0: every image comes from the network.
 Wall time is the median over the rounds; peak RSS is the largest child RSS seen (wait4). Prints
@@ -123,6 +126,8 @@ def main():
         url_list = os.path.join(scratch, "urls.txt")
         with open(url_list, "w") as f:
             f.write("\n".join(urls) + "\n")
+        empty_list = os.path.join(scratch, "empty.txt")
+        open(empty_list, "w").close()
         curl_config = os.path.join(scratch, "curl.conf")
         with open(curl_config, "w") as f:
             for url in urls:
@@ -136,12 +141,16 @@ def main():
             "raw": fetch + ["--options", "avoid-decode-image"],
             "decoded": fetch,
             "C decode": [args.benchmarks, "--decode-floor", "2"] + files,
+            "webimage start": fetch[:-1] + [empty_list],
         }
         if args.http_benchmarks:
             reference = [args.http_benchmarks, "--fetch-list", url_list, "--concurrency", c]
             commands = {"AsyncHTTPClient": reference,
-                        "AsyncHTTPClient, session settings": reference + ["--matched"], **commands}
-            order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "raw", "decoded", "C decode")
+                        "AsyncHTTPClient, session settings": reference + ["--matched"],
+                        "AsyncHTTPClient start": [args.http_benchmarks, "--fetch-list", empty_list, "--concurrency", c],
+                        **commands}
+            order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "raw", "decoded", "C decode",
+                     "webimage start", "AsyncHTTPClient start")
             commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
         rss = {name: 0.0 for name in commands}
@@ -171,6 +180,8 @@ def main():
             result["async_http_client_over_curl"] = round(median["AsyncHTTPClient"] / median["curl"], 2)
             result["raw_over_async_http_client"] = round(median["raw"] / median["AsyncHTTPClient"], 2)
             result["raw_over_matched_client"] = round(median["raw"] / median["AsyncHTTPClient, session settings"], 2)
+            result["raw_over_async_http_client_without_starts"] = round(
+                (median["raw"] - median["webimage start"]) / (median["AsyncHTTPClient"] - median["AsyncHTTPClient start"]), 2)
         print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
               f"median of {args.rounds} rounds (whole process)\n")
         print("| run | wall (s) | per image (ms) | peak RSS (MB) |")
@@ -182,7 +193,8 @@ def main():
         if "AsyncHTTPClient" in median:
             print(f"AsyncHTTPClient alone / curl = {result['async_http_client_over_curl']}; "
                   f"raw / AsyncHTTPClient = {result['raw_over_async_http_client']} (issue 46's target ≤ 1.15); "
-                  f"raw / AsyncHTTPClient with the session's settings = {result['raw_over_matched_client']}")
+                  f"raw / AsyncHTTPClient with the session's settings = {result['raw_over_matched_client']}; "
+                  f"without each process's start = {result['raw_over_async_http_client_without_starts']}")
         if args.json:
             print(json.dumps(result))
     finally:
