@@ -25,17 +25,13 @@ public func runFuzzer(_ body: @escaping @Sendable (Data) -> Void) -> Never {
     fuzzBody.withLock { $0 = FuzzBody(body) }
     var argc = CommandLine.argc
     var argv = CommandLine.unsafeArgv
-    let status = LLVMFuzzerRunDriver(&argc, &argv) { bytes, count in
-        let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
-        fuzzBody.withLock { $0 }?.run(data)
-        return 0
-    }
-    exit(status)
+    exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzTestOneInput))
 }
 
-/// libFuzzer's usual entry point, the same callback as `runFuzzer`'s. A debug build links
-/// libFuzzer's archive whole and keeps its `main` object (release builds drop it with unused
-/// sections), which refers to this symbol; `runFuzzer` still starts every run.
+/// Runs the body `runFuzzer` was given on one input: the callback it hands libFuzzer's driver, and
+/// libFuzzer's usual entry point. A debug build links libFuzzer's archive whole and keeps its
+/// `main` object (release builds drop it with unused sections), which refers to this symbol;
+/// `runFuzzer` still starts every run.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTestOneInput(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let data = bytes.map { Data(bytes: $0, count: count) } ?? Data()
