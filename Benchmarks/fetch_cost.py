@@ -134,20 +134,26 @@ def main():
                 f.write(f'url = "{url}"\noutput = "/dev/null"\n')
 
         c = str(args.concurrency)
-        fetch = [args.webimage, "fetch", "-q", "--no-disk-cache", "--memory-cache", "0",
-                 "--concurrency", c, "--max-downloads", c, "--input", url_list]
+        def fetch_list(path):
+            return [args.webimage, "fetch", "-q", "--no-disk-cache", "--memory-cache", "0",
+                    "--concurrency", c, "--max-downloads", c, "--input", path]
+
+        def client_list(path):
+            return [args.http_benchmarks, "--fetch-list", path, "--concurrency", c]
+
+        fetch = fetch_list(url_list)
         commands = {
             "curl": ["curl", "--silent", "--fail", "--parallel", "--parallel-max", c, "--config", curl_config],
             "raw": fetch + ["--options", "avoid-decode-image"],
             "decoded": fetch,
             "C decode": [args.benchmarks, "--decode-floor", "2"] + files,
-            "webimage start": fetch[:-1] + [empty_list],
+            "webimage start": fetch_list(empty_list),
         }
         if args.http_benchmarks:
-            reference = [args.http_benchmarks, "--fetch-list", url_list, "--concurrency", c]
+            reference = client_list(url_list)
             commands = {"AsyncHTTPClient": reference,
                         "AsyncHTTPClient, session settings": reference + ["--matched"],
-                        "AsyncHTTPClient start": [args.http_benchmarks, "--fetch-list", empty_list, "--concurrency", c],
+                        "AsyncHTTPClient start": client_list(empty_list),
                         **commands}
             order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "raw", "decoded", "C decode",
                      "webimage start", "AsyncHTTPClient start")
