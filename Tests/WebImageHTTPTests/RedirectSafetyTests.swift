@@ -36,6 +36,13 @@ struct RedirectSafetyTests {
         for invalid in ["http://[::1]:99999/a", "https://u@127.0.0.1:65536?q"] {
             #expect(URL(string: invalid)?.httpValidationFailure?.contains("port") == true, "\(invalid)")
         }
+        #expect(URL(string: "HTTPS://Example.COM:8443/a")?.httpValidationFailure == nil)
+        for noHost in ["http:/a", "http://u@/a", "http://:80/a", "http://[]/a"] {
+            #expect(URL(string: noHost)?.httpValidationFailure == "no host", "\(noHost)")
+        }
+        for other in ["ftp://127.0.0.1/a", "httpx://127.0.0.1/a", "file:///tmp/a", "a/b"] {
+            #expect(URL(string: other)?.httpValidationFailure == "not an http or https URL", "\(other)")
+        }
         await context.finish()
     }
 

@@ -66,7 +66,7 @@ extension DownloadToken: ImageLoadingToken {}
 extension ImageDownloader: ImageLoading {
     /// http and https URLs with a valid host and port.
     public func canRequestImage(for url: URL) -> Bool {
-        ["http", "https"].contains(url.scheme?.lowercased()) && url.httpValidationFailure == nil
+        url.httpValidationFailure == nil
     }
 
     /// ``download(with:options:context:progress:completed:)-(URL?,_,_,_,_)``, with the response's content type

@@ -38,9 +38,10 @@ final class HostAdmission: Sendable {
 
     /// The key tasks to one origin share: `https://example.com:443`.
     static func key(for url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? "http"
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+        guard let parts = URLTextParts(url.absoluteString) else { return "http://:80" }
+        let secure = parts.isHTTPS
+        let port = parts.portNumber ?? (secure ? 443 : 80)
+        return "\(secure ? "https" : "http")://\(parts.host.lowercased()):\(port)"
     }
 
     /// Waits for a place for the task at `host`; `false` when the calling Swift task was
