@@ -215,6 +215,7 @@ extension HTTPSession {
     ) async throws -> Int64 {
         let url = hop.request.url
         var received: Int64 = 0
+        let byteDelegate = delegate as? any HTTPSessionTaskByteDelegate
         for try await buffer in body {
             try Task.checkCancellation()
             guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
@@ -241,7 +242,11 @@ extension HTTPSession {
             } catch {
                 throw Self.storeFailed(url, error)
             }
-            if let delegate { delegate.task(task, didReceive: makeChunk()) }
+            if let byteDelegate {
+                buffer.withUnsafeReadableBytes { byteDelegate.task(task, didReceiveBytes: $0) }
+            } else if let delegate {
+                delegate.task(task, didReceive: makeChunk())
+            }
             if state.isPaused {
                 await task.waitWhilePaused()
                 if task.isCanceling { throw HTTPSessionError.cancelled(url) }

@@ -121,3 +121,11 @@ public enum HTTPTaskEvent: Sendable {
     case uploadProgress(sent: Int64, expected: Int64?)
     case completed(HTTPSessionError?)
 }
+
+/// A task delegate that reads body chunks in place (the image downloader's progress reporter):
+/// the session then makes no `Data` per chunk for it, and calls this instead of
+/// `task(_:didReceive:)` (data).
+package protocol HTTPSessionTaskByteDelegate: HTTPSessionTaskDelegate {
+    /// A body chunk arrived (in order); `bytes` are valid only during the call.
+    func task(_ task: HTTPSessionTask, didReceiveBytes bytes: UnsafeRawBufferPointer)
+}

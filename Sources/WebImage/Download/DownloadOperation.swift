@@ -269,10 +269,10 @@ public final class DownloadOperation: DownloadOperationProtocol {
         for handler in handlers { handler(header, url) }
     }
 
-    /// Feeds a chunk to the preview decoder (when progressive).
-    func didReceive(_ chunk: Data) {
+    /// Feeds a chunk to the preview decoder (a copy, when progressive).
+    func didReceive(_ chunk: UnsafeRawBufferPointer) {
         let loop = state.withLock { $0.machine.runningWork?.previews }
-        loop?.offer(chunk)
+        loop?.offer(Data(chunk))
     }
 
     /// Delivers a preview to every caller, unless the final completion already went out.
@@ -339,7 +339,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
 }
 
 /// Turns an HTTP task's chunks into throttled progress reports.
-private final class ProgressReporter: HTTPSessionTaskDelegate {
+private final class ProgressReporter: HTTPSessionTaskByteDelegate {
     let operation: DownloadOperation
     let interval: Duration
     let skipsBody: @Sendable (HTTPSession.Response) -> Bool
@@ -356,19 +356,26 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
     /// after 256 KiB without one.
     private let probe = Protected<Data?>(Data())
 
-    /// The header, the first time the bytes so far give one.
-    private func probeHeader(_ chunk: Data) -> ImageHeader? {
-        let prefix = probe.withLock { probe -> Data? in
-            guard var bytes = probe else { return nil }
-            probe = nil  // no copy while appending
-            // The first chunk is kept as it came (most bodies tell their header in it); later
-            // ones are appended to a copy.
-            if bytes.isEmpty { bytes = chunk } else { bytes.append(chunk) }
-            if bytes.count <= 256 << 10 { probe = bytes }  // else this is the last look
-            return bytes
+    /// The header, the first time the bytes so far give one. The first chunk is read in place
+    /// and kept (copied) only when it does not tell the header yet; later ones are appended to
+    /// the kept bytes. Chunks come one at a time (the task's receive loop).
+    private func probeHeader(_ chunk: UnsafeRawBufferPointer) -> ImageHeader? {
+        guard !chunk.isEmpty, var bytes = probe.withLock({ $0 }) else { return nil }
+        let header: ImageHeader?
+        if bytes.isEmpty {
+            header = chunk.baseAddress.flatMap { base in
+                // No copy: the Data lives only for the parse (ImageHeader keeps no bytes).
+                let mutable = UnsafeMutableRawPointer(mutating: base)
+                return ImageHeader(Data(bytesNoCopy: mutable, count: chunk.count, deallocator: .none))
+            }
+            bytes = header == nil && chunk.count <= 256 << 10 ? Data(chunk) : Data()
+        } else {
+            bytes.append(contentsOf: chunk)
+            header = ImageHeader(bytes)
         }
-        guard let prefix, let header = ImageHeader(prefix) else { return nil }
-        probe.withLock { $0 = nil }
+        // Done once a header is found, or after 256 KiB without one.
+        let done = header != nil || bytes.isEmpty || bytes.count > 256 << 10
+        probe.withLock { $0 = done ? nil : bytes }
         return header
     }
 
@@ -394,6 +401,10 @@ private final class ProgressReporter: HTTPSessionTaskDelegate {
     }
 
     func task(_ task: HTTPSessionTask, didReceive data: Data) {
+        data.withUnsafeBytes { self.task(task, didReceiveBytes: $0) }
+    }
+
+    func task(_ task: HTTPSessionTask, didReceiveBytes data: UnsafeRawBufferPointer) {
         operation.didReceive(data)
         if offset == 0, let header = probeHeader(data) {
             operation.deliverInfo(header)

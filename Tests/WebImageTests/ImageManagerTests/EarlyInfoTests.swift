@@ -52,6 +52,35 @@ struct EarlyInfoTests {
         #expect(handled.value == ["/slow.png 180x140"])
     }
 
+    @Test("A header spread over several small chunks still gives the info, once, before the body ends")
+    func headerOverSeveralChunks() async throws {
+        let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
+        let origin = try await OriginServer.start()
+        defer { Task { await origin.stop() } }
+        // The PNG's size is in bytes 16–23: the first 13-byte chunk cannot tell it.
+        origin.setRoute(
+            "/small-chunks.png",
+            .data(
+                ManagerImages.redPNG,
+                contentType: "image/png",
+                behavior: .init(chunkSize: 13, chunkInterval: .milliseconds(5))
+            )
+        )
+        let handled = Locked<[String]>([])
+        var context = ImageContext()
+        context.imageInfoHandler = { header, _ in
+            handled.withLock { $0.append("\(header.format) \(header.size.width)x\(header.size.height)") }
+        }
+        var infos: [String] = []
+        let request = ImageRequest(url: origin.url("/small-chunks.png"), options: .avoidDecodeImage, context: context)
+        for try await event in fixture.manager.imageTask(with: request).events {
+            if case .info(let header) = event { infos.append("\(header.size.width)x\(header.size.height)") }
+        }
+        #expect(infos == ["40x30"])
+        #expect(handled.value == ["png 40x30"])
+    }
+
     @Test("No info event for a cache hit: nothing was downloaded")
     func notForHits() async throws {
         let fixture = try ManagerFixture()
