@@ -20,9 +20,11 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
              summary also compares raw and AsyncHTTPClient with their starts taken away.
 
 webimage runs with --no-disk-cache and --memory-cache 0: every image comes from the network.
-Wall time is the median over the rounds; peak RSS is the largest child RSS seen (wait4). Prints
-one Markdown table and, with --json, a JSON object. With --perf DIR, records `perf record -g`
-of one raw and one decoded fetch into DIR (perf report -i DIR/raw.data).
+Wall and CPU time (user + system) are medians over the rounds; peak RSS is the largest child RSS
+seen (wait4). Prints one Markdown table and, with --json, a JSON object. With --perf DIR, records
+`perf record -g` of one raw and one decoded fetch into DIR (perf report -i DIR/raw.data) and
+splits the raw fetch's samples between our code and the HTTP client's: each sample goes to the
+innermost frame of either on its stack (the runtime and libc work a frame calls is its own).
 """
 
 import argparse
@@ -44,7 +46,8 @@ def free_port():
 
 
 def run(argv, stdout=subprocess.DEVNULL):
-    """Runs argv to its end; returns (seconds, peak RSS in MB). Fails loudly on a non-zero exit."""
+    """Runs argv to its end; returns (seconds, peak RSS in MB, CPU seconds: user + system).
+    Fails loudly on a non-zero exit."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -54,7 +57,39 @@ def run(argv, stdout=subprocess.DEVNULL):
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"fetch_cost: {argv[0]} exited {code}: {stderr[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+# Who a perf sample's CPU belongs to: the innermost frame of our modules or of the HTTP client
+# (AsyncHTTPClient, SwiftNIO) on its stack; runtime, libc and Foundation work count for the frame
+# that called them. Mangled Swift module names: `$s` + length + name.
+OUR_MODULES = ("8WebImage", "12WebImageHTTP", "8webimage", "14WebImageCoders")
+CLIENT_MODULES = ("15AsyncHTTPClient", "7NIOCore", "8NIOPosix", "8NIOHTTP1", "18NIOHTTPCompression", "6NIOSSL",
+                  "17_NIODataStructures", "13NIOTLS")
+
+
+def cpu_split(perf_data):
+    """Shares of a perf recording's samples: ours, the HTTP client's, and the rest (kernel
+    threads' and the scheduler's work, the runtime's own)."""
+    script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "ip,sym"], capture_output=True,
+                            text=True, errors="replace", check=True).stdout
+    counts = {"ours": 0, "HTTP client": 0, "other": 0}
+    for sample in script.split("\n\n"):
+        owner = "other"
+        for line in sample.splitlines():
+            parts = line.split(None, 1)
+            if len(parts) < 2 or not parts[1].startswith("$s"):
+                continue
+            module = parts[1][2:]
+            if module.startswith(OUR_MODULES):
+                owner = "ours"
+                break
+            if module.startswith(CLIENT_MODULES):
+                owner = "HTTP client"
+                break
+        counts[owner] += 1
+    total = max(1, sum(counts.values()))
+    return {name: round(100 * count / total, 1) for name, count in counts.items()}
 
 
 def start_nginx(root, port, scratch):
@@ -159,25 +194,31 @@ def main():
                      "webimage start", "AsyncHTTPClient start")
             commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
+        cpu = {name: [] for name in commands}
         rss = {name: 0.0 for name in commands}
         run(commands["curl"])  # warm the page cache and nginx
         for _ in range(args.rounds):
             for name, argv in commands.items():
-                seconds, peak = run(argv)
+                seconds, peak, cpu_seconds = run(argv)
                 times[name].append(seconds)
+                cpu[name].append(cpu_seconds)
                 rss[name] = max(rss[name], peak)
+        split = None
         if args.perf:
             os.makedirs(args.perf, exist_ok=True)
             for name in ("raw", "decoded"):
                 out = os.path.join(args.perf, f"{name}.data")
                 run(["perf", "record", "-g", "-o", out, "--"] + commands[name])
+            split = cpu_split(os.path.join(args.perf, "raw.data"))
 
         median = {name: statistics.median(values) for name, values in times.items()}
+        median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
         result = {
             "images": args.count,
             "mean_kb": round(mean_kb, 1),
             "rounds": args.rounds,
             "seconds": {name: round(value, 3) for name, value in median.items()},
+            "cpu_seconds": {name: round(value, 3) for name, value in median_cpu.items()},
             "peak_rss_mb": {name: round(value, 1) for name, value in rss.items()},
             "raw_over_curl": round(median["raw"] / median["curl"], 2),
             "decoded_over_c_decode": round(median["decoded"] / median["C decode"], 2),
@@ -185,22 +226,29 @@ def main():
         if "AsyncHTTPClient" in median:
             result["async_http_client_over_curl"] = round(median["AsyncHTTPClient"] / median["curl"], 2)
             result["raw_over_async_http_client"] = round(median["raw"] / median["AsyncHTTPClient"], 2)
+            result["raw_cpu_over_async_http_client_cpu"] = round(median_cpu["raw"] / median_cpu["AsyncHTTPClient"], 2)
             result["raw_over_matched_client"] = round(median["raw"] / median["AsyncHTTPClient, session settings"], 2)
             result["raw_over_async_http_client_without_starts"] = round(
                 (median["raw"] - median["webimage start"]) / (median["AsyncHTTPClient"] - median["AsyncHTTPClient start"]), 2)
         print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
               f"median of {args.rounds} rounds (whole process)\n")
-        print("| run | wall (s) | per image (ms) | peak RSS (MB) |")
-        print("| --- | ---: | ---: | ---: |")
+        print("| run | wall (s) | per image (ms) | CPU (s) | peak RSS (MB) |")
+        print("| --- | ---: | ---: | ---: | ---: |")
         for name in commands:
-            print(f"| {name} | {median[name]:.3f} | {median[name] * 1000 / args.count:.2f} | {rss[name]:.0f} |")
+            print(f"| {name} | {median[name]:.3f} | {median[name] * 1000 / args.count:.2f} | {median_cpu[name]:.3f} "
+                  f"| {rss[name]:.0f} |")
         print(f"\nraw / curl = {result['raw_over_curl']}; "
               f"decoded / C decode = {result['decoded_over_c_decode']} (issue 46's target ≤ 1.3)")
         if "AsyncHTTPClient" in median:
             print(f"AsyncHTTPClient alone / curl = {result['async_http_client_over_curl']}; "
                   f"raw / AsyncHTTPClient = {result['raw_over_async_http_client']} (issue 46's target ≤ 1.15); "
                   f"raw / AsyncHTTPClient with the session's settings = {result['raw_over_matched_client']}; "
-                  f"without each process's start = {result['raw_over_async_http_client_without_starts']}")
+                  f"without each process's start = {result['raw_over_async_http_client_without_starts']}; "
+                  f"CPU, raw / AsyncHTTPClient = {result['raw_cpu_over_async_http_client_cpu']}")
+        if split:
+            result["raw_cpu_split_percent"] = split
+            print(f"raw's CPU (perf samples, by the innermost of our frames or the client's on the stack): "
+                  f"ours {split['ours']} %, HTTP client {split['HTTP client']} %, other {split['other']} %")
         if args.json:
             print(json.dumps(result))
     finally:
