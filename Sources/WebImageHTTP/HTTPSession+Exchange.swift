@@ -78,17 +78,24 @@ extension HTTPSession {
     func makeClientRequest(_ request: Request, task: HTTPSessionTask) throws -> HTTPClientRequest {
         var clientRequest = HTTPClientRequest(url: request.url.absoluteString)
         clientRequest.method = request.method.nioMethod
-        var headers = configuration.defaultHeaders.merging(request.headers)
-        if request.handlesCookies, !headers.contains(.cookie),
-            let cookie = configuration.cookieStore?.cookieHeader(for: request.url)
-        {
-            headers[.cookie] = cookie
-        }
-        if !configuration.decompressesResponses { headers[.acceptEncoding] = nil }
+        // The session's default headers, less those the request sets, then the request's: written
+        // straight into the client's headers (no merged HTTPFields built per request).
+        let (defaults, own) = (configuration.defaultHeaders, request.headers)
         // HTTPFields keeps each cookie as a field of its own (HTTP/2's form); HTTP/1.1 allows one
         // Cookie line (RFC 6265 §5.4), so they go as one, joined with "; ".
-        let cookie = headers[.cookie]
-        for field in headers where field.name != .cookie {
+        var cookie = own.contains(.cookie) ? own[.cookie] : defaults[.cookie]
+        if cookie == nil, request.handlesCookies {
+            cookie = configuration.cookieStore?.cookieHeader(for: request.url)
+        }
+        let dropsAcceptEncoding = !configuration.decompressesResponses
+        clientRequest.headers.reserveCapacity(defaults.count + own.count + 1)
+        func sends(_ field: HTTPField) -> Bool {
+            field.name != .cookie && !(dropsAcceptEncoding && field.name == .acceptEncoding)
+        }
+        for field in defaults where sends(field) && !own.contains(field.name) {
+            clientRequest.headers.add(name: field.name.rawName, value: field.value)
+        }
+        for field in own where sends(field) {
             clientRequest.headers.add(name: field.name.rawName, value: field.value)
         }
         if let cookie { clientRequest.headers.add(name: "Cookie", value: cookie) }
