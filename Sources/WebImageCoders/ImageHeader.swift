@@ -270,19 +270,25 @@ private struct HeaderReader {
     /// component, its 8×8 blocks (rounded up to its sampling factors) of 64 two-byte coefficients.
     private func jpegCoefficientBytes(frame: Int, width: Int, height: Int) -> Int {
         guard let count = byte(frame + 9), count > 0 else { return 0 }
-        var factors: [(h: Int, v: Int)] = []
-        for index in 0..<count {
-            guard let packed = byte(frame + 11 + 3 * index) else { return 0 }
-            factors.append((max(packed >> 4, 1), max(packed & 15, 1)))
+        // Each component's sampling factors (at least 1): two passes over the frame header, no
+        // array (this runs on every download's first bytes).
+        func factors(_ index: Int) -> (h: Int, v: Int)? {
+            byte(frame + 11 + 3 * index).map { (max($0 >> 4, 1), max($0 & 15, 1)) }
         }
-        let maxH = factors.map(\.h).max() ?? 1
-        let maxV = factors.map(\.v).max() ?? 1
+        var (maxH, maxV) = (1, 1)
+        for index in 0..<count {
+            guard let factor = factors(index) else { return 0 }
+            (maxH, maxV) = (max(maxH, factor.h), max(maxV, factor.v))
+        }
         func roundUp(_ value: Int, _ multiple: Int) -> Int { (value + multiple - 1) / multiple * multiple }
-        return factors.reduce(0) { total, factor in
+        var total = 0
+        for index in 0..<count {
+            guard let factor = factors(index) else { return 0 }
             let columns = (width * factor.h + maxH * 8 - 1) / (maxH * 8)
             let rows = (height * factor.v + maxV * 8 - 1) / (maxV * 8)
-            return total + roundUp(columns, factor.h) * roundUp(rows, factor.v) * 64 * 2
+            total += roundUp(columns, factor.h) * roundUp(rows, factor.v) * 64 * 2
         }
+        return total
     }
 
     /// The orientation in an APP1 segment's `length` bytes at `start`, when they are EXIF (the

@@ -126,7 +126,7 @@ extension DownloadOperation {
     /// its own image. A setting no caller wants any longer by its turn is skipped.
     private func decodeForCallers(_ data: Data, status: Int, then done: @escaping @Sendable () -> Void) {
         let next = state.withLock { state -> ImageDecodeRequest? in
-            let missing = state.machine.waitingHandlers.lazy.map(\.decoding).first {
+            let missing = state.machine.waitingHandlers.lazy.map { $0.decoding }.first {
                 !$0.key.undecoded && state.decoded[$0.key] == nil
             }
             if missing == nil { state.decodingClosed = true }

@@ -277,7 +277,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
 
     /// Delivers a preview to every caller, unless the final completion already went out.
     private func deliverPartial(_ image: DecodedImage) {
-        let handlers = state.withLock { $0.machine.waitingHandlers.compactMap(\.completed) }
+        let handlers = state.withLock { $0.machine.waitingHandlers.compactMap { $0.completed } }
         for handler in handlers { handler(image, nil, nil, false) }
     }
 
@@ -332,7 +332,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
         let handlers = state.withLock { state -> [Progress] in
             if let last = state.lastProgress, !final, now - last < interval { return [] }
             state.lastProgress = now
-            return state.machine.waitingHandlers.compactMap(\.progress)
+            return state.machine.waitingHandlers.compactMap { $0.progress }
         }
         for handler in handlers { handler(received, expected, url) }
     }

@@ -88,8 +88,8 @@ extension ImageDownloader: ImageLoading {
     static func metadata(of response: HTTPSession.Response) -> DiskCacheMetadata {
         DiskCacheMetadata(
             contentType: response.mimeType,
-            etag: response.headers[values: .eTag].first,
-            lastModified: response.headers[values: .lastModified].first,
+            etag: response.headers.first { $0.name == .eTag }?.value,
+            lastModified: response.headers.first { $0.name == .lastModified }?.value,
             httpCaching: HTTPCachingHeaders(fields: response.headers, receivedDate: Date())
         )
     }

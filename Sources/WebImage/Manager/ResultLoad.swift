@@ -126,7 +126,7 @@ final class ResultLoad: Sendable {
                 subscribers.removeAll()
                 priorities.removeAll()
             }
-            return subscribers.sorted { $0.key < $1.key }.map(\.value)
+            return subscribers.sorted { $0.key < $1.key }.map { $0.value }
         }
     }
 
