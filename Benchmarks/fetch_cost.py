@@ -11,6 +11,8 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
   AsyncHTTPClient, session settings  the same with the settings HTTPSession gives it (timeouts,
              decompression, no redirects, its default headers: `--fetch-list … --matched`): what
              those settings cost the client, apart from what our code costs
+  HTTPSession  the same GETs through HTTPSession's `data(for:)` (`--fetch-list … --session`): the
+             session's cost apart from the downloader's, the manager's and the CLI's
   raw        webimage fetch --concurrency 6 --options avoid-decode-image (bytes only)
   decoded    webimage fetch --concurrency 6 (each image decoded to RGBA)
   C decode   libjpeg-turbo decoding the same files from disk on both cores
@@ -188,9 +190,11 @@ def main():
             reference = client_list(url_list)
             commands = {"AsyncHTTPClient": reference,
                         "AsyncHTTPClient, session settings": reference + ["--matched"],
+                        "HTTPSession": reference + ["--session"],
                         "AsyncHTTPClient start": client_list(empty_list),
                         **commands}
-            order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "raw", "decoded", "C decode",
+            order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "HTTPSession", "raw", "decoded",
+                     "C decode",
                      "webimage start", "AsyncHTTPClient start")
             commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
@@ -227,6 +231,8 @@ def main():
             result["async_http_client_over_curl"] = round(median["AsyncHTTPClient"] / median["curl"], 2)
             result["raw_over_async_http_client"] = round(median["raw"] / median["AsyncHTTPClient"], 2)
             result["raw_cpu_over_async_http_client_cpu"] = round(median_cpu["raw"] / median_cpu["AsyncHTTPClient"], 2)
+            result["session_cpu_over_async_http_client_cpu"] = round(
+                median_cpu["HTTPSession"] / median_cpu["AsyncHTTPClient"], 2)
             result["raw_over_matched_client"] = round(median["raw"] / median["AsyncHTTPClient, session settings"], 2)
             result["raw_over_async_http_client_without_starts"] = round(
                 (median["raw"] - median["webimage start"]) / (median["AsyncHTTPClient"] - median["AsyncHTTPClient start"]), 2)
@@ -244,7 +250,8 @@ def main():
                   f"raw / AsyncHTTPClient = {result['raw_over_async_http_client']} (issue 46's target ≤ 1.15); "
                   f"raw / AsyncHTTPClient with the session's settings = {result['raw_over_matched_client']}; "
                   f"without each process's start = {result['raw_over_async_http_client_without_starts']}; "
-                  f"CPU, raw / AsyncHTTPClient = {result['raw_cpu_over_async_http_client_cpu']}")
+                  f"CPU, raw / AsyncHTTPClient = {result['raw_cpu_over_async_http_client_cpu']}, "
+                  f"HTTPSession / AsyncHTTPClient = {result['session_cpu_over_async_http_client_cpu']}")
         if split:
             result["raw_cpu_split_percent"] = split
             print(f"raw's CPU (perf samples, by the innermost of our frames or the client's on the stack): "

@@ -9,10 +9,11 @@ import WebImageOrigin
 //
 //   swift run -c release --package-path Benchmarks webimage-http-benchmarks [--requests N] [--rounds R] [--side K]
 //
-// Reference mode: `--fetch-list FILE [--concurrency C] [--matched]` GETs every URL in FILE (one
-// per line) once, C (6) at a time, through AsyncHTTPClient alone with its defaults (or, with
-// `--matched`, with the settings HTTPSession gives it), collecting each body, and exits: the HTTP
-// stack's own cost inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process).
+// Reference mode: `--fetch-list FILE [--concurrency C] [--matched | --session]` GETs every URL in
+// FILE (one per line) once, C (6) at a time, through AsyncHTTPClient alone with its defaults (or,
+// with `--matched`, with the settings HTTPSession gives it; with `--session`, through HTTPSession
+// itself), collecting each body, and exits: the HTTP stack's own cost inside `webimage fetch`
+// (Benchmarks/fetch-cost.sh times the whole process).
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -37,7 +38,20 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     }
     let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     let standardHeaders = HTTPSession.Configuration.standardHeaders
+    // --session: through HTTPSession (`data(for:)`, configured as the image downloader's), so the
+    // session's own cost shows apart from the downloader's and the manager's.
+    var sessionConfiguration = HTTPSession.Configuration()
+    sessionConfiguration.maximumConnectionsPerHost = width
+    sessionConfiguration.postsTaskNotifications = false
+    let session =
+        CommandLine.arguments.contains("--session") ? HTTPSession(configuration: sessionConfiguration) : nil
     @Sendable func fetch(_ url: String) async throws -> Int {
+        if let session {
+            guard let url = URL(string: url) else { throw HTTPClientError.invalidURL }
+            let (data, response) = try await session.data(for: HTTPSession.Request(url: url))
+            guard response.statusCode == 200 else { throw HTTPClientError.remoteConnectionClosed }
+            return data.count
+        }
         var request = HTTPClientRequest(url: url)
         if matched {
             for field in standardHeaders { request.headers.add(name: field.name.rawName, value: field.value) }
@@ -54,6 +68,7 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
         }
     }
     try await client.shutdown().get()
+    try await session?.shutdown()
     exit(0)
 }
 
