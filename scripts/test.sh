@@ -25,6 +25,15 @@ echo "==> swift format lint --strict" >&2
 swift format lint --strict --recursive --parallel Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Sources \
     Fuzz/Package.swift Fuzz/Sources
 
+# The library's continuations are hand-offs (WebImageCoders' HandOffContinuation.swift): the Swift
+# runtime hides from ThreadSanitizer a checked continuation resumed before its task awaits, and the
+# stress pass below then reports what the resume handed over (a decoded image) as a data race.
+if grep -rn --include='*.swift' -E 'with(Checked|Unsafe)(Throwing)?Continuation' Sources \
+    | grep -v 'Sources/WebImageCoders/Internal/HandOffContinuation.swift'; then
+    echo "Sources: use withHandOffContinuation / withThrowingHandOffContinuation (see above)" >&2
+    exit 1
+fi
+
 # The codec suites (and the encodes stopped at every check, the image processor's, and the
 # memory footprint's twelve 3000x2000 fixtures) are CPU-bound and use no network: run in their
 # own pass, they do not take the two cores from the network suites' in-process origins and

@@ -307,7 +307,7 @@ struct SoakRun: Sendable {
         tally: Protected<SoakTally>
     ) async -> SoakOutcome {
         if plan.usesAsync { return await loadAsync(index, plan, manager: manager, inFlight: inFlight) }
-        return await withCheckedContinuation { continuation in
+        return await withHandOffContinuation { continuation in
             let resumed = Protected(false)
             let finish: @Sendable (SoakOutcome) -> Void = { outcome in
                 let first = resumed.withLock { resumed in
@@ -409,7 +409,7 @@ struct SoakRun: Sendable {
         let end = clock.now + .seconds(10)
         while true {
             await waitUntil { readQueue.runningCount == 0 && readQueue.waitingCount == 0 }
-            await withCheckedContinuation { done in stack.cache.flush { done.resume() } }
+            await withHandOffContinuation { done in stack.cache.flush { done.resume() } }
             let descriptors = ProcessStats.openDescriptors()
             if clock.now >= end || !descriptors.contains(where: { $0.hasPrefix(stack.folder.path) }) {
                 return descriptors

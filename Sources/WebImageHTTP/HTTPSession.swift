@@ -317,7 +317,7 @@ public final class HTTPSession: Sendable {
     {
         let holder = TaskHolder()
         let result: Result<(URL, Response), HTTPSessionError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withHandOffContinuation { continuation in
                 let task = downloadTask(
                     with: request,
                     to: destination,

@@ -26,7 +26,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var bytesExpectedToSend: Int64?
         var eventContinuations: [AsyncStream<HTTPTaskEvent>.Continuation] = []
         /// The runner, parked while the task is suspended; released by resume() or cancel().
-        var pausedRunner: CheckedContinuation<Void, Never>?
+        var pausedRunner: HandOffContinuation<Void, Never>?
         /// Made on first use, so tasks nobody watches pay nothing for Foundation's Progress.
         var downloadProgress: Progress?
         var uploadProgress: Progress?
@@ -226,7 +226,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     /// Parks the runner while the task is suspended (no polling); returns on resume or cancel.
     func waitWhilePaused() async {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            await withHandOffContinuation { (continuation: HandOffContinuation<Void, Never>) in
                 // Checked under the lock the cancel handler also takes: either the handler ran
                 // first (and Task.isCancelled is already true here) or it will find this waiter.
                 let park = storage.withLock { storage -> Bool in

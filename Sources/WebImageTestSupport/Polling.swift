@@ -1,4 +1,5 @@
 import Foundation
+import WebImageCoders
 
 /// Waits until `condition` holds, checking every 5 ms, for at most `timeout`. The default bound
 /// is generous (a minute): a test asserts that something happens, not how fast on a busy
@@ -19,7 +20,7 @@ public func waitUntil(_ condition: () -> Bool, timeout: Duration = .seconds(60))
 /// own and returns its result: the two threads of the cooperative pool stay free for the
 /// in-process servers and timers every other test running beside it depends on.
 public func onOwnThread<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-    try await withCheckedThrowingContinuation { continuation in
+    try await withThrowingHandOffContinuation { continuation in
         Thread { continuation.resume(with: Result { try work() }) }.start()
     }
 }

@@ -391,7 +391,7 @@ public final class ImageCache: ImageCaching {
 
     /// Whether the disk has `key`, checked on the disk read queue.
     public func diskImageExists(withKey key: String) async -> Bool {
-        await withCheckedContinuation { continuation in
+        await withHandOffContinuation { continuation in
             diskImageExists(withKey: key) { continuation.resume(returning: $0) }
         }
     }
@@ -489,7 +489,7 @@ public final class ImageCache: ImageCaching {
     public func totalDiskCount() async -> Int { await onIOQueue { $0.diskCache.count } }
 
     private func onIOQueue<Result: Sendable>(_ body: @escaping @Sendable (ImageCache) -> Result) async -> Result {
-        await withCheckedContinuation { continuation in
+        await withHandOffContinuation { continuation in
             writeQueue.async { [self] in continuation.resume(returning: body(self)) }
         }
     }

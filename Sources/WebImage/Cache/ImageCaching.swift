@@ -138,12 +138,12 @@ extension ImageCaching {
 
     /// Waits until what had expired is removed and the caches are within their size limits.
     public func removeExpired() async {
-        await withCheckedContinuation { continuation in removeExpired { continuation.resume() } }
+        await withHandOffContinuation { continuation in removeExpired { continuation.resume() } }
     }
 
     /// Waits until every write, removal and cleanup asked for before this call has finished.
     public func flush() async {
-        await withCheckedContinuation { continuation in flush { continuation.resume() } }
+        await withHandOffContinuation { continuation in flush { continuation.resume() } }
     }
 }
 
@@ -184,7 +184,7 @@ extension ImageCaching {
         metadata: DiskCacheMetadata? = nil,
         cacheType: ImageCacheType = .all
     ) async throws {
-        let error: (any Error)? = await withCheckedContinuation { continuation in
+        let error: (any Error)? = await withHandOffContinuation { continuation in
             store(image, data: data, forKey: key, metadata: metadata, cacheType: cacheType) { error in
                 continuation.resume(returning: error)
             }
@@ -194,21 +194,21 @@ extension ImageCaching {
 
     /// Removes as `async`.
     public func removeImage(forKey key: String, cacheType: ImageCacheType = .all) async {
-        await withCheckedContinuation { continuation in
+        await withHandOffContinuation { continuation in
             removeImage(forKey: key, cacheType: cacheType) { continuation.resume() }
         }
     }
 
     /// Where `key` is cached, as `async`.
     public func containsImage(forKey key: String, cacheType: ImageCacheType = .all) async -> ImageCacheType {
-        await withCheckedContinuation { continuation in
+        await withHandOffContinuation { continuation in
             containsImage(forKey: key, cacheType: cacheType) { continuation.resume(returning: $0) }
         }
     }
 
     /// Empties as `async`.
     public func clear(cacheType: ImageCacheType = .all) async {
-        await withCheckedContinuation { continuation in clear(cacheType: cacheType) { continuation.resume() } }
+        await withHandOffContinuation { continuation in clear(cacheType: cacheType) { continuation.resume() } }
     }
 }
 

@@ -112,7 +112,7 @@ public final class DecodingMemoryBudget: Sendable {
 
     /// Reserves `bytes` (at most ``limit``), waiting for room in request order.
     public func reserve(_ bytes: Int) async -> Reservation {
-        await withCheckedContinuation { continuation in
+        await withHandOffContinuation { continuation in
             if let reservation = reserve(bytes, whenGranted: { continuation.resume(returning: $0) }) {
                 continuation.resume(returning: reservation)
             }
@@ -144,7 +144,7 @@ public final class DecodingMemoryBudget: Sendable {
         case .wait(let waiting): id = waiting
         }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Reservation?, Never>) in
+            await withHandOffContinuation { (continuation: HandOffContinuation<Reservation?, Never>) in
                 // Room may have been released since the decision: queue, then grant what fits.
                 let (cancelled, granted) = state.withLock { state -> (Bool, [(Reservation, Waiter)]) in
                     if state.unqueued.removeValue(forKey: id) == true { return (true, state.grantWaiting(self)) }

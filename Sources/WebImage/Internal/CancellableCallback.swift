@@ -7,12 +7,12 @@ import WebImageCoders
 /// returned. The cancelled operation must still resume the continuation (with its `cancelled`
 /// outcome) so the caller never hangs.
 func withCancellableCallback<Handle: Sendable, Value: Sendable>(
-    start: (CheckedContinuation<Value, Never>) -> Handle?,
+    start: (HandOffContinuation<Value, Never>) -> Handle?,
     cancel: @escaping @Sendable (Handle) -> Void
 ) async -> Value {
     let holder = Protected<(handle: Handle?, cancelled: Bool)>((nil, false))
     return await withTaskCancellationHandler {
-        await withCheckedContinuation { continuation in
+        await withHandOffContinuation { continuation in
             let handle = start(continuation)
             let cancelled = holder.withLock { state in
                 state.handle = handle

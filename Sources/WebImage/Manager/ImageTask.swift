@@ -146,7 +146,7 @@ public final class ImageTask: Sendable, Hashable {
     private func outcome() async -> Result<ImageLoadResult, WebImageError> {
         if let outcome = store.withLock({ $0.outcome }) { return outcome }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withHandOffContinuation { continuation in
                 // `.end` comes exactly once (at once when the outcome is already known).
                 listen { delivery in
                     if case .end(let outcome) = delivery { continuation.resume(returning: outcome) }

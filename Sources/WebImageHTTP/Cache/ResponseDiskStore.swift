@@ -1,4 +1,5 @@
 import Foundation
+import WebImageCoders
 
 /// The disk tier of ``HTTPResponseCache``: one file per URL in its folder, written whole to a
 /// temporary file and renamed into place, the oldest (by last use) removed past the capacity.
@@ -31,7 +32,7 @@ final class ResponseDiskStore: Sendable {
     /// The stored response for `key`, if its file is whole and for that key.
     func read(_ key: String) async -> HTTPCachedResponse? {
         let file = file(for: key)
-        return await withCheckedContinuation { continuation in
+        return await withHandOffContinuation { continuation in
             queue.async {
                 let cached = Self.decode(try? Data(contentsOf: file), key: key)
                 // Its use counts for eviction: the file's date is its last use.
@@ -79,7 +80,7 @@ final class ResponseDiskStore: Sendable {
     /// Bytes on disk now, once the queued writes are done.
     func size() async -> Int {
         let directory = directory
-        return await withCheckedContinuation { continuation in
+        return await withHandOffContinuation { continuation in
             queue.async { continuation.resume(returning: Self.files(in: directory).reduce(0) { $0 + $1.size }) }
         }
     }

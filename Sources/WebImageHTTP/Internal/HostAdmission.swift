@@ -13,7 +13,7 @@ final class HostAdmission: Sendable {
         let taskIdentifier: Int
         var priority: Float
         let arrival: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
+        let continuation: HandOffContinuation<Bool, Never>
 
         /// Whether this waiter goes before `other`.
         func precedes(_ other: Waiter) -> Bool {
@@ -58,7 +58,7 @@ final class HostAdmission: Sendable {
         }
         if admitted { return true }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            await withHandOffContinuation { (continuation: HandOffContinuation<Bool, Never>) in
                 // Checked under the lock the cancel handler also takes: either the handler ran
                 // first (Task.isCancelled is true here) or it finds this waiter and resumes it.
                 let immediate = state.withLock { state -> Bool? in

@@ -15,7 +15,7 @@ final class StreamConnection: Sendable {
     private typealias Outcome<Value> = Result<Value, HTTPSessionError>
 
     private enum Phase {
-        case waiting([CheckedContinuation<Outcome<any Channel>, Never>])
+        case waiting([HandOffContinuation<Outcome<any Channel>, Never>])
         case connected(any Channel)
         case failed(HTTPSessionError)
     }
@@ -24,12 +24,12 @@ final class StreamConnection: Sendable {
         let id: UInt64
         let min: Int
         let max: Int
-        let continuation: CheckedContinuation<Outcome<(data: Data, atEOF: Bool)>, Never>
+        let continuation: HandOffContinuation<Outcome<(data: Data, atEOF: Bool)>, Never>
         var timer: Scheduled<Void>?
     }
 
     private struct Handshake {
-        let continuation: CheckedContinuation<Outcome<Void>, Never>
+        let continuation: HandOffContinuation<Outcome<Void>, Never>
         let check: (@Sendable (any Channel) -> EventLoopFuture<Void>)?
         var timer: Scheduled<Void>?
     }
@@ -83,7 +83,7 @@ final class StreamConnection: Sendable {
             outcome = .failure(HTTPSession.map(error, url: url))
         }
         let (waiters, lateChannel) = state.withLock {
-            state -> ([CheckedContinuation<Outcome<any Channel>, Never>], (any Channel)?) in
+            state -> ([HandOffContinuation<Outcome<any Channel>, Never>], (any Channel)?) in
             guard case .waiting(let waiters) = state.phase else {
                 // Cancelled while connecting: the new channel is not wanted.
                 return ([], try? outcome.get())
@@ -104,8 +104,8 @@ final class StreamConnection: Sendable {
 
     /// The channel once connected.
     private func channel() async throws(HTTPSessionError) -> any Channel {
-        let outcome = await withCheckedContinuation {
-            (continuation: CheckedContinuation<Outcome<any Channel>, Never>) in
+        let outcome = await withHandOffContinuation {
+            (continuation: HandOffContinuation<Outcome<any Channel>, Never>) in
             let now = state.withLock { state -> Outcome<any Channel>? in
                 switch state.phase {
                 case .connected(let channel): return .success(channel)
@@ -133,8 +133,8 @@ final class StreamConnection: Sendable {
             return state.nextReader
         }
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation {
-                (continuation: CheckedContinuation<Outcome<(data: Data, atEOF: Bool)>, Never>) in
+            await withHandOffContinuation {
+                (continuation: HandOffContinuation<Outcome<(data: Data, atEOF: Bool)>, Never>) in
                 let queued = state.withLock { state -> Bool in
                     guard !Task.isCancelled else { return false }
                     state.readers.append(Reader(id: id, min: min, max: max, continuation: continuation))
@@ -252,7 +252,7 @@ final class StreamConnection: Sendable {
         // SNI names a host, never an address.
         let serverName = (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
         let check = policy.connectionCheck(forHost: host)
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Outcome<Void>, Never>) in
+        let outcome = await withHandOffContinuation { (continuation: HandOffContinuation<Outcome<Void>, Never>) in
             let refusal = state.withLock { state -> HTTPSessionError? in
                 if let failure = state.failure { return failure }
                 guard state.handshake == nil else {
@@ -339,7 +339,7 @@ final class StreamConnection: Sendable {
 
     /// The connection broke (or was cancelled): every waiter fails with `error`.
     func fail(_ error: HTTPSessionError) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Outcome<any Channel>, Never>] in
+        let waiters = state.withLock { state -> [HandOffContinuation<Outcome<any Channel>, Never>] in
             if state.failure == nil { state.failure = error }
             guard case .waiting(let waiters) = state.phase else { return [] }
             state.phase = .failed(error)

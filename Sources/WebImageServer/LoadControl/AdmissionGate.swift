@@ -1,5 +1,6 @@
 import DequeModule
 import Synchronization
+import WebImageCoders
 
 /// Lets at most `workers` requests work at once and `queueLimit` more wait, first come first
 /// served; past that a request is turned away at once (the proxy answers 503). A waiting
@@ -30,7 +31,7 @@ public final class AdmissionGate: Sendable {
 
     private struct Waiter {
         let id: UInt64
-        let continuation: CheckedContinuation<Void, any Error>
+        let continuation: HandOffContinuation<Void, any Error>
     }
 
     private struct State {
@@ -98,7 +99,7 @@ public final class AdmissionGate: Sendable {
         case .wait(let id):
             do {
                 try await withTaskCancellationHandler {
-                    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    try await withThrowingHandOffContinuation { (continuation: HandOffContinuation<Void, any Error>) in
                         let refusal = state.withLock { state -> Refusal? in
                             if state.unqueued.removeValue(forKey: id) == true { return .cancelled }
                             if state.draining { return .draining }

@@ -1,4 +1,5 @@
 import Synchronization
+import WebImageCoders
 
 /// Runs one piece of work per key however many callers ask for it at once: the first caller's
 /// `work` starts a task, later callers with the same key wait for its value. A caller that is
@@ -9,7 +10,7 @@ final class RequestCoalescer<Value: Sendable>: Sendable {
     private struct Entry {
         let generation: UInt64
         var task: Task<Void, Never>?
-        var waiters: [UInt64: CheckedContinuation<Value, any Error>] = [:]
+        var waiters: [UInt64: HandOffContinuation<Value, any Error>] = [:]
     }
 
     private struct State {
@@ -43,7 +44,7 @@ final class RequestCoalescer<Value: Sendable>: Sendable {
         let joined = Mutex(false)
         defer { state.withLock { _ = $0.cancelledEarly.remove(id) } }
         let value = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+            try await withThrowingHandOffContinuation { (continuation: HandOffContinuation<Value, any Error>) in
                 let role = state.withLock { state -> Role in
                     if state.cancelledEarly.remove(id) != nil { return .cancelled }
                     if state.entries[key] != nil {
@@ -81,7 +82,7 @@ final class RequestCoalescer<Value: Sendable>: Sendable {
 
     private func leave(key: String, id: UInt64) {
         let (continuation, orphaned) = state.withLock {
-            state -> (CheckedContinuation<Value, any Error>?, Task<Void, Never>?) in
+            state -> (HandOffContinuation<Value, any Error>?, Task<Void, Never>?) in
             guard var entry = state.entries[key], let continuation = entry.waiters.removeValue(forKey: id) else {
                 // Not stored yet (its continuation will see this), or already answered.
                 state.cancelledEarly.insert(id)
@@ -100,7 +101,7 @@ final class RequestCoalescer<Value: Sendable>: Sendable {
     }
 
     private func finish(key: String, generation: UInt64, with value: Value) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
+        let waiters = state.withLock { state -> [HandOffContinuation<Value, any Error>] in
             guard let entry = state.entries[key], entry.generation == generation else { return [] }
             state.entries[key] = nil
             return Array(entry.waiters.values)

@@ -33,7 +33,7 @@ extension ImageProxy {
         let deadline = DispatchSource.oneShot(after: timeout) { outcome.stop(.processingTimedOut(timeout)) }
         defer { deadline.cancel() }
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            await withHandOffContinuation { continuation in
                 outcome.wait(continuation)
                 ImageWorkQueue.decoding.enqueue {
                     guard outcome.begin() else {  // timed out or cancelled while queued
@@ -58,13 +58,13 @@ extension ImageProxy {
 /// when it ends. Thread-safe; resumes outside its lock.
 private final class Outcome<Value: Sendable>: Sendable {
     /// A waiter and the result to resume it with.
-    typealias Ready = (CheckedContinuation<Result<Value, ProxyError>, Never>, Result<Value, ProxyError>)
+    typealias Ready = (HandOffContinuation<Result<Value, ProxyError>, Never>, Result<Value, ProxyError>)
 
     private struct State {
         var stopReason: ProxyError?
         var started = false
         var result: Result<Value, ProxyError>?
-        var continuation: CheckedContinuation<Result<Value, ProxyError>, Never>?
+        var continuation: HandOffContinuation<Result<Value, ProxyError>, Never>?
 
         /// The continuation to resume with `result`, once both are there.
         mutating func takeReady() -> Ready? {
@@ -86,7 +86,7 @@ private final class Outcome<Value: Sendable>: Sendable {
     }
 
     /// Hands the result to `continuation`, now or when it arrives.
-    func wait(_ continuation: CheckedContinuation<Result<Value, ProxyError>, Never>) {
+    func wait(_ continuation: HandOffContinuation<Result<Value, ProxyError>, Never>) {
         let ready = state.withLock { state in
             state.continuation = continuation
             return state.takeReady()

@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+import WebImageCoders
 
 /// `local:///path` sources: files under one folder (imgproxy's `IMGPROXY_LOCAL_FILESYSTEM_ROOT`).
 /// No source leaves the folder: `..` segments are refused, and the path is resolved (symbolic
@@ -57,7 +58,7 @@ public struct LocalSourceRoot: Sendable, Hashable {
     /// - Throws: ``ProxyError`` 403/404 as ``file(for:)``, 404 for a folder, 422 over `limit`.
     func read(_ url: URL, limit: Int64) async throws(ProxyError) -> (Data, Date?) {
         let file = try file(for: url)
-        let result: Result<(Data, Date?), ProxyError> = await withCheckedContinuation { continuation in
+        let result: Result<(Data, Date?), ProxyError> = await withHandOffContinuation { continuation in
             ImageWorkQueue.diskReading.enqueue {
                 continuation.resume(returning: Self.readFile(file, limit: limit))
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import WebImage
+import WebImageCoders
 
 /// `webimage prefetch URL...`: warms the caches.
 struct PrefetchCommand: AsyncParsableCommand {
@@ -50,7 +51,7 @@ struct PrefetchCommand: AsyncParsableCommand {
         var context = ImageContext()
         context.maxDecodeDuration = .seconds(loading.decodeTimeout)
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
-        let (counts, failures) = await withCheckedContinuation { continuation in
+        let (counts, failures) = await withHandOffContinuation { continuation in
             let token = prefetcher.prefetchURLs(
                 inputs.map { $0.isEmpty ? nil : URL(string: $0) },
                 options: options,

@@ -1,0 +1,67 @@
+import Foundation
+import Synchronization
+import Testing
+import WebImageCoders
+
+/// Run under `swift test --sanitize=thread --filter Stress` by scripts/test.sh, where a hand-over
+/// ThreadSanitizer cannot see fails the run. With `withCheckedContinuation` in place of
+/// `withHandOffContinuation`, the resume-first rounds below report a data race on `Box.value`.
+@Suite("Stress: values handed over through continuations", .timeLimit(.minutes(2)))
+struct HandOffContinuationStressTests {
+    /// Written on one thread before the hand-over and read on another after it: the accesses
+    /// ThreadSanitizer checks. Safety (@unchecked Sendable): `value` is written only by the thread
+    /// that resumes, before it resumes, and read only after the waiter has resumed.
+    final class Box: @unchecked Sendable {
+        var value = -1
+    }
+
+    /// Set with relaxed ordering, so waiting on it orders nothing for ThreadSanitizer.
+    final class Signal: Sendable {
+        let isSet = Atomic<Bool>(false)
+        func set() { isSet.store(true, ordering: .relaxed) }
+        func wait() { while !isSet.load(ordering: .relaxed) { sched_yield() } }
+    }
+
+    /// Resumes `continuation` with a box holding `round` from a new thread; when `resumeFirst`,
+    /// returns only after the resume, so the task's `await` finds it done.
+    static func handOver<Failure>(
+        round: Int,
+        resumeFirst: Bool,
+        to continuation: HandOffContinuation<Box, Failure>
+    ) {
+        let resumed = Signal()
+        Thread {
+            let box = Box()
+            box.value = round
+            continuation.resume(returning: box)
+            resumed.set()
+        }.start()
+        if resumeFirst { resumed.wait() }
+    }
+
+    @Test("Values resumed before or after the task awaits arrive whole", arguments: [true, false])
+    func handsOver(resumeFirst: Bool) async {
+        for round in 0..<200 {
+            let box = await withHandOffContinuation { (continuation: HandOffContinuation<Box, Never>) in
+                Self.handOver(round: round, resumeFirst: resumeFirst, to: continuation)
+            }
+            #expect(box.value == round)
+        }
+    }
+
+    @Test("A throwing hand-over delivers values and errors", arguments: [true, false])
+    func throwingHandsOver(resumeFirst: Bool) async throws {
+        for round in 0..<200 {
+            let box = try await withThrowingHandOffContinuation { (continuation: HandOffContinuation<Box, any Error>) in
+                Self.handOver(round: round, resumeFirst: resumeFirst, to: continuation)
+            }
+            #expect(box.value == round)
+        }
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            _ = try await withThrowingHandOffContinuation { (continuation: HandOffContinuation<Int, any Error>) in
+                Thread { continuation.resume(throwing: Refused()) }.start()
+            }
+        }
+    }
+}
