@@ -9,10 +9,8 @@ extension URL {
     /// One pass over the URL's text: every request checks its URL, so this stays off
     /// Foundation's component parsing.
     public var httpValidationFailure: String? {
-        let text = absoluteString
-        let parts = URLTextParts(text)
-        guard parts?.isHTTP == true else { return "not an http or https URL" }
-        guard let parts, !parts.host.isEmpty else { return "no host" }
+        guard let parts = URLTextParts(absoluteString), parts.isHTTP else { return "not an http or https URL" }
+        guard !parts.host.isEmpty else { return "no host" }
         guard let portText = parts.port, !portText.isEmpty else { return nil }  // "host:/": the default port
         guard parts.portNumber != nil else {
             return "port \(portText.prefix(24)) is not a number from 1 to 65535"

@@ -55,19 +55,19 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
     var isWanted: Bool { phase == .waiting || phase == .running }
 
     /// The callers waiting for the result, in arrival order.
-    var callers: [Caller] { inArrivalOrder.map { $0.caller } }
+    var callers: [Caller] { inArrivalOrder { caller, _ in caller } }
 
     /// Handlers of callers still waiting, in arrival order; empty once the result goes out.
     var waitingHandlers: [Handler] {
         guard isWanted else { return [] }
-        return inArrivalOrder.map { $0.handler }
+        return inArrivalOrder { _, handler in handler }
     }
 
-    /// The waiting callers and their handlers, in arrival order (most loads have one caller: no
-    /// sort then).
-    private var inArrivalOrder: [(caller: Caller, handler: Handler)] {
-        if handlers.count <= 1 { return handlers.map { ($0.key, $0.value.handler) } }
-        return handlers.sorted { $0.value.order < $1.value.order }.map { ($0.key, $0.value.handler) }
+    /// `transform` of each waiting caller and its handler, in arrival order (most loads have one
+    /// caller: no sort then).
+    private func inArrivalOrder<Element>(_ transform: (Caller, Handler) -> Element) -> [Element] {
+        if handlers.count <= 1 { return handlers.map { transform($0.key, $0.value.handler) } }
+        return handlers.sorted { $0.value.order < $1.value.order }.map { transform($0.key, $0.value.handler) }
     }
 
     /// A caller joins at the priority its options ask for; `false` once the result is in (the
@@ -108,7 +108,7 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
 
     /// Every caller leaves at once: give each `cancelled` and stop the work.
     mutating func cancelAll() -> (handlers: [Handler], work: Work?) {
-        let waiting = inArrivalOrder.map { $0.handler }
+        let waiting = inArrivalOrder { _, handler in handler }
         handlers.removeAll()
         phase = .finished
         defer { work = nil }
@@ -152,7 +152,7 @@ struct DownloadStateMachine<Caller: Hashable, Handler, Work: DownloadWork> {
             return nil
         }
         defer { handlers.removeAll() }
-        return inArrivalOrder
+        return inArrivalOrder { caller, handler in (caller, handler) }
     }
 }
 
