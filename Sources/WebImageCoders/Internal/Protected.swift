@@ -9,39 +9,57 @@ import Darwin
 /// Like `Synchronization.Mutex`, but built on pthreads, which ThreadSanitizer understands
 /// (the standard library's futex-based `Mutex` is invisible to it on Linux, so every access
 /// under it is reported as a race). Keep the closures short: they run with the lock held.
-// Safety (@unchecked Sendable): the only mutable state is `value`, which is not visible outside
-// this file's type (`@usableFromInline` only so `withLock` can be inlined and specialized in
-// other modules; nothing else names it) and is read or written only inside `withLock`, between `pthread_mutex_lock` and `pthread_mutex_unlock` of
-// `mutex` (allocated once in `init`, destroyed in `deinit` when no other reference exists), so
-// no two threads ever touch it at once. `body` gets it `inout`, so it cannot keep a reference
-// past the call, and `Value: Sendable`, so copies that leave the lock may cross threads. The
-// mutex is the default (non-recursive) kind: re-entering `withLock` deadlocks, it never races.
-package final class Protected<Value: Sendable>: @unchecked Sendable {
-    @usableFromInline var value: Value
-    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+/// Copies share one value and one lock (the storage is one object: the value and the mutex in
+/// a single allocation). The mutex is the default (non-recursive) kind: re-entering `withLock`
+/// deadlocks, it never races.
+// Safety (@unchecked Sendable): the only mutable state is the storage's header (the value), which
+// nothing outside this file names (`@usableFromInline` only so `withLock` can be inlined and
+// specialized in other modules) and which is read or written only inside `withLock`, between
+// `pthread_mutex_lock` and `pthread_mutex_unlock` of the element, initialized in `make` before
+// the object is shared and destroyed in `deinit` when no other reference exists; so no two
+// threads ever touch the value at once. `body` gets it `inout`, so it cannot keep a reference
+// past the call, and `Value: Sendable`, so copies that leave the lock may cross threads.
+// (The storage class cannot carry the conformance: `ManagedBuffer` is declared non-Sendable.)
+package struct Protected<Value: Sendable>: @unchecked Sendable {
+    @usableFromInline let storage: ProtectedStorage<Value>
 
-    package init(_ value: Value) {
-        self.value = value
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    package init(_ value: Value) { storage = ProtectedStorage.make(value) }
 
     /// Runs `body` with exclusive access to the value. Inlinable: callers in other modules get it
     /// specialized for their types (no generic metadata lookups per call).
     @inlinable
     package func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
-    ) throws(Failure)
-        -> Result
-    {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+    ) throws(Failure) -> Result {
+        try storage.withLock(body)
+    }
+}
+
+/// ``Protected``'s one allocation: the value as the buffer's header, the mutex as its only
+/// element (tail-allocated, so its address is stable for the object's life).
+@usableFromInline
+final class ProtectedStorage<Value: Sendable>: ManagedBuffer<Value, pthread_mutex_t> {
+    static func make(_ value: Value) -> ProtectedStorage<Value> {
+        let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in value }, to: ProtectedStorage<Value>.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            _ = pthread_mutex_init(mutex, nil)
+        }
+        return storage
+    }
+
+    deinit {
+        _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+    }
+
+    @inlinable
+    func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try withUnsafeMutablePointers { (value, mutex) throws(Failure) -> Result in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 }
