@@ -31,6 +31,7 @@ let package = Package(
                 .product(name: "WebImageHTTP", package: "swift-web-image"),
                 .product(name: "WebImageOrigin", package: "swift-web-image"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Sources/HTTPBenchmarks"
         ),

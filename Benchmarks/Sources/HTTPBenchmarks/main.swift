@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import WebImageHTTP
 import WebImageOrigin
 
@@ -9,11 +10,12 @@ import WebImageOrigin
 //
 //   swift run -c release --package-path Benchmarks webimage-http-benchmarks [--requests N] [--rounds R] [--side K]
 //
-// Reference mode: `--fetch-list FILE [--concurrency C] [--matched | --session]` GETs every URL in
+// Reference mode: `--fetch-list FILE [--concurrency C] [--matched | --session | --delegate]` GETs every URL in
 // FILE (one per line) once, C (6) at a time, through AsyncHTTPClient alone with its defaults (or,
 // with `--matched`, with the settings HTTPSession gives it; with `--session`, through HTTPSession
-// itself), collecting each body, and exits: the HTTP stack's own cost inside `webimage fetch`
-// (Benchmarks/fetch-cost.sh times the whole process).
+// itself; with `--delegate`, through AsyncHTTPClient's delegate API, which runs on the event loop
+// with no Swift task per body part), collecting each body, and exits: the HTTP stack's own cost
+// inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process).
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -45,7 +47,21 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     sessionConfiguration.postsTaskNotifications = false
     let session =
         CommandLine.arguments.contains("--session") ? HTTPSession(configuration: sessionConfiguration) : nil
+    let viaDelegate = CommandLine.arguments.contains("--delegate")
     @Sendable func fetch(_ url: String) async throws -> Int {
+        if viaDelegate {
+            let request = try HTTPClient.Request(url: url)
+            let accumulator = ResponseAccumulator(request: request, maxBodySize: 64 * 1024 * 1024)
+            let deadline = NIODeadline.now() + TimeAmount.seconds(30)
+            let task: HTTPClient.Task<HTTPClient.Response> = client.execute(
+                request: request,
+                delegate: accumulator,
+                deadline: deadline
+            )
+            let response = try await task.futureResult.get()
+            guard response.status == .ok else { throw HTTPClientError.remoteConnectionClosed }
+            return response.body?.readableBytes ?? 0
+        }
         if let session {
             guard let url = URL(string: url) else { throw HTTPClientError.invalidURL }
             let (data, response) = try await session.data(for: HTTPSession.Request(url: url))
