@@ -21,10 +21,11 @@ struct DemoCommandTests {
         #expect((passes[0]["bytes"] as? Int ?? 0) > 1_000_000)
     }
 
-    @Test("Every subcommand's --help shows an example")
+    @Test("Every subcommand's --help shows an example, and its prose is wrapped by the parser")
     func help() async throws {
         for command in [
-            "info", "fetch", "prefetch", "demo", "cache", "cache stats", "cache clear", "cache trim", "cache ls",
+            "info", "fetch", "prefetch", "demo", "serve", "cache", "cache stats", "cache clear", "cache trim",
+            "cache ls",
         ] {
             let result = try await CLIRunner.runDetached(command.split(separator: " ").map(String.init) + ["--help"])
             #expect(result.status == 0, "\(command)")
@@ -33,6 +34,23 @@ struct DemoCommandTests {
                 "\(command) help has an example"
             )
             #expect(result.stdout.contains("Example"), "\(command)")
+            for problem in Self.proseProblems(in: result.stdout) { Issue.record("\(command) --help: \(problem)") }
         }
+    }
+
+    /// Lines of the help's prose (from the top to "Example:" or "USAGE:") that end where the
+    /// parser would not have ended them: a stray backslash, or a break with room for the next
+    /// word (a hard line break in the source). Printed to a pipe, the parser fills lines to at
+    /// most 79 characters (80 columns).
+    static func proseProblems(in help: String) -> [String] {
+        let lines = help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let prose = lines.prefix { !$0.hasPrefix("Example:") && !$0.hasPrefix("USAGE:") }
+        var problems: [String] = []
+        for (line, next) in zip(prose, prose.dropFirst()) {
+            if line.contains("\\") { problems.append("a backslash in \"\(line)\"") }
+            guard !line.isEmpty, let word = next.split(separator: " ").first, !next.hasPrefix(" ") else { continue }
+            if line.count + 1 + word.count <= 79 { problems.append("a hard break after \"\(line)\"") }
+        }
+        return problems
     }
 }

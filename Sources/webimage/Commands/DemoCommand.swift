@@ -9,10 +9,10 @@ struct DemoCommand: AsyncParsableCommand {
         commandName: "demo",
         abstract: "Run the whole pipeline offline against a local origin.",
         discussion: """
-            Generates a dozen images with our own encoders (JPEG baseline and progressive, PNG with \\
-            alpha, animated GIF, WebP; a few megapixels in all), serves them from an origin on \\
-            127.0.0.1, and loads them through ImageManager three times: cold (network, with a \\
-            progress bar and progressive previews), warm (memory hits) and after clearing memory \\
+            Generates a dozen images with our own encoders (JPEG baseline and progressive, PNG with \
+            alpha, animated GIF, WebP; a few megapixels in all), serves them from an origin on \
+            127.0.0.1, and loads them through ImageManager three times: cold (network, with a \
+            progress bar and progressive previews), warm (memory hits) and after clearing memory \
             (disk hits). Prints a table, stops the origin and exits 0.
 
             Example:

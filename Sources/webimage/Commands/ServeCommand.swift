@@ -12,18 +12,21 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the image proxy (imgproxy-compatible URLs).",
         discussion: """
-            URLs: /{signature}/{options}/plain/{source}[@{format}] or /{signature}/{options}/{base64 source}[.{format}],
-            /info/… for JSON facts, /health. Signatures are HMAC-SHA256 with --key and --salt (hex, comma-separated
-            pairs in the environment). Loopback and private sources are refused unless allowed. Prints
+            URLs: /{signature}/{options}/plain/{source}[@{format}] or \
+            /{signature}/{options}/{base64 source}[.{format}], /info/… for JSON facts, /health. \
+            Signatures are HMAC-SHA256 with --key and --salt (hex, comma-separated pairs in the \
+            environment). Loopback and private sources are refused unless allowed. Prints \
             "listening on http://HOST:PORT" when ready; request logs go to standard error.
 
-            Every flag is also read, when not given, from WEBIMAGE_<FLAG> (WEBIMAGE_MAX_SRC_FILE_SIZE=20M), then
-            from imgproxy's IMGPROXY_* variable where the meaning is the same (IMGPROXY_KEY, IMGPROXY_TTL,
-            IMGPROXY_MAX_SRC_RESOLUTION, …), then from the JSON file --config names (keys are the flag names).
-            --print-config shows each value and where it came from, secrets masked.
+            Every flag is also read, when not given, from WEBIMAGE_<FLAG> \
+            (WEBIMAGE_MAX_SRC_FILE_SIZE=20M), then from imgproxy's IMGPROXY_* variable where the \
+            meaning is the same (IMGPROXY_KEY, IMGPROXY_TTL, IMGPROXY_MAX_SRC_RESOLUTION, …), then \
+            from the JSON file --config names (keys are the flag names). --print-config shows each \
+            value and where it came from, secrets masked.
 
             Example:
-              webimage serve --bind 127.0.0.1:8080 --key "$KEY" --salt "$SALT" --format-negotiation
+              webimage serve --bind 127.0.0.1:8080 --key "$KEY" --salt "$SALT" \\
+                --format-negotiation
             """
     )
 
