@@ -24,6 +24,31 @@ struct FetchCommandTests {
         return (authority, server, origin)
     }
 
+    @Test("fetch: 40 inputs finishing in reverse order still print in input order, each once, at any concurrency")
+    func inputOrderUnderConcurrency() async throws {
+        let origin = try await OriginServer.start()
+        var urls: [String] = []
+        for index in 0..<40 {
+            // Earlier inputs answer later, so loads finish far out of input order.
+            let delay = Duration.milliseconds((40 - index) % 8 * 15)
+            origin.setRoute(
+                "/i\(index).png",
+                .data(Self.png, contentType: "image/png", behavior: .init(delay: delay))
+            )
+            urls.append(origin.url(index == 17 ? "/missing.png" : "/i\(index).png").absoluteString)
+        }
+        for concurrency in ["1", "4", "64"] {
+            let run = try await CLIRunner.runDetached(
+                ["fetch", "--json", "--no-disk-cache", "--concurrency", concurrency] + urls
+            )
+            #expect(run.status == 8, "every failure an HTTP status: the one 404 (concurrency \(concurrency))")
+            let lines = try run.jsonLines()
+            #expect(lines.map { $0["url"] as? String } == urls, "concurrency \(concurrency)")
+            #expect(lines.filter { $0["ok"] as? Bool == false }.count == 1)
+            #expect(lines[17]["ok"] as? Bool == false)
+        }
+    }
+
     @Test("fetch: lines in input order; network, then disk in a second run; item failures exit 1")
     func fetch() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")

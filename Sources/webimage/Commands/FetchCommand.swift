@@ -401,42 +401,43 @@ struct FetchCommand: AsyncParsableCommand {
             output: output
         )
         let bar = ProgressBar(total: inputs.count, requested: loading.showsProgress)
-        var failures: [FailureKind?] = []
-        try await withThrowingTaskGroup(of: (Int, FetchReport).self) { group in
-            var next = 0
-            var ready: [Int: FetchReport] = [:]
-            var printed = 0
-            func launch() {
-                guard next < inputs.count else { return }
-                let index = next
-                let input = inputs[index]
-                group.addTask { (index, await job.load(input, index: index, bar: bar)) }
-                next += 1
-            }
-            for _ in 0..<min(concurrency, inputs.count) { launch() }
-            while let (index, report) = try await group.next() {
-                bar.finish(index, bytes: report.bytes.map(Int64.init))
-                ready[index] = report
-                var lines: [(text: String, stream: StandardStream)] = []
-                while let report = ready.removeValue(forKey: printed) {
-                    if !report.ok { failures.append(report.failureKind) }
-                    if loading.json {
-                        lines.append((report.json.serialized + "\n", results))
-                    } else if !report.ok {
-                        // Failures go to standard error, as every error does in text mode.
-                        lines.append((report.text + "\n", .error))
-                    } else if !loading.quiet {
-                        lines.append((report.text + "\n", results))
+        let failures = Protected<[FailureKind?]>([])
+        // `--concurrency` workers, each loading the next input until none is left; lines come out
+        // in input order (see InputOrderQueue).
+        let queue = InputOrderQueue<FetchReport>(count: inputs.count)
+        let (json, quiet) = (loading.json, loading.quiet)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<min(concurrency, inputs.count) {
+                group.addTask {
+                    while let index = queue.claim() {
+                        let report = await job.load(inputs[index], index: index, bar: bar)
+                        bar.finish(index, bytes: report.bytes.map(Int64.init))
+                        queue.finish(index, with: report) { reports in
+                            let kinds = reports.filter { !$0.ok }.map(\.failureKind)
+                            if !kinds.isEmpty { failures.withLock { $0.append(contentsOf: kinds) } }
+                            bar.print(reports.compactMap { Self.line(for: $0, json: json, quiet: quiet, results) })
+                        }
                     }
-                    printed += 1
                 }
-                bar.print(lines)
-                launch()
             }
         }
         bar.close()
         // Queued disk writes would be lost at exit.
         await manager.flush()
-        if !failures.isEmpty { throw ItemsFailed(kinds: failures) }
+        let failed = failures.withLock { $0 }
+        if !failed.isEmpty { throw ItemsFailed(kinds: failed) }
+    }
+
+    /// The line `report` prints: its JSON object with `--json`; otherwise failures on standard
+    /// error (as every error in text mode) and successes on `results` unless `--quiet`.
+    private static func line(
+        for report: FetchReport,
+        json: Bool,
+        quiet: Bool,
+        _ results: StandardStream
+    ) -> (text: String, stream: StandardStream)? {
+        if json { return (report.json.serialized + "\n", results) }
+        if !report.ok { return (report.text + "\n", .error) }
+        return quiet ? nil : (report.text + "\n", results)
     }
 }
