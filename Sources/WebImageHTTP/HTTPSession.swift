@@ -233,7 +233,9 @@ public final class HTTPSession: Sendable {
     /// A download task: the body streams to a temporary file beside `destination` (memory stays
     /// bounded), which is moved into place when the task succeeds with a 2xx status. With
     /// `resume`, a partial file left by an earlier attempt continues with `Range`/`If-Range`
-    /// (the server may answer with the whole body instead). It starts suspended.
+    /// (the server may answer with the whole body instead). A failed task keeps its partial file
+    /// (`<destination>.download`) only when it can resume: a 2xx response with an `ETag` or
+    /// `Last-Modified`, cut off; an error status's body is removed. It starts suspended.
     public func downloadTask(
         with request: Request,
         to destination: URL,

@@ -5,12 +5,15 @@ import WebImageTestEncoders
 import WebImageTestSupport
 
 @Suite("webimage info")
-struct InfoCommandTests {
+final class InfoCommandTests {
+    /// One folder per test (Swift Testing makes a suite instance for each), removed on every path.
     let directory: TemporaryDirectory
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "webimage-cli")
     }
+
+    deinit { directory.remove() }
 
     func write(_ data: Data, _ name: String) throws -> String {
         let url = directory.file(name)
@@ -20,7 +23,6 @@ struct InfoCommandTests {
 
     @Test("JSON lines describe each image, in input order, exit 0")
     func describesImages() async throws {
-        defer { directory.remove() }
         let jpeg = try write(
             JPEGCoder().encode(
                 DecodedImage(
@@ -63,7 +65,6 @@ struct InfoCommandTests {
 
     @Test("A failing input is reported in place and the exit status is 1")
     func failures() async throws {
-        defer { directory.remove() }
         let good = try write(
             PNGCoder().encode(
                 DecodedImage(bitmap: GeneratedImages.gradient(width: 4, height: 4), format: .png),
@@ -89,7 +90,6 @@ struct InfoCommandTests {
 
     @Test("fetch and info give one damaged file the same decoder code (fetch as coderCode)")
     func sameCodeAsFetch() async throws {
-        defer { directory.remove() }
         var png = try PNGCoder().encode(
             DecodedImage(bitmap: GeneratedImages.gradient(width: 64, height: 64), format: .png),
             as: .png,
@@ -113,7 +113,6 @@ struct InfoCommandTests {
         "An image that cannot be decoded still gets its size from the header, with decoded: false; HEIC and JPEG XL decode"
     )
     func headerOnly() async throws {
-        defer { directory.remove() }
         func le(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(value >> (8 * $0) & 0xFF) } }
         // TIFF: little-endian header, one IFD with ImageWidth 6, ImageLength 8 (SHORTs) and a
         // compression scheme libtiff does not know (65000): the header reads, the decode cannot.
@@ -158,7 +157,6 @@ struct InfoCommandTests {
     // Before, both files were read whole: 155 s and 3.18 GB for the first, 2.13 GB for the second.
     @Test("Large files are judged from their first bytes and the size limit", .timeLimit(.minutes(1)))
     func largeFiles() async throws {
-        defer { directory.remove() }
         let header = BlankPNG.make(width: 1, height: 1).prefix(33)  // signature + IHDR
         let hugePNG = try sparseFile("huge.png", size: 3 << 30, prefix: header)
         let sparse = try sparseFile("sparse.bin", size: 2 << 30, prefix: Data())
@@ -191,7 +189,6 @@ struct InfoCommandTests {
     // for an extreme aspect ratio, so Lanczos ran millions of taps per output pixel.
     @Test("A thumbnail of a 1×20,000,000 PNG takes memory for its pixels only", .timeLimit(.minutes(5)))
     func extremeAspectRatioThumbnail() async throws {
-        defer { directory.remove() }
         // Made on a thread of its own: 20 million rows to deflate would hold a pool thread.
         let tall = try write(try await onOwnThread { BlankPNG.make(width: 1, height: 20_000_000) }, "tall.png")
         let result = try await CLIRunner.runDetached(
@@ -210,7 +207,6 @@ struct InfoCommandTests {
 
     @Test("--decode-timeout: a decode past it is a decode failure (exit 9) that says so")
     func decodeTimeout() async throws {
-        defer { directory.remove() }
         // Two million rows: far more than a millisecond's work on any machine.
         let tall = try write(try await onOwnThread { BlankPNG.make(width: 1, height: 2_000_000) }, "tall.png")
         let result = try await CLIRunner.runDetached([
@@ -225,7 +221,6 @@ struct InfoCommandTests {
 
     @Test("Folders and FIFOs are refused without waiting", .timeLimit(.minutes(1)))
     func specialFiles() async throws {
-        defer { directory.remove() }
         let fifo = directory.file("pipe.png").path
         #expect(mkfifo(fifo, 0o600) == 0)
         let result = try await CLIRunner.runDetached(["info", "--json", fifo, directory.url.path])
@@ -238,7 +233,6 @@ struct InfoCommandTests {
 
     @Test("file:// URLs are read; http URLs are explained")
     func urls() async throws {
-        defer { directory.remove() }
         let path = try write(
             PNGCoder().encode(
                 DecodedImage(bitmap: GeneratedImages.gradient(width: 4, height: 4), format: .png),
@@ -276,7 +270,6 @@ struct InfoCommandTests {
 
     @Test("Plain output names each input")
     func plainText() async throws {
-        defer { directory.remove() }
         let path = try write(
             WebPCoder().encode(
                 DecodedImage(bitmap: GeneratedImages.gradient(width: 9, height: 7), format: .webp),

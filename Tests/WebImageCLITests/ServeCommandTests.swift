@@ -159,6 +159,7 @@ struct ServeCommandTests {
             "\(preset.stderr)"
         )
         let folder = try TemporaryDirectory(prefix: "webimage-watermark")
+        defer { folder.remove() }
         let notAnImage = folder.url.appendingPathComponent("mark.txt")
         try Data("not an image".utf8).write(to: notAnImage)
         for (arguments, expected) in [

@@ -43,7 +43,9 @@ struct ClientCertificateTests {
     }
 
     static func identity(_ identity: TestIdentity) throws -> ClientIdentity {
-        let der = try SecurityPolicy.certificates(contentsOf: try write(identity.certificatePEM))
+        let file = try write(identity.certificatePEM)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let der = try SecurityPolicy.certificates(contentsOf: file)
         return try ClientIdentity(certificateChain: der, privateKeyPEM: identity.privateKeyPEM)
     }
 

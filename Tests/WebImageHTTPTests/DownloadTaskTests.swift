@@ -108,7 +108,65 @@ struct DownloadTaskTests {
             #expect(error.code == .unacceptableStatusCode && error.statusCode == 404)
         }
         #expect(!FileManager.default.fileExists(atPath: destination.path))
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".download"), "the 404 page was kept")
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".download-validator"))
         directory.remove()
+        await context.finish()
+    }
+
+    @Test("A failed download keeps its partial file only when a later task can resume it")
+    func partialFilesOnFailure() async throws {
+        let context = try await HTTPTestContext.make()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let payload = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let destination = directory.file("photo.bin")
+        let partial = destination.path + ".download"
+        func download(_ path: String) async -> HTTPSessionError? {
+            do {
+                _ = try await context.session.download(.init(url: context.origin.url(path)), to: destination)
+                return nil
+            } catch { return error }
+        }
+
+        // Cut off without a validator: nothing could resume it, so nothing is left.
+        context.origin.setRoute(
+            "/plain",
+            OriginRoute(body: payload, behavior: .init(chunkSize: 50_000, truncateAfter: 100_000))
+        )
+        #expect(await download("/plain") != nil)
+        #expect(!FileManager.default.fileExists(atPath: partial), "an unresumable partial file was left")
+
+        // Cut off with an ETag: kept for the next task to resume.
+        context.origin.setRoute(
+            "/tagged",
+            OriginRoute(
+                headers: [("ETag", "\"t1\"")],
+                body: payload,
+                behavior: .init(chunkSize: 50_000, truncateAfter: 100_000)
+            )
+        )
+        #expect(await download("/tagged") != nil)
+        #expect(FileManager.default.fileExists(atPath: partial))
+
+        // A failure before any response (the origin gone) leaves that partial file as it was.
+        let kept = try Data(contentsOf: URL(fileURLWithPath: partial))
+        let stopped = try await OriginServer.start()
+        let unreachable = stopped.url("/tagged")
+        await stopped.stop()
+        do {
+            _ = try await context.session.download(.init(url: unreachable), to: destination)
+            Issue.record("a download from a stopped origin succeeded")
+        } catch {
+            #expect(error.code == .cannotConnect || error.code == .connectionLost, "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: partial)) == kept)
+
+        // An error status replaces it with nothing: its body is not part of the resource.
+        #expect(await download("/absent")?.statusCode == 404)
+        #expect(!FileManager.default.fileExists(atPath: partial), "the error page was kept as a partial file")
+        #expect(!FileManager.default.fileExists(atPath: destination.path + ".download-validator"))
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
         await context.finish()
     }
 }

@@ -19,15 +19,16 @@ extension CollectedBody: ResponseBodySink {
     }
 }
 
-/// Streams a download into `<destination>.download`; `commit()` moves it into place. The
-/// response's `ETag`/`Last-Modified` are kept beside a partial file so a later task can resume.
+/// Streams a download into `<destination>.download`; `close(success:)` moves it into place. The
+/// response's `ETag`/`Last-Modified` are kept beside a partial file so a later task can resume;
+/// a failed download that could not resume (an error status's body, or no validator) leaves nothing.
 final class FileBodySink: ResponseBodySink {
     let destination: URL
     let partialURL: URL
     let validatorURL: URL
-    private let state = Protected<(handle: FileHandle?, metrics: HTTPTaskMetrics?, resumeOffset: Int64)>(
-        (nil, nil, 0)
-    )
+    private let state = Protected<
+        (handle: FileHandle?, metrics: HTTPTaskMetrics?, resumeOffset: Int64, resumable: Bool?)
+    >((nil, nil, 0, nil))
 
     init(destination: URL) {
         self.destination = destination
@@ -62,12 +63,15 @@ final class FileBodySink: ResponseBodySink {
             }
             state.withLock { $0.resumeOffset = 0 }
         }
-        // Keep the validator so an interrupted download can resume.
-        if let validator = response.headers[.eTag] ?? response.headers[.lastModified] {
+        // Keep the validator so an interrupted download of the resource (not of an error page) can resume.
+        let validator = response.headers[.eTag] ?? response.headers[.lastModified]
+        let resumable = (200..<300).contains(response.statusCode) && validator != nil
+        if resumable, let validator {
             try Data(validator.utf8).write(to: validatorURL, options: .atomic)
         } else {
             try? fileManager.removeItem(at: validatorURL)
         }
+        state.withLock { $0.resumable = resumable }
         let handle = try FileHandle(forWritingTo: partialURL)
         if resuming { try handle.seekToEnd() } else { try handle.truncate(atOffset: 0) }
         state.withLock { $0.handle = handle }
@@ -82,15 +86,23 @@ final class FileBodySink: ResponseBodySink {
         try state.withLock { try $0.handle?.write(contentsOf: chunk) }
     }
 
-    /// Closes the file; on success moves it into place (replacing any file there).
+    /// Closes the file; on success moves it into place (replacing any file there). On failure it
+    /// keeps the partial file only when a later task can resume it.
     func close(success: Bool) throws {
-        let handle = state.withLock { state -> FileHandle? in
+        let (handle, resumable) = state.withLock { state -> (FileHandle?, Bool?) in
             defer { state.handle = nil }
-            return state.handle
+            return (state.handle, state.resumable)
         }
         try handle?.close()
-        guard success else { return }
         let fileManager = FileManager.default
+        guard success else {
+            // `nil`: no response began, so a partial file from an earlier task is left as it was.
+            if resumable == false {
+                try? fileManager.removeItem(at: partialURL)
+                try? fileManager.removeItem(at: validatorURL)
+            }
+            return
+        }
         if fileManager.fileExists(atPath: destination.path) { try fileManager.removeItem(at: destination) }
         try fileManager.moveItem(at: partialURL, to: destination)
         try? fileManager.removeItem(at: validatorURL)

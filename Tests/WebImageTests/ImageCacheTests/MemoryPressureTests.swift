@@ -5,12 +5,15 @@ import WebImageTestSupport
 
 /// cgroup files written into a temporary folder, read as the kernel's would be.
 @Suite("Memory limits from the cgroup, and purges under pressure")
-struct MemoryPressureTests {
+final class MemoryPressureTests {
+    /// One folder per test (Swift Testing makes a suite instance for each), removed on every path.
     let directory: TemporaryDirectory
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "webimage-cgroup")
     }
+
+    deinit { directory.remove() }
 
     /// A monitor of the cgroup files in the temporary folder, checking every 10 ms.
     func monitor() -> MemoryPressureMonitor {
@@ -32,7 +35,6 @@ struct MemoryPressureTests {
 
     @Test("cgroup v2 and v1 limits are read; 'max' and v1's huge value mean none")
     func limits() throws {
-        defer { directory.remove() }
         let memory = SystemMemory(cgroupDirectory: directory.url)
         #expect(memory.cgroupLimit == nil)
         #expect(memory.limit == ProcessInfo.processInfo.physicalMemory)
@@ -57,7 +59,6 @@ struct MemoryPressureTests {
 
     @Test("The process's cgroup folder comes from /proc/self/cgroup (v2 unified, v1 memory controller)")
     func processCgroup() throws {
-        defer { directory.remove() }
         let mount = directory.url.appendingPathComponent("fs")
         let service = mount.appendingPathComponent("system.slice/image.service")
         try write("max\n", "memory.max", in: service)
@@ -85,7 +86,6 @@ struct MemoryPressureTests {
 
     @Test("Over the threshold, watched caches purge to their watermark; under it, nothing is purged")
     func purgesUnderPressure() async throws {
-        defer { directory.remove() }
         try write("1000000\n", "memory.max")
         try write("500000\n", "memory.current")
         let monitor = monitor()
@@ -111,7 +111,6 @@ struct MemoryPressureTests {
 
     @Test("Without a cgroup limit nothing is polled; stopping ends the polling")
     func noLimitNoPolling() async throws {
-        defer { directory.remove() }
         try write("max\n", "memory.max")
         try write("999999999\n", "memory.current")
         let monitor = monitor()

@@ -16,6 +16,7 @@ struct DataURLTests {
     @Test("A base64 data: URL decodes, is kept in memory only, and joins the memory cache")
     func base64() async throws {
         let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
         let url = try #require(URL(string: "data:image/png;base64," + Self.png().base64EncodedString()))
         let first = try await fixture.manager.loadImage(with: url)
         #expect(first.image?.width == 30 && first.image?.height == 20 && first.cacheType == .none)
@@ -28,6 +29,7 @@ struct DataURLTests {
     @Test("Percent-encoded bytes decode too; malformed, oversized and non-image URLs fail, naming the cause")
     func percentAndFailures() async throws {
         let fixture = try ManagerFixture()
+        defer { fixture.folder.remove() }
         let escaped = try Self.png().map { String(format: "%%%02X", $0) }.joined()
         let image = try await fixture.manager.loadImage(with: try #require(URL(string: "data:image/png," + escaped)))
         #expect(image.image?.width == 30)
