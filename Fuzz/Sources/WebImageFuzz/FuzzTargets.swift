@@ -104,9 +104,11 @@ enum FuzzTargets {
         _ = cache.entries()
     }
 
+    /// This process's scratch folder, removed when the fuzzer exits (libFuzzer ends with `exit`).
     static let diskFolder: URL = {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webimage-fuzz-\(getpid())")
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: FuzzTargets.diskFolder) }
         return folder
     }()
 
