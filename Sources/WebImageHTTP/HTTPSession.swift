@@ -234,8 +234,8 @@ public final class HTTPSession: Sendable {
     /// bounded), which is moved into place when the task succeeds with a 2xx status. With
     /// `resume`, a partial file left by an earlier attempt continues with `Range`/`If-Range`
     /// (the server may answer with the whole body instead). A failed task keeps its partial file
-    /// (`<destination>.download`) only when it can resume: a 2xx response with an `ETag` or
-    /// `Last-Modified`, cut off; an error status's body is removed. It starts suspended.
+    /// (`<destination>.download`) only when it can resume: a 2xx response with a strong `ETag` or
+    /// a `Last-Modified`, cut off; an error status's body is removed. It starts suspended.
     public func downloadTask(
         with request: Request,
         to destination: URL,

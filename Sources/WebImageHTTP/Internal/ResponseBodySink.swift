@@ -20,7 +20,7 @@ extension CollectedBody: ResponseBodySink {
 }
 
 /// Streams a download into `<destination>.download`; `close(success:)` moves it into place. The
-/// response's `ETag`/`Last-Modified` are kept beside a partial file so a later task can resume;
+/// response's strong `ETag` (else `Last-Modified`) is kept beside a partial file so a later task can resume;
 /// a failed download that could not resume (an error status's body, or no validator) leaves nothing.
 final class FileBodySink: ResponseBodySink {
     let destination: URL
@@ -63,8 +63,10 @@ final class FileBodySink: ResponseBodySink {
             }
             state.withLock { $0.resumeOffset = 0 }
         }
-        // Keep the validator so an interrupted download of the resource (not of an error page) can resume.
-        let validator = response.headers[.eTag] ?? response.headers[.lastModified]
+        // Keep the validator so an interrupted download of the resource (not of an error page) can
+        // resume. `If-Range` takes a strong validator only: a weak ETag would get the whole body again.
+        let strongETag = response.headers[.eTag].flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        let validator = strongETag ?? response.headers[.lastModified]
         let resumable = (200..<300).contains(response.statusCode) && validator != nil
         if resumable, let validator {
             try Data(validator.utf8).write(to: validatorURL, options: .atomic)
