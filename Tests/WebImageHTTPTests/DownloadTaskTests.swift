@@ -128,37 +128,21 @@ struct DownloadTaskTests {
                 return nil
             } catch { return error }
         }
+        /// A download of `path` whose origin sends `headers` and hangs up after a third of the body.
+        func cutOff(_ path: String, headers: [(String, String)]) async -> HTTPSessionError? {
+            let behavior = OriginRoute.Behavior(chunkSize: 50_000, truncateAfter: 100_000)
+            context.origin.setRoute(path, OriginRoute(headers: headers, body: payload, behavior: behavior))
+            return await download(path)
+        }
 
-        // Cut off without a validator: nothing could resume it, so nothing is left.
-        context.origin.setRoute(
-            "/plain",
-            OriginRoute(body: payload, behavior: .init(chunkSize: 50_000, truncateAfter: 100_000))
-        )
-        #expect(await download("/plain") != nil)
+        // Without a validator nothing could resume it, so nothing is left.
+        #expect(await cutOff("/plain", headers: []) != nil)
         #expect(!FileManager.default.fileExists(atPath: partial), "an unresumable partial file was left")
-
         // A weak ETag cannot make If-Range work (RFC 9110 13.1.5): nothing is left either.
-        context.origin.setRoute(
-            "/weak",
-            OriginRoute(
-                headers: [("ETag", "W/\"w1\"")],
-                body: payload,
-                behavior: .init(chunkSize: 50_000, truncateAfter: 100_000)
-            )
-        )
-        #expect(await download("/weak") != nil)
+        #expect(await cutOff("/weak", headers: [("ETag", "W/\"w1\"")]) != nil)
         #expect(!FileManager.default.fileExists(atPath: partial), "a partial file only a weak ETag validates was left")
-
-        // Cut off with a strong ETag: kept for the next task to resume.
-        context.origin.setRoute(
-            "/tagged",
-            OriginRoute(
-                headers: [("ETag", "\"t1\"")],
-                body: payload,
-                behavior: .init(chunkSize: 50_000, truncateAfter: 100_000)
-            )
-        )
-        #expect(await download("/tagged") != nil)
+        // With a strong ETag it is kept for the next task to resume.
+        #expect(await cutOff("/tagged", headers: [("ETag", "\"t1\"")]) != nil)
         #expect(FileManager.default.fileExists(atPath: partial))
 
         // A failure before any response (the origin gone) leaves that partial file as it was.
