@@ -21,7 +21,13 @@ extension HTTPSession {
         var metrics: HTTPTaskMetrics
         var outcome: HTTPSessionError?
         let host = HostAdmission.key(for: url)
-        if await admission.enter(host, taskIdentifier: task.taskIdentifier, priority: { task.priority }) {
+        let entered = await admission.enter(
+            host,
+            taskIdentifier: task.taskIdentifier,
+            arrival: task.startOrder,
+            priority: { task.priority }
+        )
+        if entered {
             do {
                 metrics = try await exchange(task, delegate: delegate, body: body)
             } catch {

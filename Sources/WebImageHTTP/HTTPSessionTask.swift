@@ -32,9 +32,12 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var uploadProgress: Progress?
         var taskDescription: String?
         var priority = HTTPSessionTask.defaultPriority
+        /// When the task was started, among all tasks of the process (0 before it starts).
+        var startOrder: UInt64 = 0
     }
 
     private static let nextIdentifier = Atomic<Int>(1)
+    private static let nextStartOrder = Atomic<UInt64>(1)
 
     /// Unique within the process.
     public let taskIdentifier: Int
@@ -137,6 +140,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     public func resume() {
         let (action, parked) = storage.withLock { storage in
             let action = storage.machine.resume()
+            if action == .start { storage.startOrder = Self.takeStartOrder() }
             defer { if action == .unpause { storage.pausedRunner = nil } }
             return (action, action == .unpause ? storage.pausedRunner : nil)
         }
@@ -147,10 +151,22 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         storage.withLock { $0.work = work }
     }
 
+    /// When the task was started relative to the process's other tasks: tasks of equal priority
+    /// waiting for a host go in this order, whatever order their Swift tasks first run in.
+    var startOrder: UInt64 { storage.withLock { $0.startOrder } }
+
+    private static func takeStartOrder() -> UInt64 {
+        nextStartOrder.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
     /// Runs the task in the calling Swift task (the `async` APIs use this: no extra task hop).
     /// Cancelling the calling task cancels it; `cancel()` works as for a resumed task.
     func runInCurrentTask() async {
-        let action = storage.withLock { $0.machine.resume() }
+        let action = storage.withLock { storage in
+            let action = storage.machine.resume()
+            if action == .start { storage.startOrder = Self.takeStartOrder() }
+            return action
+        }
         guard action == .start else { return }
         post(Self.didResumeNotification)
         await withTaskCancellationHandler {

@@ -67,6 +67,22 @@ struct TaskPriorityTests {
         }
     }
 
+    @Test("Waiters of equal priority go in start order, not in the order their Swift tasks reach the gate")
+    func startOrderBeatsArrival() async throws {
+        let admission = HostAdmission(limit: 1)
+        let admitted = AdmissionLog()
+        #expect(await admission.enter("h", taskIdentifier: 1, arrival: 1, priority: { 0.5 }))
+        let startedLater = admitted.wait(admission, identifier: 3, arrival: 3)
+        try await Self.waitUntil { admission.waitingCount("h") == 1 }
+        let startedEarlier = admitted.wait(admission, identifier: 2, arrival: 2)
+        try await Self.waitUntil { admission.waitingCount("h") == 2 }
+        admission.leave("h")
+        await startedLater.value
+        await startedEarlier.value
+        #expect(admitted.identifiers.withLock { $0 } == [2, 3])
+        #expect(admission.waitingCount("h") == 0)
+    }
+
     @Test(
         "A task cancelled while it waits completes cancelled without a request; the rest run, never more than the limit at once"
     )
@@ -105,6 +121,21 @@ struct TaskPriorityTests {
             #expect(context.origin.requestCount(for: "/slow") == 6)
             #expect(context.origin.maxConcurrentRequests == 2)
             #expect(context.session.admission.waitingCount(host) == 0)
+        }
+    }
+}
+
+/// The tasks a ``HostAdmission`` let through, in order.
+private final class AdmissionLog: Sendable {
+    let identifiers = Mutex<[Int]>([])
+
+    /// A Swift task that waits at `admission`'s host "h", logs its admission and leaves.
+    func wait(_ admission: HostAdmission, identifier: Int, arrival: UInt64) -> Task<Void, Never> {
+        Task {
+            guard await admission.enter("h", taskIdentifier: identifier, arrival: arrival, priority: { 0.5 })
+            else { return }
+            identifiers.withLock { $0.append(identifier) }
+            admission.leave("h")
         }
     }
 }

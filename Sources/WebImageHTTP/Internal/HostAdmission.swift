@@ -2,7 +2,7 @@ import Foundation
 import WebImageCoders
 
 /// At most `limit` tasks in flight per host (scheme, host and port); the others wait, the
-/// highest ``HTTPSessionTask/priority`` first and, at equal priority, the first to ask.
+/// highest ``HTTPSessionTask/priority`` first and, at equal priority, the first started.
 ///
 /// URLSession's `httpMaximumConnectionsPerHost` and task priorities, in one place: the gate a
 /// task passes before its first request and leaves when it ends (redirects included), so the
@@ -12,6 +12,7 @@ final class HostAdmission: Sendable {
     private struct Waiter {
         let taskIdentifier: Int
         var priority: Float
+        /// The task's start order: `resume()` calls, not the order their Swift tasks reach the gate.
         let arrival: UInt64
         let continuation: HandOffContinuation<Bool, Never>
 
@@ -28,7 +29,6 @@ final class HostAdmission: Sendable {
 
     private struct State {
         var hosts: [String: Host] = [:]
-        var arrivals: UInt64 = 0
     }
 
     let limit: Int
@@ -48,7 +48,8 @@ final class HostAdmission: Sendable {
     /// cancelled first (no place is then held). Pair every `true` with one ``leave(_:)``.
     /// `priority` is read under the gate's lock, so a change made while the task is being
     /// queued is seen either here or by ``reprioritize(_:taskIdentifier:priority:)``.
-    func enter(_ host: String, taskIdentifier: Int, priority: () -> Float) async -> Bool {
+    /// `arrival` orders waiters of equal priority (lowest first).
+    func enter(_ host: String, taskIdentifier: Int, arrival: UInt64, priority: () -> Float) async -> Bool {
         let admitted = state.withLock { state -> Bool in
             if state.hosts[host, default: Host()].running < limit, state.hosts[host]?.waiters.isEmpty != false {
                 state.hosts[host, default: Host()].running += 1
@@ -69,12 +70,11 @@ final class HostAdmission: Sendable {
                         state.hosts[host] = entry
                         return true
                     }
-                    state.arrivals += 1
                     entry.waiters.append(
                         Waiter(
                             taskIdentifier: taskIdentifier,
                             priority: priority(),
-                            arrival: state.arrivals,
+                            arrival: arrival,
                             continuation: continuation
                         )
                     )
