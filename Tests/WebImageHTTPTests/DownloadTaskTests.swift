@@ -75,7 +75,9 @@ struct DownloadTaskTests {
         }
         await context.finish()
         let written = (try FileManager.default.attributesOfItem(atPath: destination.path)[.size] as? NSNumber)?.intValue
-        guard written == size else { throw LargeDownloadFailure(description: "wrote \(written ?? -1) of \(size) bytes") }
+        guard written == size else {
+            throw LargeDownloadFailure(description: "wrote \(written ?? -1) of \(size) bytes")
+        }
         guard !FileManager.default.fileExists(atPath: destination.path + ".download") else {
             throw LargeDownloadFailure(description: "the partial file stayed beside the destination")
         }
