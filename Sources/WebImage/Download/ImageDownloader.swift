@@ -176,9 +176,11 @@ public final class ImageDownloader: Sendable {
         switch outcome {
         case .joined: break
         case .queued:
-            // Start from another thread: `download` never runs operations, progress handlers or
-            // notification observers on the caller's stack (callers may hold their own locks).
-            DispatchQueue.global().async { [weak self] in self?.startWaiting() }
+            // Start in a Swift task of its own: `download` never runs operations, progress
+            // handlers or notification observers on the caller's stack (callers may hold their
+            // own locks). A task, not a dispatch block: the operation's HTTP task starts on the
+            // same pool, so one thread pool is woken instead of two.
+            Task { [weak self] in self?.startWaiting() }
         case .refused:
             completed(
                 nil,
