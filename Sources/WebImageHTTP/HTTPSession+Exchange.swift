@@ -24,7 +24,7 @@ extension HTTPSession {
         let entered = await admission.enter(
             host,
             taskIdentifier: task.taskIdentifier,
-            arrival: task.startOrder,
+            startOrder: task.startOrder,
             priority: { task.priority }
         )
         if entered {

@@ -71,10 +71,10 @@ struct TaskPriorityTests {
     func startOrderBeatsArrival() async throws {
         let admission = HostAdmission(limit: 1)
         let admitted = AdmissionLog()
-        #expect(await admission.enter("h", taskIdentifier: 1, arrival: 1, priority: { 0.5 }))
-        let startedLater = admitted.wait(admission, identifier: 3, arrival: 3)
+        #expect(await admission.enter("h", taskIdentifier: 1, startOrder: 1, priority: { 0.5 }))
+        let startedLater = admitted.wait(admission, identifier: 3, startOrder: 3)
         try await Self.waitUntil { admission.waitingCount("h") == 1 }
-        let startedEarlier = admitted.wait(admission, identifier: 2, arrival: 2)
+        let startedEarlier = admitted.wait(admission, identifier: 2, startOrder: 2)
         try await Self.waitUntil { admission.waitingCount("h") == 2 }
         admission.leave("h")
         await startedLater.value
@@ -130,9 +130,9 @@ private final class AdmissionLog: Sendable {
     let identifiers = Mutex<[Int]>([])
 
     /// A Swift task that waits at `admission`'s host "h", logs its admission and leaves.
-    func wait(_ admission: HostAdmission, identifier: Int, arrival: UInt64) -> Task<Void, Never> {
+    func wait(_ admission: HostAdmission, identifier: Int, startOrder: UInt64) -> Task<Void, Never> {
         Task {
-            guard await admission.enter("h", taskIdentifier: identifier, arrival: arrival, priority: { 0.5 })
+            guard await admission.enter("h", taskIdentifier: identifier, startOrder: startOrder, priority: { 0.5 })
             else { return }
             identifiers.withLock { $0.append(identifier) }
             admission.leave("h")

@@ -12,13 +12,14 @@ final class HostAdmission: Sendable {
     private struct Waiter {
         let taskIdentifier: Int
         var priority: Float
-        /// The task's start order: `resume()` calls, not the order their Swift tasks reach the gate.
-        let arrival: UInt64
+        /// ``HTTPSessionTask/startOrder``: `resume()` calls, not the order their Swift tasks reach
+        /// the gate.
+        let startOrder: UInt64
         let continuation: HandOffContinuation<Bool, Never>
 
         /// Whether this waiter goes before `other`.
         func precedes(_ other: Waiter) -> Bool {
-            priority != other.priority ? priority > other.priority : arrival < other.arrival
+            priority != other.priority ? priority > other.priority : startOrder < other.startOrder
         }
     }
 
@@ -48,8 +49,8 @@ final class HostAdmission: Sendable {
     /// cancelled first (no place is then held). Pair every `true` with one ``leave(_:)``.
     /// `priority` is read under the gate's lock, so a change made while the task is being
     /// queued is seen either here or by ``reprioritize(_:taskIdentifier:priority:)``.
-    /// `arrival` orders waiters of equal priority (lowest first).
-    func enter(_ host: String, taskIdentifier: Int, arrival: UInt64, priority: () -> Float) async -> Bool {
+    /// `startOrder` orders waiters of equal priority (lowest first).
+    func enter(_ host: String, taskIdentifier: Int, startOrder: UInt64, priority: () -> Float) async -> Bool {
         let admitted = state.withLock { state -> Bool in
             if state.hosts[host, default: Host()].running < limit, state.hosts[host]?.waiters.isEmpty != false {
                 state.hosts[host, default: Host()].running += 1
@@ -74,7 +75,7 @@ final class HostAdmission: Sendable {
                         Waiter(
                             taskIdentifier: taskIdentifier,
                             priority: priority(),
-                            arrival: arrival,
+                            startOrder: startOrder,
                             continuation: continuation
                         )
                     )
