@@ -78,6 +78,14 @@ extension HTTPSession {
             return length
         }
 
+        /// The validator a request continuing this response's body sends in `If-Range`: its
+        /// strong `ETag`, else its `Last-Modified`; `nil` when it has neither (`If-Range` takes
+        /// no weak ETag).
+        public var rangeValidator: String? {
+            let etag = headers[values: .eTag].first.flatMap { $0.hasPrefix("W/") ? nil : $0 }
+            return etag ?? headers[values: .lastModified].first
+        }
+
         /// The media type of `Content-Type` without parameters, lowercased (`image/png`).
         public var mimeType: String? {
             guard let value = headers.first(where: { $0.name == .contentType })?.value else { return nil }

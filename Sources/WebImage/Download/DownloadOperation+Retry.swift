@@ -65,8 +65,7 @@ extension DownloadOperation {
         guard let response, response.statusCode == 200, !data.isEmpty,
             response.headers[values: .acceptRanges].contains(where: { $0.lowercased() == "bytes" })
         else { return nil }
-        let etag = response.headers[values: .eTag].first.flatMap { $0.hasPrefix("W/") ? nil : $0 }
-        guard let validator = etag ?? response.headers[values: .lastModified].first else { return nil }
+        guard let validator = response.rangeValidator else { return nil }
         return PartialBody(data: data, validator: validator)
     }
 

@@ -64,9 +64,8 @@ final class FileBodySink: ResponseBodySink {
             state.withLock { $0.resumeOffset = 0 }
         }
         // Keep the validator so an interrupted download of the resource (not of an error page) can
-        // resume. `If-Range` takes a strong validator only: a weak ETag would get the whole body again.
-        let strongETag = response.headers[.eTag].flatMap { $0.hasPrefix("W/") ? nil : $0 }
-        let validator = strongETag ?? response.headers[.lastModified]
+        // resume.
+        let validator = response.rangeValidator
         let resumable = (200..<300).contains(response.statusCode) && validator != nil
         if resumable, let validator {
             try Data(validator.utf8).write(to: validatorURL, options: .atomic)
