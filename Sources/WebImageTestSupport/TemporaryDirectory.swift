@@ -1,6 +1,11 @@
 import Foundation
+import Synchronization
 
 /// A fresh directory under the system temporary directory, removed by `remove()`.
+///
+/// A disk cache's queued write can re-create a folder a test has just removed (a cache puts its
+/// folder back when it is missing), so removed folders are removed once more when the test
+/// process exits.
 public struct TemporaryDirectory: Sendable {
     public let url: URL
 
@@ -13,5 +18,26 @@ public struct TemporaryDirectory: Sendable {
 
     public func remove() {
         try? FileManager.default.removeItem(at: url)
+        RemovedFolders.shared.add(url)
+    }
+}
+
+/// The folders `TemporaryDirectory.remove()` removed, removed again at exit.
+private final class RemovedFolders: Sendable {
+    static let shared = RemovedFolders()
+
+    private let urls = Mutex<[URL]>([])
+
+    private init() {
+        atexit { RemovedFolders.shared.removeAll() }
+    }
+
+    func add(_ url: URL) { urls.withLock { $0.append(url) } }
+
+    private func removeAll() {
+        let urls = urls.withLock { $0 }
+        for url in urls where FileManager.default.fileExists(atPath: url.path) {
+            try? FileManager.default.removeItem(at: url)
+        }
     }
 }
