@@ -15,6 +15,9 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
              session's cost apart from the downloader's, the manager's and the CLI's
   raw        webimage fetch --concurrency 6 --options avoid-decode-image (bytes only)
   decoded    webimage fetch --concurrency 6 (each image decoded to RGBA)
+  decoded, from files  the same files as file:// URLs (read on the disk-read queue, decoded on
+             the decode queue): the pipeline's cost without HTTP, beside the C decode that reads
+             the same files
   C decode   libjpeg-turbo decoding the same files from disk on both cores
              (`webimage-benchmarks --decode-floor 2`; the decoded floor)
   start      webimage fetch (and, with --http-benchmarks, the AsyncHTTPClient benchmark) given an
@@ -163,6 +166,9 @@ def main():
         url_list = os.path.join(scratch, "urls.txt")
         with open(url_list, "w") as f:
             f.write("\n".join(urls) + "\n")
+        file_list = os.path.join(scratch, "files.txt")
+        with open(file_list, "w") as f:
+            f.write("".join(f"file://{path}\n" for path in files))
         empty_list = os.path.join(scratch, "empty.txt")
         open(empty_list, "w").close()
         curl_config = os.path.join(scratch, "curl.conf")
@@ -183,6 +189,7 @@ def main():
             "curl": ["curl", "--silent", "--fail", "--parallel", "--parallel-max", c, "--config", curl_config],
             "raw": fetch + ["--options", "avoid-decode-image"],
             "decoded": fetch,
+            "decoded, from files": fetch_list(file_list),
             "C decode": [args.benchmarks, "--decode-floor", "2"] + files,
             "webimage start": fetch_list(empty_list),
         }
@@ -194,7 +201,7 @@ def main():
                         "AsyncHTTPClient start": client_list(empty_list),
                         **commands}
             order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "HTTPSession", "raw", "decoded",
-                     "C decode",
+                     "decoded, from files", "C decode",
                      "webimage start", "AsyncHTTPClient start")
             commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
@@ -226,6 +233,9 @@ def main():
             "peak_rss_mb": {name: round(value, 1) for name, value in rss.items()},
             "raw_over_curl": round(median["raw"] / median["curl"], 2),
             "decoded_over_c_decode": round(median["decoded"] / median["C decode"], 2),
+            "decoded_from_files_over_c_decode": round(median["decoded, from files"] / median["C decode"], 2),
+            "decoded_from_files_cpu_over_c_decode_cpu": round(
+                median_cpu["decoded, from files"] / median_cpu["C decode"], 2),
         }
         if "AsyncHTTPClient" in median:
             result["async_http_client_over_curl"] = round(median["AsyncHTTPClient"] / median["curl"], 2)
@@ -244,7 +254,9 @@ def main():
             print(f"| {name} | {median[name]:.3f} | {median[name] * 1000 / args.count:.2f} | {median_cpu[name]:.3f} "
                   f"| {rss[name]:.0f} |")
         print(f"\nraw / curl = {result['raw_over_curl']}; "
-              f"decoded / C decode = {result['decoded_over_c_decode']} (issue 46's target ≤ 1.3)")
+              f"decoded / C decode = {result['decoded_over_c_decode']} (issue 46's target ≤ 1.3); "
+              f"without HTTP (decoded from files / C decode) = {result['decoded_from_files_over_c_decode']}, "
+              f"by CPU {result['decoded_from_files_cpu_over_c_decode_cpu']}")
         if "AsyncHTTPClient" in median:
             print(f"AsyncHTTPClient alone / curl = {result['async_http_client_over_curl']}; "
                   f"raw / AsyncHTTPClient = {result['raw_over_async_http_client']} (issue 46's target ≤ 1.15); "
