@@ -41,8 +41,8 @@ struct wi_jpeg_error {
     int limit_hit;
 };
 
-// The compressed bytes, handed to libjpeg one unit at a time (a marker segment, or a scan's header
-// with its entropy-coded data, read in place), so that once `skips_unread_scans` is set the AC
+// The compressed bytes, handed to libjpeg one unit at a time (a marker segment, a scan's header,
+// then its entropy-coded data, read in place), so that once `skips_unread_scans` is set the AC
 // scans of a component whose scaled output reads only the DC are left out whole.
 typedef struct {
     struct jpeg_source_mgr pub;
@@ -50,6 +50,13 @@ typedef struct {
     size_t size;
     /// The offset of the first byte not yet handed to libjpeg.
     size_t next;
+    /// The last unit handed was a scan's header: the next is its entropy-coded data.
+    int at_scan_data;
+    /// A scan's data is handed alone, up to the marker after it (a search through it), so that
+    /// scans can be skipped or a baseline scan read ahead: set for decodes at a reduced scale.
+    /// Otherwise the data goes to libjpeg to the end at once, as `jpeg_mem_src` hands it (libjpeg
+    /// reads the markers after it itself), with no search.
+    int bounds_scans;
     int skips_unread_scans;
     /// For each component: its id, and whether its scaled inverse DCT reads the DC alone.
     int component_ids[MAX_COMPONENTS];
@@ -138,8 +145,8 @@ static size_t wi_jpeg_next_marker(const uint8_t *data, size_t size, size_t start
     return size;
 }
 
-// The end of the unit at `start`: a fill byte, a marker without a segment, a marker segment, a
-// scan header with its entropy-coded data, or stray bytes up to the next marker.
+// The end of the unit at `start`: a fill byte, a marker without a segment, a marker segment (a scan's
+// header alone), or stray bytes up to the next marker.
 static size_t wi_jpeg_unit_end(const uint8_t *data, size_t size, size_t start) {
     if (data[start] != 0xFF || start + 1 >= size) return wi_jpeg_next_marker(data, size, start + 1);
     int marker = data[start + 1];
@@ -150,12 +157,15 @@ static size_t wi_jpeg_unit_end(const uint8_t *data, size_t size, size_t start) {
     }
     if (start + 4 > size) return size;
     size_t end = start + 2 + ((size_t)data[start + 2] << 8 | data[start + 3]);
-    if (end > size) return size;
-    return marker == 0xDA ? wi_jpeg_next_marker(data, size, end) : end;
+    return end > size ? size : end;
 }
 
-// Whether the unit at `start` is a scan the output never reads: an AC scan of a component whose
-// scaled inverse DCT reads the DC alone. (A component that reads some AC coefficients needs all
+static int wi_jpeg_is_scan_header(const uint8_t *data, size_t size, size_t start) {
+    return start + 1 < size && data[start] == 0xFF && data[start + 1] == 0xDA;
+}
+
+// Whether the scan whose header is [start, end) is one the output never reads: an AC scan of a
+// component whose scaled inverse DCT reads the DC alone. (A component that reads some AC coefficients needs all
 // its AC scans: a refinement scan's codes depend on every earlier scan of its band.)
 static int wi_jpeg_scan_unread(const wi_jpeg_source *source, size_t start, size_t end) {
     const uint8_t *unit = source->data + start;
@@ -174,9 +184,23 @@ static boolean wi_jpeg_source_fill(j_decompress_ptr info) {
     wi_jpeg_source *source = (wi_jpeg_source *)info->src;
     while (source->next < source->size) {
         size_t start = source->next;
-        size_t end = wi_jpeg_unit_end(source->data, source->size, start);
-        source->next = end;
-        if (source->skips_unread_scans && wi_jpeg_scan_unread(source, start, end)) continue;
+        size_t end;
+        if (source->at_scan_data) {
+            source->at_scan_data = 0;
+            end = source->bounds_scans ? wi_jpeg_next_marker(source->data, source->size, start) : source->size;
+            source->next = end;
+            if (end == start) continue;  // no data: the marker after the header is the next unit
+        } else {
+            end = wi_jpeg_unit_end(source->data, source->size, start);
+            if (wi_jpeg_is_scan_header(source->data, source->size, start)) {
+                if (source->skips_unread_scans && wi_jpeg_scan_unread(source, start, end)) {
+                    source->next = wi_jpeg_next_marker(source->data, source->size, end);  // header and data
+                    continue;
+                }
+                source->at_scan_data = 1;
+            }
+            source->next = end;
+        }
         source->pub.next_input_byte = source->data + start;
         source->pub.bytes_in_buffer = end - start;
         return TRUE;
@@ -273,6 +297,7 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     struct jpeg_decompress_struct *info = &decoder->info;
     info->out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
+    decoder->source.bounds_scans = info->scale_num < info->scale_denom;
     // A progressive image read at 1/8: the luma's (and any full-resolution plane's) scaled inverse
     // DCT reads the DC alone, so that plane's AC scans (most of the file) are left out unread.
     // For a whole file the pixels are those of reading every scan; block smoothing, which guesses
@@ -296,9 +321,13 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     }
     // A baseline image at 1/8: the planes that read only the DC have their AC codes skipped in
     // bulk (jpeg_scan_ahead.c); the pixels are libjpeg's either way. Not when the scan runs to the
-    // data's end (data still arriving, as for previews): it could not read exactly.
-    if (info->scale_num < info->scale_denom && decoder->source.next < decoder->source.size) {
-        (void)wi_jpeg_scan_ahead(info);
+    // data's end (data still arriving, as for previews): it could not read exactly. The scan's
+    // data is handed now if libjpeg has not asked for it yet (it asks at the first row).
+    if (info->scale_num < info->scale_denom) {
+        if (info->src->bytes_in_buffer == 0 && decoder->source.at_scan_data) {
+            (void)wi_jpeg_source_fill(info);  // never suspends; at the end, 2 bytes of fake EOI
+        }
+        if (decoder->source.next < decoder->source.size) (void)wi_jpeg_scan_ahead(info);
     }
     return WI_OK;
 }
