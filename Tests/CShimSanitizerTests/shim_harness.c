@@ -485,9 +485,11 @@ static size_t last_scan_chunks;
 
 /// Whether the shim decodes `data` at 1/8 as libjpeg alone does: both fail, or both give the same
 /// pixels. `skipped` (may be NULL) is set when the scan was read ahead, not by libjpeg.
-static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, int *skipped) {
+// Whether our decoder at `scale_num`/8 gives libjpeg's pixels from `jpeg_mem_src` (or fails where
+// libjpeg fails). `skipped`: whether the scan was read ahead.
+static int scaled_matches_libjpeg(const uint8_t *data, size_t size, unsigned scale_num, int cmyk, int *skipped) {
     size_t expected_size = 0;
-    uint8_t *expected = reference_jpeg_decode(data, size, 1, cmyk, NULL, &expected_size);
+    uint8_t *expected = reference_jpeg_decode(data, size, scale_num, cmyk, NULL, &expected_size);
     wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, size);
     if (decoder == NULL) {
         free(expected);
@@ -497,7 +499,7 @@ static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, in
     uint8_t *pixels = NULL;
     wi_status status = wi_jpeg_read_header(decoder);
     if (status == WI_OK) {
-        info->scale_num = 1;
+        info->scale_num = scale_num;
         info->scale_denom = 8;
         status = wi_jpeg_start(decoder, cmyk);
     }
@@ -520,6 +522,10 @@ static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, in
     free(pixels);
     free(expected);
     return same;
+}
+
+static int eighth_matches_libjpeg(const uint8_t *data, size_t size, int cmyk, int *skipped) {
+    return scaled_matches_libjpeg(data, size, 1, cmyk, skipped);
 }
 
 /// Smooth gradients with a little noise, as photos are: their blocks have a few AC coefficients
@@ -568,6 +574,10 @@ static void test_jpeg_scan_ahead(const image *photo) {
                   recipe.restart, recipe.optimize, recipe.quality, size[0], size[1]);
             CHECK(skipped, "%s, restart %u, optimized %d, %ux%u: the scan was not read ahead", layouts[l].name,
                   recipe.restart, recipe.optimize, size[0], size[1]);
+            // At full size the scan's data goes to libjpeg whole, as from jpeg_mem_src.
+            CHECK(scaled_matches_libjpeg(data, length, 8, layouts[l].space == JCS_CMYK, NULL),
+                  "%s, restart %u, optimized %d, %ux%u: the pixels at full size differ from libjpeg's",
+                  layouts[l].name, recipe.restart, recipe.optimize, size[0], size[1]);
             free(data);
             free(picture.pixels);
             checked++;
@@ -628,6 +638,8 @@ static void test_jpeg_scan_ahead(const image *photo) {
               trial % 5, at);
         // A scan that runs to the data's end (a cut file, or one still arriving) is not read ahead.
         CHECK(trial % 5 != 4 || !ahead, "a file cut at %zu was read ahead", at);
+        CHECK(scaled_matches_libjpeg(damaged, damaged_length, 8, 0, NULL),
+              "damage %d at %zu: the pixels at full size differ from libjpeg's", trial % 5, at);
         if (ahead) read_ahead++; else fell_back++;
     }
     CHECK(fell_back > 100, "only %d damaged files were left to libjpeg", fell_back);
