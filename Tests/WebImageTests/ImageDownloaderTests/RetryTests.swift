@@ -65,31 +65,36 @@ struct RetryTests {
         #expect(origin.requestCount(for: "/busy.png") == 1)
     }
 
-    @Test("A body cut at half resumes with Range and If-Range: the rest only, and the same bytes")
-    func resumes() async throws {
+    /// Loads `/big.png` (``large``, served with `etag` and `Accept-Ranges: bytes`) through a
+    /// downloader that retries once a second: the first response is cut at half, the second is
+    /// whole (the retry waits a second for the switch). Returns the result and the requests.
+    static func loadCutOnce(etag: String) async throws -> (ImageDownloadResult, [OriginRecordedRequest]) {
         let origin = try await OriginServer.start()
         defer { Task { await origin.stop() } }
-        let half = Self.large.count / 2
         var cut = OriginRoute(
-            headers: [("Content-Type", "image/png"), ("ETag", "\"big\""), ("Accept-Ranges", "bytes")],
-            body: Self.large
+            headers: [("Content-Type", "image/png"), ("ETag", etag), ("Accept-Ranges", "bytes")],
+            body: large
         )
-        cut.behavior.truncateAfter = half
+        cut.behavior.truncateAfter = large.count / 2
         origin.setRoute("/big.png", cut)
-        // The second attempt is answered whole (the retry waits a second for the switch).
         let whole = Task {
             await waitUntil({ origin.requestCount(for: "/big.png") >= 1 }, timeout: .seconds(40))
             cut.behavior.truncateAfter = nil
             origin.setRoute("/big.png", cut)
         }
-        let downloader = Self.downloader(
-            BackoffRetryStrategy(maximumRetryCount: 2, initialDelay: .seconds(1), jitter: 0)
-        )
+        let downloader = downloader(BackoffRetryStrategy(maximumRetryCount: 2, initialDelay: .seconds(1), jitter: 0))
         let result = try await downloader.image(with: origin.url("/big.png"))
         await whole.value
+        #expect(downloader.resumableData.byteCount == 0)
+        return (result, origin.requests.filter { $0.path == "/big.png" })
+    }
+
+    @Test("A body cut at half resumes with Range and If-Range: the rest only, and the same bytes")
+    func resumes() async throws {
+        let half = Self.large.count / 2
+        let (result, requests) = try await Self.loadCutOnce(etag: "\"big\"")
         #expect(result.data == Self.large)
         #expect(result.image?.width == 180)
-        let requests = origin.requests.filter { $0.path == "/big.png" }
         #expect(requests.count == 2)
         #expect(requests.first?.header("range") == nil)
         // The retry asks for the rest of what arrived (the origin's close may drop some of the
@@ -106,32 +111,13 @@ struct RetryTests {
 
     @Test("A body cut under a weak ETag is retried whole: If-Range takes no weak validator")
     func weakValidatorStartsOver() async throws {
-        let origin = try await OriginServer.start()
-        defer { Task { await origin.stop() } }
-        var cut = OriginRoute(
-            headers: [("Content-Type", "image/png"), ("ETag", "W/\"big\""), ("Accept-Ranges", "bytes")],
-            body: Self.large
-        )
-        cut.behavior.truncateAfter = Self.large.count / 2
-        origin.setRoute("/big.png", cut)
-        let whole = Task {
-            await waitUntil({ origin.requestCount(for: "/big.png") >= 1 }, timeout: .seconds(40))
-            cut.behavior.truncateAfter = nil
-            origin.setRoute("/big.png", cut)
-        }
-        let downloader = Self.downloader(
-            BackoffRetryStrategy(maximumRetryCount: 2, initialDelay: .seconds(1), jitter: 0)
-        )
-        let result = try await downloader.image(with: origin.url("/big.png"))
-        await whole.value
+        let (result, requests) = try await Self.loadCutOnce(etag: "W/\"big\"")
         #expect(result.data == Self.large)
-        let requests = origin.requests.filter { $0.path == "/big.png" }
         #expect(requests.count == 2)
         // A server may answer a Range under a weak validator with bytes of another version: the
         // retry asks for the whole image.
         #expect(requests.last?.header("range") == nil)
         #expect(requests.last?.header("if-range") == nil)
-        #expect(downloader.resumableData.byteCount == 0)
     }
 
     @Test("A cut download with no retries left is continued by the next download of the URL")
