@@ -52,10 +52,10 @@ typedef struct {
     size_t next;
     /// The last unit handed was a scan's header: the next is its entropy-coded data.
     int at_scan_data;
-    /// A scan's data is handed alone, up to the marker after it (a search through it), so that
-    /// scans can be skipped or a baseline scan read ahead: set for decodes at a reduced scale.
-    /// Otherwise the data goes to libjpeg to the end at once, as `jpeg_mem_src` hands it (libjpeg
-    /// reads the markers after it itself), with no search.
+    /// A scan's data is handed alone, up to the marker after it (a search through it), so that the
+    /// scans after it can be skipped: set for files of several scans decoded at a reduced scale.
+    /// Otherwise the data goes to libjpeg to the end at once, as `jpeg_mem_src` hands it (libjpeg,
+    /// or the baseline read-ahead, stops at the marker after it), with no search.
     int bounds_scans;
     int skips_unread_scans;
     /// For each component: its id, and whether its scaled inverse DCT reads the DC alone.
@@ -297,7 +297,7 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     struct jpeg_decompress_struct *info = &decoder->info;
     info->out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
-    decoder->source.bounds_scans = info->scale_num < info->scale_denom;
+    decoder->source.bounds_scans = info->scale_num < info->scale_denom && jpeg_has_multiple_scans(info);
     // A progressive image read at 1/8: the luma's (and any full-resolution plane's) scaled inverse
     // DCT reads the DC alone, so that plane's AC scans (most of the file) are left out unread.
     // For a whole file the pixels are those of reading every scan; block smoothing, which guesses
@@ -320,14 +320,15 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
         return WI_ERROR;
     }
     // A baseline image at 1/8: the planes that read only the DC have their AC codes skipped in
-    // bulk (jpeg_scan_ahead.c); the pixels are libjpeg's either way. Not when the scan runs to the
-    // data's end (data still arriving, as for previews): it could not read exactly. The scan's
-    // data is handed now if libjpeg has not asked for it yet (it asks at the first row).
+    // bulk (jpeg_scan_ahead.c); the pixels are libjpeg's either way. The read-ahead stops at the
+    // marker after the scan and gives up on a scan cut short (data still arriving, as for
+    // previews): it could not read exactly. The scan's data is handed now if libjpeg has not
+    // asked for it yet (it asks at the first row).
     if (info->scale_num < info->scale_denom) {
         if (info->src->bytes_in_buffer == 0 && decoder->source.at_scan_data) {
             (void)wi_jpeg_source_fill(info);  // never suspends; at the end, 2 bytes of fake EOI
         }
-        if (decoder->source.next < decoder->source.size) (void)wi_jpeg_scan_ahead(info);
+        (void)wi_jpeg_scan_ahead(info);
     }
     return WI_OK;
 }

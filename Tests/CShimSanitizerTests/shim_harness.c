@@ -636,7 +636,7 @@ static void test_jpeg_scan_ahead(const image *photo) {
         int ahead = 0;
         CHECK(eighth_matches_libjpeg(damaged, damaged_length, 0, &ahead), "damage %d at %zu: the pixels at 1/8 differ from libjpeg's",
               trial % 5, at);
-        // A scan that runs to the data's end (a cut file, or one still arriving) is not read ahead.
+        // A scan cut short (a cut file, or one still arriving) is not read ahead.
         CHECK(trial % 5 != 4 || !ahead, "a file cut at %zu was read ahead", at);
         CHECK(scaled_matches_libjpeg(damaged, damaged_length, 8, 0, NULL),
               "damage %d at %zu: the pixels at full size differ from libjpeg's", trial % 5, at);
