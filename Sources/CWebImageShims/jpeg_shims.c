@@ -145,8 +145,8 @@ static size_t wi_jpeg_next_marker(const uint8_t *data, size_t size, size_t start
     return size;
 }
 
-// The end of the unit at `start`: a fill byte, a marker without a segment, a marker segment (a scan's
-// header alone), or stray bytes up to the next marker.
+// The end of the unit at `start`: a fill byte, a marker without a segment, a marker segment (a
+// scan's header alone), or stray bytes up to the next marker.
 static size_t wi_jpeg_unit_end(const uint8_t *data, size_t size, size_t start) {
     if (data[start] != 0xFF || start + 1 >= size) return wi_jpeg_next_marker(data, size, start + 1);
     int marker = data[start + 1];
@@ -165,8 +165,9 @@ static int wi_jpeg_is_scan_header(const uint8_t *data, size_t size, size_t start
 }
 
 // Whether the scan whose header is [start, end) is one the output never reads: an AC scan of a
-// component whose scaled inverse DCT reads the DC alone. (A component that reads some AC coefficients needs all
-// its AC scans: a refinement scan's codes depend on every earlier scan of its band.)
+// component whose scaled inverse DCT reads the DC alone. (A component that reads some AC
+// coefficients needs all its AC scans: a refinement scan's codes depend on every earlier scan of
+// its band.)
 static int wi_jpeg_scan_unread(const wi_jpeg_source *source, size_t start, size_t end) {
     const uint8_t *unit = source->data + start;
     size_t length = end - start;
