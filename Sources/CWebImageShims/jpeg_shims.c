@@ -18,8 +18,9 @@
 // - `wi_jpeg_decoder` is calloc'ed by `wi_jpeg_decoder_create` and freed only by
 //   `wi_jpeg_decoder_destroy`; the jump points' branches only return, so a failed call leaves it
 //   whole for the caller to destroy. State the branches read lives in it, never in locals.
-// - The compressed bytes are the caller's (handed to libjpeg in place by `wi_jpeg_source`, never
-//   copied or freed): they must outlive the decoder. The fake EOI at a short file's end is static.
+// - The compressed bytes are the caller's (handed to libjpeg in place by `wi_jpeg_source`, a
+//   marker segment or a scan's data at a time, never copied or freed): they must outlive the
+//   decoder. The fake EOI at a short file's end is static.
 // - Saved markers (the EXIF `wi_jpeg_exif` points into) live in libjpeg's pools until
 //   `jpeg_finish_decompress`/`jpeg_abort_decompress` or destroy: copy them before `wi_jpeg_finish`.
 // - The ICC profile `wi_jpeg_icc_profile` returns is malloc'ed by libjpeg's
@@ -52,11 +53,10 @@ typedef struct {
     size_t next;
     /// The last unit handed was a scan's header: the next is its entropy-coded data.
     int at_scan_data;
-    /// A scan's data is handed alone, up to the marker after it (a search through it), so that the
-    /// scans after it can be skipped: set for files of several scans decoded at a reduced scale.
-    /// Otherwise the data goes to libjpeg to the end at once, as `jpeg_mem_src` hands it (libjpeg,
-    /// or the baseline read-ahead, stops at the marker after it), with no search.
-    int bounds_scans;
+    /// Set: a scan's data is handed alone, up to the marker after it (a search through it), so
+    /// that each later scan header comes through here and unread scans are left out. Unset: the
+    /// data goes to libjpeg to the end at once, as `jpeg_mem_src` hands it (libjpeg, or the
+    /// baseline read-ahead, stops at the marker after it), with no search.
     int skips_unread_scans;
     /// For each component: its id, and whether its scaled inverse DCT reads the DC alone.
     int component_ids[MAX_COMPONENTS];
@@ -188,7 +188,7 @@ static boolean wi_jpeg_source_fill(j_decompress_ptr info) {
         size_t end;
         if (source->at_scan_data) {
             source->at_scan_data = 0;
-            end = source->bounds_scans ? wi_jpeg_next_marker(source->data, source->size, start) : source->size;
+            end = source->skips_unread_scans ? wi_jpeg_next_marker(source->data, source->size, start) : source->size;
             source->next = end;
             if (end == start) continue;  // no data: the marker after the header is the next unit
         } else {
@@ -298,7 +298,6 @@ wi_status wi_jpeg_start(wi_jpeg_decoder *decoder, int cmyk_output) {
     if (setjmp(decoder->error.jump)) return WI_ERROR;
     struct jpeg_decompress_struct *info = &decoder->info;
     info->out_color_space = cmyk_output ? JCS_CMYK : JCS_EXT_RGBA;
-    decoder->source.bounds_scans = info->scale_num < info->scale_denom && jpeg_has_multiple_scans(info);
     // A progressive image read at 1/8: the luma's (and any full-resolution plane's) scaled inverse
     // DCT reads the DC alone, so that plane's AC scans (most of the file) are left out unread.
     // For a whole file the pixels are those of reading every scan; block smoothing, which guesses

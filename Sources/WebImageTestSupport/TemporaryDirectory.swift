@@ -35,9 +35,6 @@ private final class RemovedFolders: Sendable {
     func add(_ url: URL) { urls.withLock { $0.append(url) } }
 
     private func removeAll() {
-        let urls = urls.withLock { $0 }
-        for url in urls where FileManager.default.fileExists(atPath: url.path) {
-            try? FileManager.default.removeItem(at: url)
-        }
+        for url in urls.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) }
     }
 }

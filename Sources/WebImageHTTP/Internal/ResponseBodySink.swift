@@ -65,14 +65,13 @@ final class FileBodySink: ResponseBodySink {
         }
         // Keep the validator so an interrupted download of the resource (not of an error page) can
         // resume.
-        let validator = response.rangeValidator
-        let resumable = (200..<300).contains(response.statusCode) && validator != nil
-        if resumable, let validator {
+        let validator = (200..<300).contains(response.statusCode) ? response.rangeValidator : nil
+        if let validator {
             try Data(validator.utf8).write(to: validatorURL, options: .atomic)
         } else {
             try? fileManager.removeItem(at: validatorURL)
         }
-        state.withLock { $0.resumable = resumable }
+        state.withLock { $0.resumable = validator != nil }
         let handle = try FileHandle(forWritingTo: partialURL)
         if resuming { try handle.seekToEnd() } else { try handle.truncate(atOffset: 0) }
         state.withLock { $0.handle = handle }
