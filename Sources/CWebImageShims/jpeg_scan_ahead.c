@@ -26,7 +26,8 @@
 /// Bits each table look-up reads.
 enum { WI_LOOKAHEAD = 12 };
 /// The reader's steps, inlined into the MCU loop whatever the compiler's own choice (so the
-/// reader's fields stay in registers); the rare paths are kept out of it.
+/// reader's fields stay in registers); the rare paths are kept out of it and take the reader by
+/// value (a reader whose address escaped would live in memory, every step a store and a load).
 #define WI_INLINE static inline __attribute__((always_inline))
 #define WI_RARE static __attribute__((noinline))
 #define WI_LOOKAHEAD_MASK ((1u << WI_LOOKAHEAD) - 1)
@@ -154,28 +155,29 @@ typedef struct {
     int stopped, marker;
 } wi_bit_reader;
 
-WI_RARE void wi_fill_bytewise(wi_bit_reader *reader) {
-    while (reader->count <= 56) {
+WI_RARE wi_bit_reader wi_filled_bytewise(wi_bit_reader reader) {
+    while (reader.count <= 56) {
         uint64_t byte = 0;
-        if (!reader->stopped && reader->next < reader->end) {
-            byte = *reader->next;
+        if (!reader.stopped && reader.next < reader.end) {
+            byte = *reader.next;
             if (byte != 0xFF) {
-                reader->next++;
-            } else if (reader->next + 1 < reader->end && reader->next[1] == 0) {
-                reader->next += 2;
+                reader.next++;
+            } else if (reader.next + 1 < reader.end && reader.next[1] == 0) {
+                reader.next += 2;
             } else {
-                reader->stopped = 1;
-                reader->marker = reader->next + 1 < reader->end ? reader->next[1] : -1;
+                reader.stopped = 1;
+                reader.marker = reader.next + 1 < reader.end ? reader.next[1] : -1;
                 byte = 0;
             }
         } else {
-            reader->stopped = 1;
-            if (reader->marker == 0) reader->marker = -1;
+            reader.stopped = 1;
+            if (reader.marker == 0) reader.marker = -1;
         }
-        if (reader->stopped) reader->padding += 8;
-        reader->bits |= byte << (56 - reader->count);
-        reader->count += 8;
+        if (reader.stopped) reader.padding += 8;
+        reader.bits |= byte << (56 - reader.count);
+        reader.count += 8;
     }
+    return reader;
 }
 
 /// At least 57 bits in `bits`: whole bytes at once while none of them is 0xFF.
@@ -194,7 +196,7 @@ WI_INLINE void wi_fill(wi_bit_reader *reader) {
             return;
         }
     }
-    wi_fill_bytewise(reader);
+    *reader = wi_filled_bytewise(*reader);
 }
 
 WI_INLINE void wi_drop(wi_bit_reader *reader, int count) {
@@ -210,29 +212,29 @@ WI_INLINE int wi_read_value(wi_bit_reader *reader, int size) {
     return value < 1 << (size - 1) ? value - (1 << size) + 1 : value;
 }
 
-/// A symbol whose code is longer than the look-ahead; -1 for bits that are no code.
-WI_RARE int wi_read_long_symbol(wi_bit_reader *reader, const wi_huffman *table) {
+/// A code longer than the look-ahead at the start of `bits`, as the table's entries have it
+/// (length << 8 | symbol); 0 for bits that are no code.
+WI_RARE int wi_long_code(uint64_t bits, const wi_huffman *table) {
     for (int length = WI_LOOKAHEAD + 1; length <= 16; length++) {
-        int32_t code = (int32_t)(reader->bits >> (64 - length));
+        int32_t code = (int32_t)(bits >> (64 - length));
         if (code <= table->max_code[length]) {
-            wi_drop(reader, length);
-            return table->symbols[(code + table->index_offset[length]) & 0xFF];
+            return length << 8 | table->symbols[(code + table->index_offset[length]) & 0xFF];
         }
     }
-    return -1;
+    return 0;
 }
 
 /// The next symbol; -1 for bits that are no code.
 WI_INLINE int wi_read_symbol(wi_bit_reader *reader, const wi_huffman *table) {
     wi_fill(reader);
-    uint16_t entry = table->code[reader->bits >> (64 - WI_LOOKAHEAD)];
-    if (entry == 0) return wi_read_long_symbol(reader, table);
+    int entry = table->code[reader->bits >> (64 - WI_LOOKAHEAD)];
+    if (entry == 0 && (entry = wi_long_code(reader->bits, table)) == 0) return -1;
     wi_drop(reader, entry >> 8);
     return entry & 0xFF;
 }
 
 /// Whether the reader stands at the data's stop with at most a partial byte unread.
-static int wi_at_stop(wi_bit_reader *reader) {
+WI_INLINE int wi_at_stop(wi_bit_reader *reader) {
     wi_fill(reader);
     return reader->stopped && reader->count - reader->padding < 8;
 }
