@@ -23,9 +23,11 @@ struct ServeCommandTests {
         /// Starts the binary and waits, on a thread of its own (not the cooperative pool), for
         /// its listening line.
         /// `shell`, when given, runs first in `/bin/sh`, which then `exec`s the server (`ulimit -n 1024`).
+        /// `standardErrorPipe`, when given, takes standard error instead of `standardError`.
         static func start(
             _ arguments: [String],
             standardError: URL? = nil,
+            standardErrorPipe: Pipe? = nil,
             shell: String? = nil,
             environment: [String: String] = [:]
         ) async throws
@@ -52,7 +54,9 @@ struct ServeCommandTests {
             }
             let output = Pipe()
             process.standardOutput = output
-            if let standardError {
+            if let standardErrorPipe {
+                process.standardError = standardErrorPipe
+            } else if let standardError {
                 try Data().write(to: standardError)
                 process.standardError = try FileHandle(forWritingTo: standardError)
             } else {
@@ -258,6 +262,57 @@ struct ServeCommandTests {
         let head = object?["head"] as? String ?? ""
         #expect(head.hasPrefix("HTTP/1.1 200"), "\(run.stdout) \(run.stderr)")
         #expect((object?["closed"] as? Int ?? 0) > 0, "\(run.stdout)")
+    }
+
+    @Test("With standard error never read, requests go on being answered; lines that did not fit are counted")
+    func requestLogNeverHoldsUpRequests() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-serve-log")
+        defer { folder.remove() }
+        let errors = Pipe()
+        let server = try await RunningServer.start(
+            ["--bind", "127.0.0.1:0", "--insecure", "--json", "--cache-dir", folder.url.path],
+            standardErrorPipe: errors
+        )
+        let port = try #require(URL(string: server.url)?.port)
+        // When: 3,600 requests refused at once (an unknown option), each logging a line of some
+        // 360 bytes (its path is cut at 300): the pipe (64 KiB) fills, then the log's 1 MiB.
+        // Nothing reads standard error meanwhile; a request not answered in 20 s ends its client.
+        let clients = """
+            import concurrent.futures, http.client, json, sys
+            port = int(sys.argv[1])
+            def client(number):
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+                statuses = []
+                for index in range(600):
+                    try:
+                        connection.request("GET", f"/insecure/zz:1/plain/{'a' * 300}{number}-{index}")
+                        response = connection.getresponse()
+                        response.read()
+                        statuses.append(response.status)
+                    except OSError as error:
+                        statuses.append(repr(error))
+                        break
+                return statuses
+            with concurrent.futures.ThreadPoolExecutor(6) as pool:
+                statuses = [s for part in pool.map(client, range(6)) for s in part]
+            print(json.dumps({"answered": sum(s == 400 for s in statuses), "other": [s for s in statuses if s != 400][:3]}))
+            """
+        let run = try await CLIRunner.runDetached(
+            ["-c", clients, String(port)],
+            program: URL(fileURLWithPath: "/usr/bin/python3")
+        )
+        // Then: read standard error to its end (on a thread of its own) while the server stops:
+        // the log catches up, and before ending says how many lines it dropped.
+        let log = Task { try await onOwnThread { errors.fileHandleForReading.readDataToEndOfFile() } }
+        #expect(server.stop() == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(object?["answered"] as? Int == 3600, "\(run.stdout) \(run.stderr)")
+        let lines = String(decoding: try await log.value, as: UTF8.self).split(separator: "\n")
+        let entries = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let logged = entries.filter { $0["status"] as? Int == 400 }.count
+        let dropped = entries.compactMap { $0["dropped_log_lines"] as? Int }.reduce(0, +)
+        #expect(dropped > 0 && logged > 0, "\(logged) logged, \(dropped) dropped")
+        #expect(logged + dropped == 3600, "\(logged) logged, \(dropped) dropped, \(lines.count) lines")
     }
 
     @Test("The soft descriptor limit is raised to the hard limit at start")

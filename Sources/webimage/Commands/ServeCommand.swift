@@ -434,40 +434,53 @@ struct ServeCommand: AsyncParsableCommand {
         let proxy = ImageProxy(configuration: configuration, manager: manager)
         let json = resolved.json
         let metrics = resolved.metricsBind
-        try await ImageProxyServer.run(
-            proxy: proxy,
-            host: host,
-            port: port,
-            metrics: metrics,
-            gracePeriod: .milliseconds(Int64(resolved.grace * 1000)),
-            requestLog: { entry in
-                if json {
-                    var fields: [(String, JSONValue)] = [
-                        ("status", .int(entry.status)),
-                        ("ms", .double((entry.milliseconds * 10).rounded() / 10)),
-                        ("path", .string(entry.path)),
-                    ]
-                    if let host = entry.sourceHost { fields.append(("source", .string(host))) }
-                    if let code = entry.errorCode { fields.append(("error", .string(code))) }
-                    Diagnostics.write(JSONValue.object(fields).serialized)
-                } else {
-                    Diagnostics.write(entry.text)
+        let requestLog = RequestLogWriter { dropped in
+            json
+                ? JSONValue.object([("dropped_log_lines", .int(dropped))]).serialized
+                : "\(dropped) request log lines dropped: standard error was not read fast enough"
+        }
+        var failure: (any Error)?
+        do {
+            try await ImageProxyServer.run(
+                proxy: proxy,
+                host: host,
+                port: port,
+                metrics: metrics,
+                gracePeriod: .milliseconds(Int64(resolved.grace * 1000)),
+                requestLog: { entry in requestLog.write(Self.logLine(entry, json: json)) },
+                onListening: { listening in
+                    let url = ImageProxyServer.url(host: host, port: listening.port)
+                    let metricsURL = metrics.flatMap { metrics in
+                        listening.metricsPort.map { ImageProxyServer.url(host: metrics.host, port: $0) + "/metrics" }
+                    }
+                    if json {
+                        var fields: [(String, JSONValue)] = [("listening", .string(url))]
+                        if let metricsURL { fields.append(("metrics", .string(metricsURL))) }
+                        JSONLineWriter.write(.object(fields))
+                    } else {
+                        StandardStream.line("listening on \(url)")
+                        if let metricsURL { StandardStream.line("metrics on \(metricsURL)") }
+                    }
                 }
-            },
-            onListening: { listening in
-                let url = ImageProxyServer.url(host: host, port: listening.port)
-                let metricsURL = metrics.flatMap { metrics in
-                    listening.metricsPort.map { ImageProxyServer.url(host: metrics.host, port: $0) + "/metrics" }
-                }
-                if json {
-                    var fields: [(String, JSONValue)] = [("listening", .string(url))]
-                    if let metricsURL { fields.append(("metrics", .string(metricsURL))) }
-                    JSONLineWriter.write(.object(fields))
-                } else {
-                    StandardStream.line("listening on \(url)")
-                    if let metricsURL { StandardStream.line("metrics on \(metricsURL)") }
-                }
-            }
-        )
+            )
+        } catch {
+            failure = error
+        }
+        // Lines still waiting reach standard error before the process ends, unless nobody reads it.
+        _ = await requestLog.flush(timeout: .seconds(2))
+        if let failure { throw failure }
+    }
+
+    /// One request's log line: text, or a JSON object with `--json`.
+    private static func logLine(_ entry: RequestLogEntry, json: Bool) -> String {
+        guard json else { return entry.text }
+        var fields: [(String, JSONValue)] = [
+            ("status", .int(entry.status)),
+            ("ms", .double((entry.milliseconds * 10).rounded() / 10)),
+            ("path", .string(entry.path)),
+        ]
+        if let host = entry.sourceHost { fields.append(("source", .string(host))) }
+        if let code = entry.errorCode { fields.append(("error", .string(code))) }
+        return JSONValue.object(fields).serialized
     }
 }
