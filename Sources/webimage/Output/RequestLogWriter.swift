@@ -58,9 +58,9 @@ final class RequestLogWriter: Sendable {
     /// Waits until every line accepted so far is written (and the count of any dropped since),
     /// or `timeout` has passed: standard error may never be read again. Whether it finished.
     func flush(timeout: Duration) async -> Bool {
-        let finished = Protected<CheckedContinuation<Bool, Never>?>(nil)
+        let finished = Protected<HandOffContinuation<Bool, Never>?>(nil)
         let timer = Protected<Task<Void, Never>?>(nil)
-        let result = await withCheckedContinuation { continuation in
+        let result = await withHandOffContinuation { continuation in
             finished.withLock { $0 = continuation }
             _ = queue.enqueue { [self] in
                 writeDroppedNotice()
