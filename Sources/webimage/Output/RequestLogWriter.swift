@@ -10,7 +10,7 @@ import WebImageCoders
 /// At most ``capacity`` bytes wait; a line that does not fit is dropped and counted, and the
 /// next line written is preceded by ``droppedNotice`` naming how many went. Thread-safe.
 final class RequestLogWriter: Sendable {
-    /// The most bytes of lines waiting to be written (1 MiB: some 10,000 lines).
+    /// The most bytes of lines waiting to be written (default 1 MiB: 3,000 to 25,000 lines).
     let capacity: Int
     /// The line that says `count` lines were dropped (without its newline).
     let droppedNotice: @Sendable (_ count: Int) -> String
