@@ -12,8 +12,8 @@ cc=${CC:-cc}
 # shellcheck disable=SC2046  # pkg-config's flags are meant to split
 "$cc" -std=gnu11 -O2 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
     -Wall -Wextra -Werror -Wno-unused-parameter \
-    -I Sources/CWebImageShims/include -I Sources/CWebImageShims \
-    Sources/CWebImageShims/*.c Tests/CShimSanitizerTests/shim_harness.c \
+    -I Sources/CWebImageShims/include -I Sources/CWebImageShims -I Sources/CWebImageSystem/include \
+    Sources/CWebImageShims/*.c Sources/CWebImageSystem/malloc_tuning.c Tests/CShimSanitizerTests/shim_harness.c \
     $(pkg-config --cflags --libs libjpeg libpng libtiff-4 lcms2) -lm \
     -o "$out/shim-harness"
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \

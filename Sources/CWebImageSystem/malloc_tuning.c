@@ -1,5 +1,10 @@
 #include "CWebImageSystem.h"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -12,4 +17,34 @@ int wi_tune_malloc(int trim_threshold, int mmap_threshold) {
     (void)mmap_threshold;
     return 0;
 #endif
+}
+
+int wi_release_free_memory(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
+}
+
+long long wi_resident_bytes_from_statm(const char *text, long page_size) {
+    if (text == NULL || page_size <= 0) return -1;
+    char *size_end = NULL;
+    long long size = strtoll(text, &size_end, 10);
+    if (size_end == text || size < 0) return -1;
+    char *resident_end = NULL;
+    long long pages = strtoll(size_end, &resident_end, 10);
+    if (resident_end == size_end || pages < 0 || pages > LLONG_MAX / page_size) return -1;
+    return pages * page_size;
+}
+
+long long wi_resident_bytes(void) {
+    int descriptor = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return -1;
+    char text[128];
+    ssize_t count = read(descriptor, text, sizeof text - 1);
+    close(descriptor);
+    if (count <= 0) return -1;
+    text[count] = '\0';
+    return wi_resident_bytes_from_statm(text, sysconf(_SC_PAGESIZE));
 }

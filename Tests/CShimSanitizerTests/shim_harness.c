@@ -7,6 +7,7 @@
 // behaviour fails the run, as does any CHECK.
 
 #include "CWebImageShims.h"
+#include "CWebImageSystem.h"
 #include "jpeg_internal.h"
 
 #include <setjmp.h>
@@ -1074,6 +1075,37 @@ int wi_codec_library_open(int library, const char *file, char *message);
 /// The lazily loaded codec libraries (codec_loader.c): a call before any load goes through the
 /// binder (argument registers saved and restored) and gets the library's answer; an explicit
 /// load after it agrees; a call with several arguments of both register kinds passes them intact.
+// The server's memory release: malloc_trim over fragmented arenas, and the resident-size
+// reader's parse of /proc/self/statm, malformed lines included.
+static void test_memory_release(void) {
+    CHECK(wi_resident_bytes_from_statm("1000 250 30 10 0 400 0\n", 4096) == 250LL * 4096, "statm parse");
+    CHECK(wi_resident_bytes_from_statm("1000 0 0", 4096) == 0, "statm with nothing resident");
+    const char *malformed[] = {"", "abc", "1000", "1000 ", "1000 x", "-1 5", "1000 -5", "9 99999999999999999999"};
+    for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+        CHECK(wi_resident_bytes_from_statm(malformed[i], 4096) == -1, "statm '%s' refused", malformed[i]);
+    }
+    CHECK(wi_resident_bytes_from_statm(NULL, 4096) == -1, "statm NULL");
+    CHECK(wi_resident_bytes_from_statm("1 2", 0) == -1, "statm page size 0");
+    CHECK(wi_resident_bytes_from_statm("1 4611686018427387904", 4096) == -1, "statm overflow");
+    // Every other block of a few megabytes freed: holes a release can hand back.
+    enum { count = 64 };
+    void *blocks[count];
+    for (int i = 0; i < count; i++) {
+        blocks[i] = malloc(96 * 1024);
+        if (blocks[i] != NULL) memset(blocks[i], i, 96 * 1024);
+    }
+    for (int i = 0; i < count; i += 2) {
+        free(blocks[i]);
+        blocks[i] = NULL;
+    }
+    long long before = wi_resident_bytes();
+    int released = wi_release_free_memory();
+    long long after = wi_resident_bytes();
+    CHECK(released == 0 || released == 1, "release returns 0 or 1, not %d", released);
+    CHECK(before > 0 && after > 0, "resident bytes readable: %lld, %lld", before, after);
+    for (int i = 1; i < count; i += 2) free(blocks[i]);
+}
+
 static void test_codec_loader(void) {
     // Before any load: the binder loads libjxl and this call returns its version.
     uint32_t jxl_version = JxlDecoderVersion();
@@ -1122,6 +1154,7 @@ int main(void) {
     test_color(p3, p3_length);
     test_resample();
     test_codec_loader();
+    test_memory_release();
     free(translucent.pixels);
     free(photo.pixels);
     free(p3);

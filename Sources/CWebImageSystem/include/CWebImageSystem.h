@@ -42,6 +42,18 @@ uint64_t wi_monotonic_ns(void);
 /// (another C library, or a value glibc refuses).
 int wi_tune_malloc(int trim_threshold, int mmap_threshold);
 
+/// glibc: hands the free pages of every malloc arena back to the kernel (malloc_trim(0)); 1 when
+/// some memory was returned, 0 when none was or with another C library. Blocks while it walks
+/// the arenas, each under its own lock: not for a thread that must not wait.
+int wi_release_free_memory(void);
+
+/// This process's resident memory in bytes (Linux: /proc/self/statm); -1 when it cannot be read.
+long long wi_resident_bytes(void);
+
+/// The resident bytes a /proc/PID/statm line gives ("size resident shared …", in pages of
+/// `page_size` bytes); -1 when `text` does not start with two non-negative counts.
+long long wi_resident_bytes_from_statm(const char *text, long page_size);
+
 /// XXH64 of `length` bytes: the disk cache's entry checksum.
 uint64_t wi_checksum64(const void *data, size_t length, uint64_t seed);
 

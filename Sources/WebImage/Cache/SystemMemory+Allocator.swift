@@ -24,3 +24,30 @@ extension SystemMemory {
         wi_tune_malloc(Int32(clamping: trimThreshold), Int32(clamping: min(mmapThreshold, 32 << 20))) == 1
     }
 }
+
+extension SystemMemory {
+    /// Hands the free memory of every malloc arena back to the kernel (glibc's `malloc_trim(0)`):
+    /// what a burst of large images left behind, kept by the allocator for reuse (see
+    /// ``tuneAllocatorForImageDecoding(trimThreshold:mmapThreshold:)``), stops counting as the
+    /// process's resident memory. Memory in use is not touched; the next allocations that need
+    /// the pages fault them in again.
+    ///
+    /// Blocking: it walks every arena under that arena's lock, for milliseconds with hundreds of
+    /// megabytes free, and allocations in that arena wait meanwhile. Call it from a thread of
+    /// your own (never the cooperative pool or an event loop), at a quiet moment or on a timer
+    /// (`webimage serve --free-memory-interval`). Process-wide; never called by the library.
+    ///
+    /// - Returns: `true` when memory was returned; `false` when there was none to return, or
+    ///   with a C library other than glibc.
+    @discardableResult
+    public static func releaseFreeMemory() -> Bool {
+        wi_release_free_memory() == 1
+    }
+
+    /// This process's resident memory in bytes (Linux's `/proc/self/statm`), or `nil` when the
+    /// system does not say. Cheap: one small read.
+    public static var residentBytes: Int? {
+        let bytes = wi_resident_bytes()
+        return bytes >= 0 ? Int(bytes) : nil
+    }
+}
