@@ -44,6 +44,12 @@ public struct ImageProxyConfiguration: Sendable {
     /// timeout and the connection cap (``ConnectionLimits``' defaults: 10 s, 10 s, derived from
     /// the descriptor limit).
     public var connectionLimits = ConnectionLimits()
+    /// How often ``ImageProxyServer`` hands freed heap memory back to the kernel while requests
+    /// come in (imgproxy's `IMGPROXY_FREE_MEMORY_INTERVAL`; ``SystemMemory/releaseFreeMemory()``
+    /// on a thread of its own): after a burst of large images the process's resident memory
+    /// falls back towards what it uses. `nil` (default): never, as the setting is process-wide;
+    /// `webimage serve` sets 10 s.
+    public var freeMemoryInterval: Duration?
     /// The image `watermark` lays over results (imgproxy's `IMGPROXY_WATERMARK_DATA`, `_PATH`
     /// or `_URL`); `nil` (default): `watermark` is refused with 400.
     public var watermark: ConfiguredImage?

@@ -315,6 +315,78 @@ struct ServeCommandTests {
         #expect(logged + dropped == 3600, "\(logged) logged, \(dropped) dropped, \(lines.count) lines")
     }
 
+    @Test("After a burst of AVIF and WebP encodes, freed memory goes back to the system; an idle server is left alone")
+    func releasesFreedMemory() async throws {
+        let folder = try TemporaryDirectory(prefix: "webimage-serve-memory")
+        defer { folder.remove() }
+        let photo = try JPEGCoder().encode(
+            DecodedImage(bitmap: GeneratedImages.photoLike(width: 1000, height: 750, detail: 0.8), format: .jpeg),
+            as: .jpeg,
+            options: .init(quality: 0.9)
+        )
+        try photo.write(to: folder.url.appendingPathComponent("photo.jpg"))
+        let server = try await RunningServer.start([
+            "--bind", "127.0.0.1:0", "--insecure", "--json", "--metrics-bind", "127.0.0.1:0",
+            "--cache-dir", folder.url.appendingPathComponent("cache").path, "--local-root", folder.url.path,
+            "--decoded-cache-size", "0", "--free-memory-interval", "1s",
+        ])
+        defer { _ = server.stop() }
+        let pid = server.process.processIdentifier
+        let session = HTTPSession()
+        let metricsURL = try #require(server.metricsURL.flatMap(URL.init(string:)))
+        func released() async throws -> (count: Double, bytes: Double) {
+            let text = String(decoding: try await session.data(for: .init(url: metricsURL)).0, as: UTF8.self)
+            func value(_ name: String) -> Double {
+                let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                return line.flatMap { Double($0.split(separator: " ")[1]) } ?? -1
+            }
+            return (value("webimage_memory_releases_total"), value("webimage_memory_released_bytes_total"))
+        }
+        // Given: two intervals with nothing answered: nothing to release, so no release.
+        try await Task.sleep(for: .milliseconds(2500))
+        #expect(try await released().count == 0)
+        let start = Self.statusMegabytes(pid: pid, "VmRSS")
+        // When: twelve encodes of growing sizes, six at once (libaom's buffers fragment the heap).
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            var statuses: [Int] = []
+            for index in 0..<12 {
+                if index >= 6, let status = try await group.next() { statuses.append(status) }
+                let side = 500 + 40 * index
+                let format = index.isMultiple(of: 2) ? "avif" : "webp"
+                let url = try #require(
+                    URL(string: "\(server.url)/insecure/rs:force:\(side):\(side)/f:\(format)/plain/local:///photo.jpg")
+                )
+                group.addTask { try await session.data(for: .init(url: url)).1.statusCode }
+            }
+            return try await group.reduce(into: statuses) { $0.append($1) }
+        }
+        #expect(statuses.count == 12 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        // Then: resident memory falls back by at least 40 % of what the burst added at its peak
+        // (without releases it stays within a few percent of the peak).
+        var resident = 0.0
+        var peak = 0.0
+        let fellBack = await waitUntil(
+            {
+                resident = Self.statusMegabytes(pid: pid, "VmRSS")
+                peak = Self.statusMegabytes(pid: pid, "VmHWM")
+                return resident <= peak - 0.4 * (peak - start)
+            },
+            timeout: .seconds(30)
+        )
+        #expect(fellBack, "resident \(resident) MB, peak \(peak) MB, \(start) MB before the burst")
+        let (count, bytes) = try await released()
+        #expect(count >= 1 && bytes > 0, "\(count) releases, \(bytes) bytes")
+        try await session.shutdown()
+    }
+
+    /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`) in megabytes; 0 when unreadable.
+    private static func statusMegabytes(pid: Int32, _ field: String) -> Double {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+        let kilobytes = line?.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
+        return kilobytes / 1024
+    }
+
     @Test("The soft descriptor limit is raised to the hard limit at start")
     func raisesTheDescriptorLimit() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-serve-rlimit")

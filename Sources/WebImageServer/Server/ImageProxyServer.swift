@@ -142,6 +142,9 @@ public final class ImageProxyServer: Sendable {
         // Graceful shutdown goes from the last service to the first: the proxy stops accepting
         // and drains first, while the metrics listener still answers.
         var services: [any Service] = []
+        if let interval = proxy.configuration.freeMemoryInterval, interval > .zero {
+            services.append(FreeMemoryRelease(interval: interval, metrics: proxy.metrics))
+        }
         let limits = proxy.configuration.connectionLimits
         // The metrics listener holds connections as the proxy does, with a cap of its own (a few
         // scrapers), so a slow client there cannot take the process's descriptors either.

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Prometheus
+import Synchronization
 
 /// The proxy's measurements, recorded through swift-metrics into a Prometheus registry of its
 /// own (so several proxies in one process keep theirs apart) and served as Prometheus text on
@@ -21,6 +22,9 @@ import Prometheus
 /// - `webimage_connections_open`: client connections counted against `--max-connections`;
 ///   `webimage_connections_closed_total{reason}`: connections the server closed, by reason
 ///   (`read_timeout`, `evicted` at the cap for a new one, `refused` at the cap with none idle).
+/// - `webimage_memory_releases_total`: times freed heap memory was handed back to the kernel
+///   (``ImageProxyConfiguration/freeMemoryInterval``); `webimage_memory_released_bytes_total`:
+///   the resident memory those releases took away.
 public final class ProxyMetrics: Sendable {
     /// Why the server closed a client connection.
     public enum ConnectionCloseReason: String, Sendable, CaseIterable {
@@ -48,6 +52,9 @@ public final class ProxyMetrics: Sendable {
     private let decodedSourceBytes: CoreMetrics.Gauge
     private let openConnections: CoreMetrics.Gauge
     private let geometryComputations: CoreMetrics.Counter
+    private let memoryReleases: CoreMetrics.Counter
+    private let memoryReleasedBytes: CoreMetrics.Counter
+    private let answers = Atomic<Int>(0)
 
     /// Measurements into `registry` (a new one by default).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -65,6 +72,8 @@ public final class ProxyMetrics: Sendable {
         decodedSourceBytes = CoreMetrics.Gauge(label: "webimage_decoded_source_cache_bytes", factory: factory)
         openConnections = CoreMetrics.Gauge(label: "webimage_connections_open", factory: factory)
         geometryComputations = CoreMetrics.Counter(label: "webimage_geometry_computations_total", factory: factory)
+        memoryReleases = CoreMetrics.Counter(label: "webimage_memory_releases_total", factory: factory)
+        memoryReleasedBytes = CoreMetrics.Counter(label: "webimage_memory_released_bytes_total", factory: factory)
         // Present from the start, so a scrape before the first request sees every series.
         queueDepth.record(0)
         inFlight.record(0)
@@ -78,7 +87,11 @@ public final class ProxyMetrics: Sendable {
     /// The Prometheus text exposition of everything recorded.
     public func exposition() -> String { registry.emitToString() }
 
+    /// Requests answered so far, whatever their status.
+    var answeredRequests: Int { answers.load(ordering: .relaxed) }
+
     func answered(status: Int) {
+        answers.add(1, ordering: .relaxed)
         CoreMetrics.Counter(
             label: "webimage_requests_total",
             dimensions: [("status", String(status))],
@@ -111,6 +124,11 @@ public final class ProxyMetrics: Sendable {
         case .memory: cacheHits("memory").increment()
         case .disk: cacheHits("disk").increment()
         }
+    }
+
+    func releasedFreeMemory(residentBytesTaken bytes: Int) {
+        memoryReleases.increment()
+        memoryReleasedBytes.increment(by: max(0, bytes))
     }
 
     func sentResult(bytes: Int) { resultBytes.increment(by: bytes) }

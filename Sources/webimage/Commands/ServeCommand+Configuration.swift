@@ -442,39 +442,6 @@ extension ServeCommand {
         return bytes == 0 ? Int64.max : bytes
     }
 
-    /// The HTTP server's hold on client connections.
-    func connectionLimits(_ settings: ServeSettings) throws -> ConnectionLimits {
-        var limits = ConnectionLimits()
-        limits.readRequestTimeout = .seconds(
-            try settings.value(
-                "read-request-timeout",
-                flag: try ServeSettings.parsed(readRequestTimeout, "read-request-timeout", Units.positiveSeconds),
-                default: limits.readRequestTimeout.seconds,
-                imgproxy: ["IMGPROXY_READ_REQUEST_TIMEOUT"],
-                parse: Units.positiveSeconds
-            )
-        )
-        limits.keepAliveTimeout = .seconds(
-            try settings.value(
-                "keep-alive-timeout",
-                flag: try ServeSettings.parsed(keepAliveTimeout, "keep-alive-timeout", Units.positiveSeconds),
-                default: limits.keepAliveTimeout.seconds,
-                imgproxy: ["IMGPROXY_KEEP_ALIVE_TIMEOUT"],
-                parse: Units.positiveSeconds
-            )
-        )
-        if let maxConnections = try settings.optional(
-            "max-connections",
-            flag: maxConnections,
-            imgproxy: ["IMGPROXY_MAX_CLIENTS"],
-            parse: ServeSettings.integer
-        ) {
-            guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
-            limits.maxConnections = maxConnections
-        }
-        return limits
-    }
-
     /// `--watermark-path`, `--watermark-data` or `--watermark-url` (at most one); the bytes of
     /// the first two are checked to be an image here, so a bad one stops the start (exit 2).
     func watermarkSource(_ settings: ServeSettings) throws -> ConfiguredImage? {

@@ -154,6 +154,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Time requests in flight get to finish after SIGTERM or SIGINT, e.g. 10s (the default).")
     var grace: String?
 
+    @Option(
+        name: .customLong("free-memory-interval"),
+        help: ArgumentHelp(
+            "How often freed memory goes back to the system while requests come in, e.g. 10s (the default; 0: never).",
+            discussion:
+                "imgproxy's IMGPROXY_FREE_MEMORY_INTERVAL. After a burst of large images, resident memory falls back towards what is in use."
+        )
+    )
+    var freeMemoryInterval: String?
+
     @Option(help: "Requests worked on at once: fetch, decode, transform and encode (default: the core count).")
     var workers: Int?
 
@@ -368,6 +378,7 @@ struct ServeCommand: AsyncParsableCommand {
         let settings = try ServeSettings(environment: environment, configFile: config)
         var proxy = try proxyConfiguration(settings)
         proxy.connectionLimits = try connectionLimits(settings)
+        proxy.freeMemoryInterval = try memoryReleaseInterval(settings)
         let bindText = try settings.value("bind", flag: bind, default: "127.0.0.1:8080", imgproxy: ["IMGPROXY_BIND"]) {
             ServeSettings.imgproxyBind($0)
         }
