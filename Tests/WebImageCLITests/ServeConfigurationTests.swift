@@ -90,6 +90,7 @@ struct ServeConfigurationTests {
             ("IMGPROXY_FALLBACK_IMAGE_HTTP_CODE", "404", "fallback-image-http-code"),
             ("IMGPROXY_FALLBACK_IMAGE_TTL", "60", "fallback-image-ttl"),
             ("IMGPROXY_GRACEFUL_STOP_TIMEOUT", "20", "grace"),
+            ("IMGPROXY_FREE_MEMORY_INTERVAL", "30", "free-memory-interval"),
             ("IMGPROXY_JPEG_PROGRESSIVE", "true", "jpeg-progressive"),
             ("IMGPROXY_PNG_INTERLACED", "true", "png-interlaced"), ("IMGPROXY_AUTO_ROTATE", "false", "auto-rotate"),
             ("IMGPROXY_ENFORCE_THUMBNAIL", "true", "enforce-thumbnail"), ("IMGPROXY_USE_S3", "false", "s3"),
