@@ -131,19 +131,19 @@ extension HTTPSession {
         )
     }
 
-    /// Sends the hop's request and waits for the head (storing its cookies).
+    /// Sends the hop's request and waits for the head (storing its cookies). A request without a
+    /// body and of an idempotent method goes once more, on another connection, when its
+    /// connection closed before any answer: a kept-alive connection the server closed as the
+    /// request went out (RFC 9112 §9.3.1; curl and browsers do the same).
     private func send(_ hop: Hop, task: HTTPSessionTask) async throws -> (HTTPClientResponse, Response) {
         let request = hop.request
-        guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
         let response: HTTPClientResponse
         do {
-            response = try await client(for: request.url).execute(
-                makeClientRequest(request, task: task),
-                deadline: .now() + (hop.deadline - ContinuousClock.now).timeAmount,
-                logger: clientLogger
-            )
-        } catch let error as HTTPClientError where error == .deadlineExceeded {
-            throw hop.expired()
+            response = try await execute(hop, task: task)
+        } catch where request.body == nil && Self.idempotentMethods.contains(request.method)
+            && Self.closedBeforeAnswer(error)
+        {
+            response = try await execute(hop, task: task)
         }
         let head = Response(
             url: request.url,
@@ -156,6 +156,32 @@ extension HTTPSession {
             store.store(setCookieHeaders: head.headers[values: .setCookie], from: request.url)
         }
         return (response, head)
+    }
+
+    /// One attempt at the hop's request, up to the response head, within the hop's deadline.
+    private func execute(_ hop: Hop, task: HTTPSessionTask) async throws -> HTTPClientResponse {
+        guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
+        do {
+            return try await client(for: hop.request.url).execute(
+                makeClientRequest(hop.request, task: task),
+                deadline: .now() + (hop.deadline - ContinuousClock.now).timeAmount,
+                logger: clientLogger
+            )
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            throw hop.expired()
+        }
+    }
+
+    private static let idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .delete, .trace]
+
+    /// The connection closed, or was found closed, before any of the answer arrived.
+    static func closedBeforeAnswer(_ error: any Error) -> Bool {
+        switch error {
+        case let error as HTTPClientError: error == .remoteConnectionClosed
+        case ChannelError.ioOnClosedChannel, ChannelError.eof, ChannelError.outputClosed: true
+        case let error as IOError: error.errnoCode == ECONNRESET || error.errnoCode == EPIPE
+        default: false
+        }
     }
 
     /// The basic-auth credential answering a 401's challenge (the delegate's, else the

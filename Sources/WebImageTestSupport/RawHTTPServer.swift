@@ -4,16 +4,39 @@ import Foundation
 import Glibc
 #endif
 
-/// A loopback server that answers every request with the same raw bytes, for responses a
-/// well-behaved framework refuses to send (a 304 declaring a `Content-Length`). One thread,
-/// one connection at a time; `stop()` ends it (call it on every path).
+/// A loopback server that answers requests with raw bytes, for responses a well-behaved
+/// framework refuses to send (a 304 declaring a `Content-Length`, a kept-alive connection closed
+/// as a request arrives). One thread, one connection at a time; `stop()` ends it (call it on
+/// every path).
 public final class RawHTTPServer: Sendable {
+    /// Where a request arrived: the connection (counted from 0 in order of acceptance) and the
+    /// request on it (from 0).
+    public struct Arrival: Sendable, Equatable {
+        public var connection: Int
+        public var request: Int
+
+        public init(connection: Int, request: Int) {
+            self.connection = connection
+            self.request = request
+        }
+    }
+
     /// The port it listens on (127.0.0.1).
     public let port: Int
     private let listener: Int32
+    private let arrivals = Locked<[Arrival]>([])
+
+    /// Every request received so far, in order.
+    public var received: [Arrival] { arrivals.value }
 
     /// Starts on 127.0.0.1, a free port; each request gets `response`.
-    public init(response: Data) throws {
+    public convenience init(response: Data) throws {
+        try self.init { _ in response }
+    }
+
+    /// Starts on 127.0.0.1, a free port; each request gets what `respond` returns for where it
+    /// arrived, or `nil`: the connection is closed without an answer.
+    public init(respond: @escaping @Sendable (Arrival) -> Data?) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
@@ -35,23 +58,31 @@ public final class RawHTTPServer: Sendable {
         }
         port = Int(UInt16(bigEndian: address.sin_port))
         listener = fd
+        let arrivals = arrivals
         let thread = Thread {
+            var connection = 0
             while true {
                 let client = accept(fd, nil, nil)
                 guard client >= 0 else { return }  // the listener was shut down
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 var received: [UInt8] = []
-                // Answer each request head on the connection with the same bytes.
-                while true {
+                var request = 0
+                // Answer each request head on the connection as `respond` says.
+                serving: while true {
                     let count = read(client, &buffer, buffer.count)
                     guard count > 0 else { break }
                     received += buffer[0..<count]
                     while let end = received.firstRange(of: [13, 10, 13, 10]) {
                         received.removeSubrange(0..<end.upperBound)
+                        let arrival = Arrival(connection: connection, request: request)
+                        arrivals.withLock { $0.append(arrival) }
+                        request += 1
+                        guard let response = respond(arrival) else { break serving }
                         _ = response.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
                     }
                 }
                 close(client)
+                connection += 1
             }
         }
         thread.start()
