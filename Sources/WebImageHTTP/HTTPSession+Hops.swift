@@ -137,12 +137,11 @@ extension HTTPSession {
     /// request went out (RFC 9112 §9.3.1; curl and browsers do the same).
     private func send(_ hop: Hop, task: HTTPSessionTask) async throws -> (HTTPClientResponse, Response) {
         let request = hop.request
+        let replayable = request.body == nil && Self.idempotentMethods.contains(request.method)
         let response: HTTPClientResponse
         do {
             response = try await execute(hop, task: task)
-        } catch where request.body == nil && Self.idempotentMethods.contains(request.method)
-            && Self.closedBeforeAnswer(error)
-        {
+        } catch where replayable && Self.closedBeforeAnswer(error) {
             response = try await execute(hop, task: task)
         }
         let head = Response(

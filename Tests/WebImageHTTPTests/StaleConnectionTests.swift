@@ -31,7 +31,10 @@ struct StaleConnectionTests {
         #expect(String(decoding: second.0, as: UTF8.self) == "connection 1 request 0")
         #expect(
             server.received
-                == [.init(connection: 0, request: 0), .init(connection: 0, request: 1), .init(connection: 1, request: 0)]
+                == [
+                    .init(connection: 0, request: 0), .init(connection: 0, request: 1),
+                    .init(connection: 1, request: 0),
+                ]
         )
     }
 
