@@ -141,7 +141,8 @@ extension HTTPSession {
         let response: HTTPClientResponse
         do {
             response = try await execute(hop, task: task)
-        } catch where replayable && Self.closedBeforeAnswer(error) {
+        } catch {
+            guard replayable, Self.closedBeforeAnswer(error) else { throw error }
             response = try await execute(hop, task: task)
         }
         let head = Response(
