@@ -166,6 +166,20 @@ struct ServeConfigurationTests {
         }
         let flag = try await CLIRunner.runDetached(["serve", "--insecure", "--ttl", "soon"])
         #expect(flag.status == 2 && flag.stderr.contains("--ttl: 'soon' is not a duration"), "\(flag.stderr)")
+        // Durations past 10⁹ s would overflow the integer clocks they end in: refused, not a trap.
+        for flag in ["--grace", "--ttl", "--keep-alive-timeout", "--free-memory-interval", "--download-timeout"] {
+            let long = try await CLIRunner.runDetached(["serve", "--insecure", flag, "99999999999999999999"])
+            let cause = "\(flag): '99999999999999999999' is too long a duration"
+            #expect(long.status == 2 && long.stderr.contains(cause), "\(long.stderr)")
+        }
+        let longTTL = try await CLIRunner.runDetached(
+            ["serve", "--insecure"],
+            environment: ["IMGPROXY_TTL": "400000w"]
+        )
+        #expect(
+            longTTL.status == 2 && longTTL.stderr.contains("environment IMGPROXY_TTL for --ttl: '400000w' is too long"),
+            "\(longTTL.stderr)"
+        )
         let folder = try TemporaryDirectory(prefix: "webimage-config")
         defer { folder.remove() }
         let file = folder.url.appendingPathComponent("bad.json")

@@ -21,7 +21,11 @@ enum Units {
         return bytes.partialValue
     }
 
-    /// Seconds, at least 0 and finite.
+    /// The longest duration taken: 10⁹ seconds (about 31 years). Any longer would overflow the
+    /// integer clocks the settings end up in (milliseconds, NIO's nanoseconds, a TTL's `Int`).
+    static let longestSeconds = 1_000_000_000.0
+
+    /// Seconds, from 0 to ``longestSeconds``.
     static func seconds(_ text: String) throws -> Double {
         let (number, unit) = split(text)
         let multipliers: [String: Double] = [
@@ -29,6 +33,9 @@ enum Units {
         ]
         guard let value = Double(number), value >= 0, value.isFinite, let multiplier = multipliers[unit] else {
             throw ValidationError("'\(text)' is not a duration such as 30, 500ms, 30s, 15m, 12h or 7d")
+        }
+        guard value * multiplier <= longestSeconds else {
+            throw ValidationError("'\(text)' is too long a duration (at most 1000000000 seconds, about 31 years)")
         }
         return value * multiplier
     }
