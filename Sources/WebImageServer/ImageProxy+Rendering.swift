@@ -391,7 +391,7 @@ extension ImageProxy {
     func info(_ data: Data, header: ImageHeader) async throws(ProxyError) -> ProxyResponse {
         let configuration = configuration
         let bytes = header.decodedByteCount(
-            with: ImageDecodingOptions(maxPixelCount: Int(configuration.limits.maxSourceResolution * 1_000_000))
+            with: ImageDecodingOptions(maxPixelCount: configuration.limits.maxSourcePixels)
         )
         guard configuration.memoryBudget.admits(bytes) else {
             throw ProxyError(
@@ -423,7 +423,7 @@ extension ImageProxy {
         do {
             image = try ImageCodersManager.shared.decode(
                 data,
-                options: ImageDecodingOptions(maxPixelCount: Int(configuration.limits.maxSourceResolution * 1_000_000))
+                options: ImageDecodingOptions(maxPixelCount: configuration.limits.maxSourcePixels)
             )
         } catch {
             throw ProxyError(.notAnImage, "the source cannot be decoded: \(error)")

@@ -265,6 +265,26 @@ struct FrameByFrameRenderTests {
         }
     }
 
+    @Test("Resolution limits too large for a pixel count (10³⁰ megapixels, infinity) are no limit, not a crash")
+    func hugeResolutionLimits() async throws {
+        for limit in [1e30, .infinity, Double(Int.max)] {
+            let fixture = try await ImageProxyServerTests.start { configuration in
+                configuration.limits.maxSourceResolution = limit
+                configuration.limits.maxResultResolution = limit
+            }
+            defer { Task { await fixture.stop() } }
+            fixture.origin.setRoute(
+                "/small.gif",
+                .data(GIFBuilder.checkerAnimation(width: 40, height: 30, frames: 2), contentType: "image/gif")
+            )
+            for options in ["rs:fit:20:20", "rs:fill:2000:2000/el:1", "f:best"] {
+                let (response, _) = try await fixture.get(fixture.url(options, "/small.gif"))
+                #expect(response.statusCode == 200, "\(limit) \(options)")
+            }
+            await fixture.stop()
+        }
+    }
+
     @Test("The processing deadline stops a frame-by-frame render between frames: 504, and the server answers after")
     func deadlineBetweenFrames() async throws {
         // 300 frames of 600×600 resized and encoded (over 15 ms a frame in a debug build even

@@ -113,7 +113,7 @@ extension RenderPlan {
         let animatable: Set<ImageFormat> = [.gif, .webp, .png, .avif, .jxl]
         var decoding = ImageDecodingOptions(
             firstFrameOnly: !animatable.contains(request.choice.format),
-            maxPixelCount: Int(limits.maxSourceResolution * 1_000_000),
+            maxPixelCount: limits.maxSourcePixels,
             maxFrameCount: max(limits.maxAnimationFrames, header.frameCount)
         )
         decoding.maxDecodeDuration = nil  // the render's deadline stops it (``ImageProxy/onDecodeQueue(holding:_:)``)
@@ -250,7 +250,7 @@ extension RenderPlan {
             width: side(longest, geometry.padded.width, bands.left + bands.right),
             height: side(longest, geometry.padded.height, bands.top + bands.bottom)
         )
-        let pixelLimit = Int(limits.maxResultResolution * 1_000_000)
+        let pixelLimit = limits.maxResultPixels
         if bound.pixelCount > pixelLimit {
             bound = PixelSize(width: max(1, pixelLimit / bound.height), height: bound.height)
         }

@@ -59,6 +59,19 @@ extension ProxyLimits {
     }
 
     private static func megapixels(_ pixels: Double) -> String { String(format: "%.1f", pixels / 1_000_000) }
+
+    /// ``maxSourceResolution`` in pixels, saturating (a limit of 10³⁰ megapixels is no limit).
+    var maxSourcePixels: Int { Self.pixels(megapixels: maxSourceResolution) }
+    /// ``maxResultResolution`` in pixels, saturating.
+    var maxResultPixels: Int { Self.pixels(megapixels: maxResultResolution) }
+
+    /// `megapixels` as a pixel count: `Int.max` when it is too many for an `Int` (or infinite),
+    /// 0 when it is not above 0 (or not a number).
+    static func pixels(megapixels: Double) -> Int {
+        let pixels = megapixels * 1_000_000
+        guard pixels > 0 else { return 0 }
+        return pixels < Double(Int.max) ? Int(pixels) : .max
+    }
 }
 
 /// The limits under their old names, kept for source compatibility: read and set them on
