@@ -756,6 +756,33 @@ struct FetchCommandTests {
         await origin.stop()
     }
 
+    @Test("--max-time ends a download that drips a byte at a time, which --timeout alone lets go on")
+    func maxTime() async throws {
+        // 5,000 bytes declared, one sent every 100 ms: never idle for --timeout's 5 s.
+        let origin = try await OriginServer.start()
+        origin.setRoute(
+            "/drip.png",
+            OriginRoute(
+                headers: [("Content-Type", "image/png")],
+                body: Data(repeating: 0x50, count: 5000),
+                behavior: .init(chunkSize: 1, chunkInterval: .milliseconds(100))
+            )
+        )
+        let clock = ContinuousClock()
+        let started = clock.now
+        let result = try await CLIRunner.runDetached([
+            "fetch", "--json", "--no-disk-cache", "--timeout", "5", "--max-time", "2",
+            origin.url("/drip.png").absoluteString,
+        ])
+        let elapsed = clock.now - started
+        #expect(result.status == 4, "\(result.stdout) \(result.stderr)")
+        let failure = try #require(try result.jsonLines().first?["error"] as? [String: Any])
+        #expect(failure["code"] as? String == "networkError", "\(failure)")
+        #expect((failure["message"] as? String)?.contains("no complete response within 2.0 seconds") == true)
+        #expect(elapsed < .seconds(400), "the drip alone would take 500 s")
+        await origin.stop()
+    }
+
     @Test("--output that cannot be written: outputFailed with the cause in words, nothing left behind")
     func outputFailure() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-cli")
@@ -857,6 +884,9 @@ struct FetchCommandTests {
             ["fetch", "--input", NSTemporaryDirectory()], ["prefetch", "--input", "/no/such/list.txt"],
             ["fetch", "--max-download-size", "12X", "http://x/a.png"],
             ["fetch", "--max-download-size", "-1", "http://x/a.png"],
+            ["fetch", "--max-time", "0", "http://x/a.png"],
+            ["fetch", "--max-time", "99999999999999999999", "http://x/a.png"],
+            ["fetch", "--timeout", "99999999999999999999", "http://x/a.png"],
         ] {
             let result = try await CLIRunner.runDetached(arguments)
             #expect(result.status == 2, "\(arguments)")

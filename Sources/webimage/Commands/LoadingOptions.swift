@@ -33,6 +33,13 @@ struct LoadingOptions: ParsableArguments {
     var timeout: Double = 15
 
     @Option(
+        name: .customLong("max-time"),
+        help: "How long one download may take in all, e.g. 2m, however steadily its bytes come (default: no limit).",
+        transform: Units.positiveSeconds
+    )
+    var maxTime: Double?
+
+    @Option(
         name: .customLong("decode-timeout"),
         help: "How long one image's decode may take, e.g. 10s (default 10 seconds; over it, a decode failure).",
         transform: Units.positiveSeconds
@@ -305,6 +312,7 @@ struct LoadingOptions: ParsableArguments {
         configuration.postsNotifications = false  // the tool observes none
         configuration.maxConcurrentDownloads = maxDownloads
         configuration.downloadTimeout = .seconds(timeout)
+        configuration.maximumDownloadDuration = maxTime.map { .milliseconds(Int64($0 * 1000)) }
         configuration.retryStrategy = retryStrategy
         if let limit = maxDownloadSize {
             configuration.maximumDownloadSize = limit == 0 ? nil : limit
