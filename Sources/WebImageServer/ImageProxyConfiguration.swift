@@ -45,7 +45,7 @@ public struct ImageProxyConfiguration: Sendable {
     /// the descriptor limit).
     public var connectionLimits = ConnectionLimits()
     /// How often ``ImageProxyServer`` hands freed heap memory back to the kernel while requests
-    /// come in (imgproxy's `IMGPROXY_FREE_MEMORY_INTERVAL`; ``SystemMemory/releaseFreeMemory()``
+    /// come in (imgproxy's `IMGPROXY_FREE_MEMORY_INTERVAL`; `SystemMemory.releaseFreeMemory()`
     /// on a thread of its own): after a burst of large images the process's resident memory
     /// falls back towards what it uses. `nil` (default): never, as the setting is process-wide;
     /// `webimage serve` sets 10 s.
