@@ -64,7 +64,7 @@ public struct ResizeGeometry: Sendable, Hashable {
         } else {
             output = resultCrop
         }
-        func even(_ side: Int) -> Int { Int((Double(side) * dprScale).rounded(.toNearestOrEven)) }
+        func even(_ side: Int) -> Int { Self.saturating((Double(side) * dprScale).rounded(.toNearestOrEven)) }
         padding = Padding(
             top: even(options.padding.top),
             right: even(options.padding.right),
@@ -100,7 +100,7 @@ public struct ResizeGeometry: Sendable, Hashable {
     private static func cropSide(_ side: Int, _ crop: Double) -> Int {
         switch crop {
         case 0: side
-        case 1...: min(side, Int(crop))
+        case 1...: min(side, saturating(crop.rounded(.down)))
         default: max(1, round(Double(side) * crop))
         }
     }
@@ -161,5 +161,13 @@ public struct ResizeGeometry: Sendable, Hashable {
     }
 
     /// Rounds half away from zero, as Go's `math.Round`.
-    static func round(_ value: Double) -> Int { Int(value.rounded(.toNearestOrAwayFromZero)) }
+    static func round(_ value: Double) -> Int { saturating(value.rounded(.toNearestOrAwayFromZero)) }
+
+    /// `value` (already rounded) as an `Int` within ±2³¹: a side past every limit, refused later,
+    /// whose products with another side still fit an `Int`; NaN is 0. URL options (a crop of
+    /// 1e30, a dpr of 1e300 with enlarging) reach here, so no conversion may trap.
+    static func saturating(_ value: Double) -> Int {
+        guard !value.isNaN else { return 0 }
+        return Int(min(max(value, -2_147_483_648), 2_147_483_648))
+    }
 }

@@ -270,7 +270,7 @@ public enum ImageProcessor {
         placement: Placement,
         offsetScale: Double
     ) -> (x: Int, y: Int) {
-        func toEven(_ value: Double) -> Int { Int(value.rounded(.toNearestOrEven)) }
+        func toEven(_ value: Double) -> Int { ResizeGeometry.saturating(value.rounded(.toNearestOrEven)) }
         func scaled(_ side: Int, _ share: Double) -> Int { side == 0 ? 0 : toEven(Double(side) * share) }
         func offset(_ value: Double, side: Int) -> Int {
             abs(value) >= 1 ? toEven(value * offsetScale) : scaled(side, value)

@@ -242,7 +242,9 @@ extension RenderPlan {
         let limit = limits.maxResultDimension
         let growth = max(1, options.dpr) * max(1, options.zoomWidth, options.zoomHeight)
         func side(_ source: Int, _ planned: Int, _ padding: Int) -> Int {
-            options.enlarge ? limit : min(limit, max(planned, Int((Double(source) * growth).rounded(.up)) + padding))
+            options.enlarge
+                ? limit
+                : min(limit, max(planned, ResizeGeometry.saturating((Double(source) * growth).rounded(.up)) + padding))
         }
         let bands = geometry.padding
         let longest = max(geometry.source.width, geometry.source.height)

@@ -85,12 +85,14 @@ enum WatermarkComposer {
         options: WatermarkOptions,
         dprScale: Double
     ) -> Bitmap {
-        func toEven(_ value: Double) -> Int { Int(value.rounded(.toNearestOrEven)) }
+        func toEven(_ value: Double) -> Int { ResizeGeometry.saturating(value.rounded(.toNearestOrEven)) }
         var current = mark
         if options.scale > 0 {
+            // At most the canvas: a larger mark only shows the canvas's worth of it, and a URL's
+            // scale of 1e20 must not become a bitmap of 2³¹ pixels a side.
             let box = (
-                width: max(1, toEven(Double(canvas.width) * options.scale)),
-                height: max(1, toEven(Double(canvas.height) * options.scale))
+                width: min(canvas.width, max(1, toEven(Double(canvas.width) * options.scale))),
+                height: min(canvas.height, max(1, toEven(Double(canvas.height) * options.scale)))
             )
             let factor = min(Double(box.width) / Double(mark.width), Double(box.height) / Double(mark.height))
             let size = PixelSize(
@@ -105,8 +107,9 @@ enum WatermarkComposer {
         func spacing(_ value: Double, side: Int) -> Int {
             abs(value) >= 1 ? toEven(value * dprScale) : toEven(Double(side) * value)
         }
-        let padX = max(0, spacing(options.offset.x, side: canvas.width))
-        let padY = max(0, spacing(options.offset.y, side: canvas.height))
+        // Spacing past the canvas leaves one tile on it either way: at most the canvas.
+        let padX = min(canvas.width, max(0, spacing(options.offset.x, side: canvas.width)))
+        let padY = min(canvas.height, max(0, spacing(options.offset.y, side: canvas.height)))
         guard padX > 0 || padY > 0 else { return current }
         return ImageProcessor.padded(
             current,
