@@ -89,6 +89,11 @@ public struct ResizeTransformer: BitmapTransformer {
     public var mode: Mode
     /// Which part `.fill` keeps. Default `.center`.
     public var gravity: ImageGravity
+    /// The most pixels the resized image may have (for `.fill`, before its crop); a larger one
+    /// is not made: the transform gives no image and the load fails with `badImageData`, where
+    /// the allocation would otherwise take the process down. Default 100,000,000, as decoding's
+    /// `maxPixelCount`.
+    public var maxPixelCount = 100_000_000
 
     /// Resizes to `size` by `mode` (default `.fit`); `.fill` keeps the `gravity` side (default
     /// the centre).
@@ -109,15 +114,19 @@ public struct ResizeTransformer: BitmapTransformer {
         var scaleY = Double(size.height) / Double(bitmap.height)
         if size.width == 0 { scaleX = scaleY }
         if size.height == 0 { scaleY = scaleX }
+        let target =
+            switch mode {
+            case .exact: scaled(bitmap, scaleX, scaleY)
+            case .fit: scaled(bitmap, min(scaleX, scaleY))
+            case .fill: scaled(bitmap, max(scaleX, scaleY))
+            }
+        let pixels = target.width.multipliedReportingOverflow(by: target.height)
+        guard !pixels.overflow, pixels.partialValue <= maxPixelCount else { return nil }
         switch mode {
-        case .exact:
-            return bitmap.resized(to: scaled(bitmap, scaleX, scaleY))
-        case .fit:
-            let scale = min(scaleX, scaleY)
-            return bitmap.resized(to: scaled(bitmap, scale))
+        case .exact, .fit:
+            return bitmap.resized(to: target)
         case .fill:
-            let scale = max(scaleX, scaleY)
-            let covering = bitmap.resized(to: scaled(bitmap, scale))
+            let covering = bitmap.resized(to: target)
             let cut = PixelSize(
                 width: min(size.width == 0 ? covering.width : size.width, covering.width),
                 height: min(size.height == 0 ? covering.height : size.height, covering.height)
@@ -129,11 +138,11 @@ public struct ResizeTransformer: BitmapTransformer {
 
     private func scaled(_ bitmap: Bitmap, _ scale: Double) -> PixelSize { scaled(bitmap, scale, scale) }
 
+    /// The bitmap's size times the scales, each side at least 1 and at most `Int32.max` (a
+    /// size of `Int.max` must not trap on its way to being refused).
     private func scaled(_ bitmap: Bitmap, _ scaleX: Double, _ scaleY: Double) -> PixelSize {
-        PixelSize(
-            width: max(1, Int((Double(bitmap.width) * scaleX).rounded())),
-            height: max(1, Int((Double(bitmap.height) * scaleY).rounded()))
-        )
+        func side(_ value: Double) -> Int { value.isNaN ? 1 : Int(min(max(value.rounded(), 1), Double(Int32.max))) }
+        return PixelSize(width: side(Double(bitmap.width) * scaleX), height: side(Double(bitmap.height) * scaleY))
     }
 }
 

@@ -42,6 +42,28 @@ struct TransformerTests {
         #expect(ResizeTransformer(size: PixelSize(width: -1, height: 5)).transform(image, forKey: "k") == nil)
     }
 
+    @Test("A resize past maxPixelCount gives no image instead of allocating it; sizes no Int product holds too")
+    func resizeLimit() throws {
+        let image = DecodedImage(bitmap: GeneratedImages.gradient(width: 200, height: 100), format: .png)
+        // 100,000 × 50,000 = 5 × 10⁹ pixels (20 GB): refused before any allocation.
+        for mode in [ResizeTransformer.Mode.fit, .fill, .exact] {
+            let huge = ResizeTransformer(size: PixelSize(width: 100_000, height: 50_000), mode: mode)
+            #expect(huge.transform(image, forKey: "k") == nil, "\(mode)")
+            let widest = ResizeTransformer(size: PixelSize(width: .max, height: .max), mode: mode)
+            #expect(widest.transform(image, forKey: "k") == nil, "\(mode)")
+        }
+        // .fill counts the covering image: 20,000 × 1 covers at 20,000 × 10,000.
+        let covering = ResizeTransformer(size: PixelSize(width: 20_000, height: 1), mode: .fill)
+        #expect(covering.transform(image, forKey: "k") == nil)
+        // The limit is the transformer's to set: just over refuses, at it resizes.
+        var limited = ResizeTransformer(size: PixelSize(width: 400, height: 200), mode: .exact)
+        limited.maxPixelCount = 79_999
+        #expect(limited.transform(image, forKey: "k") == nil)
+        limited.maxPixelCount = 80_000
+        let resized = try apply(limited, image)
+        #expect((resized.width, resized.height) == (400, 200))
+    }
+
     @Test("Crop, flip and rotate move the right pixels")
     func geometry() throws {
         let crop = try apply(CropTransformer(x: 1, y: 0, width: 2, height: 1))
