@@ -1,3 +1,10 @@
+// glibc's allocator settings and release, and the process's resident size.
+//
+// Buffers: none changes hands here. malloc_trim walks glibc's own arenas (memory glibc owns and
+// keeps; it frees nothing in use, only hands free pages back with madvise). /proc/self/statm is
+// read into a 128-byte stack buffer owned by wi_resident_bytes, NUL-terminated at the count read
+// returned; the descriptor is closed on every path before the text is parsed.
+
 #include "CWebImageSystem.h"
 
 #include <fcntl.h>
