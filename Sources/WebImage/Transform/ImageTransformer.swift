@@ -141,7 +141,7 @@ public struct ResizeTransformer: BitmapTransformer {
     /// The bitmap's size times the scales, each side at least 1 and at most `Int32.max` (a
     /// size of `Int.max` must not trap on its way to being refused).
     private func scaled(_ bitmap: Bitmap, _ scaleX: Double, _ scaleY: Double) -> PixelSize {
-        func side(_ value: Double) -> Int { value.isNaN ? 1 : Int(min(max(value.rounded(), 1), Double(Int32.max))) }
+        func side(_ value: Double) -> Int { Int(saturating: value.rounded(), in: 1...Int(Int32.max)) }
         return PixelSize(width: side(Double(bitmap.width) * scaleX), height: side(Double(bitmap.height) * scaleY))
     }
 }

@@ -166,8 +166,5 @@ public struct ResizeGeometry: Sendable, Hashable {
     /// `value` (already rounded) as an `Int` within ±2³¹: a side past every limit, refused later,
     /// whose products with another side still fit an `Int`; NaN is 0. URL options (a crop of
     /// 1e30, a dpr of 1e300 with enlarging) reach here, so no conversion may trap.
-    static func saturating(_ value: Double) -> Int {
-        guard !value.isNaN else { return 0 }
-        return Int(min(max(value, -2_147_483_648), 2_147_483_648))
-    }
+    static func saturating(_ value: Double) -> Int { Int(saturating: value, in: -2_147_483_648...2_147_483_648) }
 }

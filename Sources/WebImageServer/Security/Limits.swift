@@ -67,11 +67,7 @@ extension ProxyLimits {
 
     /// `megapixels` as a pixel count: `Int.max` when it is too many for an `Int` (or infinite),
     /// 0 when it is not above 0 (or not a number).
-    static func pixels(megapixels: Double) -> Int {
-        let pixels = megapixels * 1_000_000
-        guard pixels > 0 else { return 0 }
-        return pixels < Double(Int.max) ? Int(pixels) : .max
-    }
+    static func pixels(megapixels: Double) -> Int { Int(saturating: megapixels * 1_000_000, in: 0...Int.max) }
 }
 
 /// The limits under their old names, kept for source compatibility: read and set them on
