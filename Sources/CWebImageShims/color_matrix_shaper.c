@@ -38,6 +38,8 @@ struct wi_matrix_shaper {
     int32_t lowest;
     /// The sRGB level of each sum, offset by `-lowest`; sums outside [0, 1] clip to 0 and 255.
     uint8_t *encode;
+    /// The AVX-512 kernel's tables when this CPU runs it and they agree with lcms; else NULL.
+    wi_shaper_vector *vector;
 };
 
 static int wi_colorant_matrix(cmsHPROFILE profile, double m[3][3]) {
@@ -100,6 +102,7 @@ static wi_matrix_shaper *wi_matrix_shaper_tables(cmsHPROFILE source, cmsHPROFILE
     }
     // Two steps of margin each side for the shares' rounding.
     shaper->lowest = (int32_t)floor(lowest * WI_LINEAR_STEPS) - 2;
+    double linears[3][256];
     for (int c = 0; c < 3; c++) {
         const cmsToneCurve *curve = cmsReadTag(source, curveTags[c]);
         if (curve == NULL) {
@@ -113,6 +116,7 @@ static wi_matrix_shaper *wi_matrix_shaper_tables(cmsHPROFILE source, cmsHPROFILE
             // matrix's bounds, so every sum indexes the encode table.
             if (!(linear > 0)) linear = 0;
             if (linear > 1) linear = 1;
+            linears[c][level] = linear;
             int64_t packed = 0;
             for (int k = 0; k < 3; k++) {
                 int64_t field = lrint(m[k][c] * linear * WI_LINEAR_STEPS) - (c == 0 ? shaper->lowest : 0);
@@ -133,6 +137,7 @@ static wi_matrix_shaper *wi_matrix_shaper_tables(cmsHPROFILE source, cmsHPROFILE
         double level = linear <= 0 ? 0 : linear >= 1 ? 255 : cmsEvalToneCurveFloat(encodeCurve, (cmsFloat32Number)linear) * 255.0;
         shaper->encode[i] = (uint8_t)(level <= 0 ? 0 : level >= 255 ? 255 : lrint(level));
     }
+    shaper->vector = wi_shaper_vector_create(m, linears, encodeCurve);
     cmsFreeToneCurve(encodeCurve);
     return shaper;
 }
@@ -171,14 +176,35 @@ wi_matrix_shaper *wi_matrix_shaper_create(cmsHPROFILE source, cmsHPROFILE srgb, 
         return NULL;
     }
     wi_matrix_shaper *shaper = wi_matrix_shaper_tables(source, srgb);
-    if (shaper != NULL && !wi_matrix_shaper_agrees(shaper, reference)) {
+    if (shaper == NULL) return NULL;
+    // The scalar kernel is checked first, then the vector one; a vector kernel that disagrees
+    // is dropped, not the tables.
+    wi_shaper_vector *vector = shaper->vector;
+    shaper->vector = NULL;
+    if (!wi_matrix_shaper_agrees(shaper, reference)) {
+        wi_shaper_vector_destroy(vector);
         wi_matrix_shaper_destroy(shaper);
         return NULL;
+    }
+    shaper->vector = vector;
+    if (vector != NULL && !wi_matrix_shaper_agrees(shaper, reference)) {
+        wi_shaper_vector_destroy(vector);
+        shaper->vector = NULL;
     }
     return shaper;
 }
 
+int wi_matrix_shaper_is_vectorized(const wi_matrix_shaper *shaper) { return shaper->vector != NULL; }
+
 void wi_matrix_shaper_apply(const wi_matrix_shaper *shaper, uint8_t *pixels, size_t pixel_count) {
+    if (shaper->vector != NULL) {
+        wi_shaper_vector_apply(shaper->vector, pixels, pixel_count);
+    } else {
+        wi_matrix_shaper_apply_scalar(shaper, pixels, pixel_count);
+    }
+}
+
+void wi_matrix_shaper_apply_scalar(const wi_matrix_shaper *shaper, uint8_t *pixels, size_t pixel_count) {
     const uint8_t *encode = shaper->encode;
     // Byte loads and stores: alpha is never touched, and no shifts assemble the pixel.
     for (uint8_t *pixel = pixels, *end = pixels + pixel_count * 4; pixel < end; pixel += 4) {
@@ -191,6 +217,7 @@ void wi_matrix_shaper_apply(const wi_matrix_shaper *shaper, uint8_t *pixels, siz
 
 void wi_matrix_shaper_destroy(wi_matrix_shaper *shaper) {
     if (shaper == NULL) return;
+    wi_shaper_vector_destroy(shaper->vector);
     free(shaper->encode);
     free(shaper);
 }

@@ -8,6 +8,7 @@
 
 #include "CWebImageShims.h"
 #include "CWebImageSystem.h"
+#include "color_internal.h"
 #include "jpeg_internal.h"
 
 #include <setjmp.h>
@@ -929,6 +930,105 @@ static void test_tiff(const image *photo, const image *translucent) {
 
 // MARK: Colour
 
+/// The largest difference per channel from lcms's answer over `count` pixels; alpha must be as it
+/// was (`original`).
+static int color_distance(const uint8_t *pixels, const uint8_t *expected, const uint8_t *original, size_t count) {
+    int worst = 0;
+    for (size_t i = 0; i < count * 4; i++) {
+        int difference = abs((int)pixels[i] - (int)expected[i]);
+        if (i % 4 == 3) difference = pixels[i] == original[i] ? 0 : 256;
+        if (difference > worst) worst = difference;
+    }
+    return worst;
+}
+
+/// The AVX-512 kernel where the CPU has it: taken for P3, Adobe RGB and Rec. 2020 (not ProPhoto,
+/// whose matrix overflows its fixed point); every one of the 2²⁴ colours within one level of
+/// lcms with alpha kept; counts around the 64-pixel step at an odd address.
+static void test_color_vector(void) {
+    fprintf(stderr, "Colour, the vector kernel\n");
+    __builtin_cpu_init();
+    int has_vector = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                     __builtin_cpu_supports("avx512vbmi");
+    if (!has_vector) fprintf(stderr, "  this CPU has no AVX-512 VBMI: the scalar kernel only\n");
+    const double srgb_curve[5] = {2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045};
+    const double gamma_22[5] = {563.0 / 256, 1, 0, 1, 0}, gamma_18[5] = {1.8, 1, 0, 1, 0};
+    const double bt2020_curve[5] = {1 / 0.45, 1 / 1.0993, 0.0993 / 1.0993, 1 / 4.5, 0.081};
+    const struct {
+        const char *name;
+        double primaries[8];
+        const double *curve;
+        int vectorizes;
+    } profiles[] = {
+        {"Display P3", {0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.3127, 0.3290}, srgb_curve, 1},
+        {"Adobe RGB", {0.64, 0.33, 0.21, 0.71, 0.15, 0.06, 0.3127, 0.3290}, gamma_22, 1},
+        {"Rec. 2020", {0.708, 0.292, 0.170, 0.797, 0.131, 0.046, 0.3127, 0.3290}, bt2020_curve, 1},
+        {"ProPhoto", {0.7347, 0.2653, 0.1596, 0.8404, 0.0366, 0.0001, 0.3457, 0.3585}, gamma_18, 0},
+    };
+    const size_t all = (size_t)1 << 24;
+    uint8_t *original = malloc(all * 4), *pixels = malloc(all * 4 + 1), *expected = malloc(all * 4);
+    for (size_t i = 0; i < all; i++) {
+        const uint8_t pixel[4] = {(uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i, (uint8_t)(i * 7)};
+        memcpy(original + i * 4, pixel, 4);
+    }
+    for (size_t p = 0; p < sizeof profiles / sizeof profiles[0]; p++) {
+        uint8_t *icc = NULL;
+        size_t icc_length = 0;
+        CHECK(wi_color_profile_create_rgb(profiles[p].primaries, profiles[p].curve, &icc, &icc_length) == WI_OK,
+              "no %s profile", profiles[p].name);
+        cmsHPROFILE source = icc == NULL ? NULL : cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_length);
+        cmsHPROFILE srgb = cmsCreate_sRGBProfile();
+        cmsHTRANSFORM reference =
+            source == NULL ? NULL
+                           : cmsCreateTransform(source, TYPE_RGBA_8, srgb, TYPE_RGBA_8, INTENT_RELATIVE_COLORIMETRIC, 0);
+        wi_matrix_shaper *shaper = reference == NULL ? NULL : wi_matrix_shaper_create(source, srgb, reference);
+        CHECK(shaper != NULL, "%s has no tables", profiles[p].name);
+        if (shaper != NULL) {
+            CHECK(wi_matrix_shaper_is_vectorized(shaper) == (has_vector && profiles[p].vectorizes),
+                  "%s: vector kernel %d on a CPU with it %d", profiles[p].name, wi_matrix_shaper_is_vectorized(shaper),
+                  has_vector);
+            memcpy(expected, original, all * 4);
+            cmsDoTransform(reference, expected, expected, (cmsUInt32Number)all);
+            memcpy(pixels, original, all * 4);
+            wi_matrix_shaper_apply(shaper, pixels, all);
+            int worst = color_distance(pixels, expected, original, all);
+            CHECK(worst <= 1, "%s: %d levels from lcms over all colours (256: alpha changed)", profiles[p].name, worst);
+            memcpy(pixels, original, all * 4);
+            wi_matrix_shaper_apply_scalar(shaper, pixels, all);
+            worst = color_distance(pixels, expected, original, all);
+            CHECK(worst <= 1, "%s, scalar: %d levels from lcms (256: alpha changed)", profiles[p].name, worst);
+            // Around the step, from an odd address: the pixels past the count stay as they were.
+            const size_t counts[] = {1, 63, 64, 65, 127, 128, 129, 1000};
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                size_t start = 4099 * (c + 1);
+                memcpy(pixels + 1, original + start * 4, (counts[c] + 1) * 4);
+                wi_matrix_shaper_apply(shaper, pixels + 1, counts[c]);
+                worst = color_distance(pixels + 1, expected + start * 4, original + start * 4, counts[c]);
+                CHECK(worst <= 1, "%s, %zu pixels: %d levels from lcms", profiles[p].name, counts[c], worst);
+                CHECK(memcmp(pixels + 1 + counts[c] * 4, original + (start + counts[c]) * 4, 4) == 0,
+                      "%s, %zu pixels: the pixel after them changed", profiles[p].name, counts[c]);
+            }
+            // A pixel's result does not depend on where a band ends (rows convert as they decode).
+            memcpy(pixels, original, 100000 * 4);
+            wi_matrix_shaper_apply(shaper, pixels, 100000);
+            memcpy(expected, original, 100000 * 4);
+            for (size_t done = 0, band = 1; done < 100000; done += band, band = band * 3 % 97 + 1) {
+                wi_matrix_shaper_apply(shaper, expected + done * 4, done + band > 100000 ? 100000 - done : band);
+            }
+            CHECK(memcmp(pixels, expected, 100000 * 4) == 0, "%s: bands of 1–97 pixels convert differently",
+                  profiles[p].name);
+        }
+        wi_matrix_shaper_destroy(shaper);
+        if (reference != NULL) cmsDeleteTransform(reference);
+        if (source != NULL) cmsCloseProfile(source);
+        cmsCloseProfile(srgb);
+        free(icc);
+    }
+    free(original);
+    free(pixels);
+    free(expected);
+}
+
 static void test_color(const uint8_t *p3, size_t p3_length) {
     fprintf(stderr, "Colour\n");
     char message[WI_MESSAGE_CAPACITY];
@@ -1152,6 +1252,7 @@ int main(void) {
     test_png_strategy(&photo, &translucent);
     test_tiff(&photo, &translucent);
     test_color(p3, p3_length);
+    test_color_vector();
     test_resample();
     test_codec_loader();
     test_memory_release();
