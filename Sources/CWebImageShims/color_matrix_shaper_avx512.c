@@ -36,8 +36,9 @@ struct wi_shaper_vector {
 
 #if WI_SHAPER_AVX512
 
+/// The compiler's CPU model is filled by a constructor before `main`: reading it needs no
+/// `__builtin_cpu_init` (which writes it again, from whichever thread builds a transform).
 static int wi_cpu_has_avx512_vbmi(void) {
-    __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
            && __builtin_cpu_supports("avx512vbmi");
 }
