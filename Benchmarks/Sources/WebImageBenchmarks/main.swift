@@ -230,6 +230,29 @@ func time(runs: Int = iterations, _ body: () throws -> Void) rethrows -> Double 
     return median(samples)
 }
 
+/// Median wall times in milliseconds of `first` and `second`, run in turn (`runs` pairs after one
+/// warm-up each), and the median of each pair's difference: a slow spell of the machine falls on
+/// both, so the difference is not one block's drift against another's.
+func timeAlternating(
+    runs: Int = iterations,
+    _ first: () throws -> Void,
+    _ second: () throws -> Void
+) rethrows -> (first: Double, second: Double, difference: Double) {
+    try first()
+    try second()
+    let clock = ContinuousClock()
+    func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000
+    }
+    var firsts: [Double] = []
+    var seconds: [Double] = []
+    for _ in 0..<runs {
+        firsts.append(milliseconds(try clock.measure(first)))
+        seconds.append(milliseconds(try clock.measure(second)))
+    }
+    return (median(firsts), median(seconds), median(zip(seconds, firsts).map { $0 - $1 }))
+}
+
 /// Peak resident memory added while `body` runs, in bytes (Linux: resets VmHWM through
 /// /proc/self/clear_refs, then reads it back).
 func peakMemory(_ body: () throws -> Void) rethrows -> Int? {
@@ -465,15 +488,19 @@ func colorRows(into rows: inout [Row]) throws -> String {
     precondition(direct_color_transform_prepare(icc, icc.count) == 0, "lcms cannot build the P3 transform")
     let ignore = ImageDecodingOptions(colorPolicy: .ignore)
     let coder = JPEGCoder()
+    let ours = try timeAlternating(
+        { _ = try coder.decode(p3, options: ignore) },
+        { _ = try coder.decode(p3, options: ImageDecodingOptions()) }
+    )
     let ignored = Row(
         name: "JPEG 4000×3000 Display P3, profile ignored",
-        ours: try time { _ = try coder.decode(p3, options: ignore) },
+        ours: ours.first,
         direct: time { direct(p3) { direct_jpeg_decode($0, $1, 1, &width, &height) } },
         note: "C: libjpeg only"
     )
     let converted = Row(
         name: "JPEG 4000×3000 Display P3 → sRGB",
-        ours: try time { _ = try coder.decode(p3, options: ImageDecodingOptions()) },
+        ours: ours.second,
         direct: time { direct(p3) { direct_jpeg_decode_to_srgb($0, $1, &width, &height) } },
         note: "C: libjpeg, then cmsDoTransform"
     )
@@ -502,7 +529,8 @@ func colorRows(into rows: inout [Row]) throws -> String {
         format: "converted at the DCT-scaled 500×375: +%.1f %%",
         100 * (thumbnailConverted.ours / thumbnailIgnored.ours - 1)
     )
-    let ourTransform = converted.ours - ignored.ours
+    // Ours: the median of each alternating pair's difference (the two decodes ran in turn).
+    let ourTransform = ours.difference
     let theirTransform = (converted.direct ?? 0) - (ignored.direct ?? 0)
     return String(
         format: "conversion adds %.1f %% to our decode (C: %.1f %%); our transform %.2f ms, C's %.2f ms (%.3f×)",
