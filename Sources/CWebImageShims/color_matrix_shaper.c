@@ -7,7 +7,8 @@
 // vector adds and no moves between register files (22 % faster than 16-bit vector lanes).
 // What lcms computes for the same pair, to within one level per channel: every table is built
 // from lcms's own curves and colorants, and `wi_matrix_shaper_create` compares the result
-// with lcms's on a grid of inputs before it is used.
+// with lcms's on a grid of inputs before it is used. Where the CPU has AVX-512 with VBMI,
+// color_matrix_shaper_avx512.c converts instead, from tables built here and checked the same way.
 // Who owns what: a `wi_matrix_shaper` and its encode table are malloc'ed here and freed by
 // `wi_matrix_shaper_destroy` (on every failed build path too); profiles and transforms passed in
 // stay the caller's; tone curves and colorants from `cmsReadTag` belong to their profile (never
