@@ -9,7 +9,8 @@
 // from lcms's own curves and colorants, and `wi_matrix_shaper_create` compares the result
 // with lcms's on a grid of inputs before it is used. Where the CPU has AVX-512 with VBMI,
 // color_matrix_shaper_avx512.c converts instead, from tables built here and checked the same way.
-// Who owns what: a `wi_matrix_shaper` and its encode table are malloc'ed here and freed by
+// Who owns what: a `wi_matrix_shaper`, its encode table and its vector tables (a
+// `wi_shaper_vector`, made by color_matrix_shaper_avx512.c) are the shaper's, freed by
 // `wi_matrix_shaper_destroy` (on every failed build path too); profiles and transforms passed in
 // stay the caller's; tone curves and colorants from `cmsReadTag` belong to their profile (never
 // freed here); the reversed curve from `cmsReverseToneCurve` is ours, freed before returning.

@@ -8,7 +8,8 @@
 // joined back with the pixels' own alpha. The C harness holds it within one level of lcms on all
 // 2²⁴ colours for the profiles it takes.
 // Who owns what: a `wi_shaper_vector` is malloc'ed here and freed by `wi_shaper_vector_destroy`;
-// the curves passed in stay the caller's.
+// the curves passed in stay the caller's; the last pixels of a call are copied into a 256-byte
+// stack buffer and back. No library touches any of these buffers.
 
 #include "color_internal.h"
 
