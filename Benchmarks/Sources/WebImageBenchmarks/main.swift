@@ -218,14 +218,18 @@ func median(_ samples: [Double]) -> Double {
         ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
+/// `duration` in milliseconds.
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000
+}
+
 /// Median wall time in milliseconds over `runs` runs (default `--iterations`), after one warm-up.
 func time(runs: Int = iterations, _ body: () throws -> Void) rethrows -> Double {
     try body()
     let clock = ContinuousClock()
     var samples: [Double] = []
     for _ in 0..<runs {
-        let elapsed = try clock.measure(body)
-        samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+        samples.append(milliseconds(try clock.measure(body)))
     }
     return median(samples)
 }
@@ -241,9 +245,6 @@ func timeAlternating(
     try first()
     try second()
     let clock = ContinuousClock()
-    func milliseconds(_ duration: Duration) -> Double {
-        Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000
-    }
     var firsts: [Double] = []
     var seconds: [Double] = []
     for _ in 0..<runs {
