@@ -15,7 +15,9 @@ import WebImageOrigin
 // with `--matched`, with the settings HTTPSession gives it; with `--session`, through HTTPSession
 // itself; with `--delegate`, through AsyncHTTPClient's delegate API, which runs on the event loop
 // with no Swift task per body part), collecting each body, and exits: the HTTP stack's own cost
-// inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process).
+// inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process). `--matched-except
+// LIST` is `--matched` without the settings LIST names (comma-separated: `timeouts`,
+// `decompression`, `headers`), to tell what each one costs.
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -32,12 +34,18 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     // --matched: the client as HTTPSession configures it for the CLI (15 s connect and read
     // timeouts, decompression, no redirects, the session's default headers): what those settings
     // cost AsyncHTTPClient, apart from what the session's own code costs.
-    let matched = CommandLine.arguments.contains("--matched")
-    if matched {
-        configuration.timeout = .init(connect: .seconds(15), read: .seconds(15))
-        configuration.decompression = .enabled(limit: .ratio(100))
-        configuration.redirectConfiguration = .disallow
+    let omitted = CommandLine.arguments.firstIndex(of: "--matched-except").map { index in
+        Set(CommandLine.arguments[index + 1].split(separator: ",").map(String.init))
     }
+    if let unknown = omitted?.subtracting(["timeouts", "decompression", "headers"]), !unknown.isEmpty {
+        fatalError("--matched-except: unknown settings \(unknown.sorted()); known: timeouts, decompression, headers")
+    }
+    let matched = CommandLine.arguments.contains("--matched") || omitted != nil
+    let matches = { (setting: String) in matched && omitted?.contains(setting) != true }
+    if matches("timeouts") { configuration.timeout = .init(connect: .seconds(15), read: .seconds(15)) }
+    if matches("decompression") { configuration.decompression = .enabled(limit: .ratio(100)) }
+    if matched { configuration.redirectConfiguration = .disallow }
+    let sendsSessionHeaders = matches("headers")
     let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     let standardHeaders = HTTPSession.Configuration.standardHeaders
     // --session: through HTTPSession (`data(for:)`, configured as the image downloader's), so the
@@ -69,7 +77,7 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
             return data.count
         }
         var request = HTTPClientRequest(url: url)
-        if matched {
+        if sendsSessionHeaders {
             for field in standardHeaders { request.headers.add(name: field.name.rawName, value: field.value) }
         }
         let response = try await client.execute(request, timeout: .seconds(30))
