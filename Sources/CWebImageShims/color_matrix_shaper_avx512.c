@@ -4,7 +4,8 @@
 // level to linear light in Q15 through two 256-entry byte tables (low and high bytes, two
 // `vpermi2b` and a blend each); the 3×3 matrix in 16-bit fixed point (`vpmulhrsw`, saturating
 // adds); the sRGB encoding by linear interpolation in cells of 1/128 of the range, or of 1/2048
-// below 1/16 where the curve bends most (base and rise from 128-entry byte tables); the planes
+// below 1/16 where the curve bends most (base and rise from 128-entry byte tables; a step whose
+// 64 values of a channel all fall in one of the two ranges looks up that one only); the planes
 // joined back with the pixels' own alpha. The C harness holds it within one level of lcms on all
 // 2²⁴ colours for the profiles it takes.
 // Who owns what: a `wi_shaper_vector` is malloc'ed here and freed by `wi_shaper_vector_destroy`;
@@ -146,40 +147,62 @@ WI_AVX512 WI_INLINE void wi_linearize(const wi_vector_state *s, int channel, __m
     words[1] = _mm512_unpackhi_epi8(low, high);
 }
 
+/// Which encoding tiers a step's 64 sums fall in: every one at or above 1/16 (tier A, most of a
+/// photo), every one below (tier B, its shadows), or both. A step in one tier skips the other's
+/// look-ups and the blend between them: the same bytes from a third fewer of the encoding's
+/// operations.
+enum { WI_TIER_A = 1, WI_TIER_B = 2, WI_TIERS_BOTH = 3 };
+
 WI_AVX512 WI_INLINE __m512i wi_tier_lookup(const __m512i table[2][2], __m512i index_a, __m512i index_b,
-                                               __mmask64 tier_b) {
-    __m512i a = _mm512_permutex2var_epi8(table[0][0], index_a, table[0][1]);
+                                               __mmask64 tier_b, int tiers) {
+    if (tiers == WI_TIER_A) return _mm512_permutex2var_epi8(table[0][0], index_a, table[0][1]);
     __m512i b = _mm512_permutex2var_epi8(table[1][0], index_b, table[1][1]);
+    if (tiers == WI_TIER_B) return b;
+    __m512i a = _mm512_permutex2var_epi8(table[0][0], index_a, table[0][1]);
     return _mm512_mask_blend_epi8(tier_b, a, b);
 }
 
-/// 64 sums (two vectors of words in `vpunpck` order) to 64 sRGB levels in pixel order.
-WI_AVX512 WI_INLINE __m512i wi_encode(const wi_vector_state *s, __m512i sums[2]) {
-    __m512i v[2], index_a[2], index_b[2];
-    for (int t = 0; t < 2; t++) {
-        v[t] = _mm512_min_epi16(_mm512_max_epi16(sums[t], _mm512_setzero_si512()), s->top);
-        index_a[t] = _mm512_srli_epi16(v[t], 7);
-        index_b[t] = _mm512_srli_epi16(v[t], 3);
+/// ``wi_encode`` once the cells are known, for the tiers `tiers` names (a constant).
+WI_AVX512 WI_INLINE __m512i wi_encode_cells(const wi_vector_state *s, const __m512i v[2], __m512i cell_a,
+                                                __mmask64 tier_b, int tiers) {
+    __m512i cell_b = _mm512_setzero_si512();
+    if (tiers != WI_TIER_A) {
+        cell_b = _mm512_packus_epi16(_mm512_srli_epi16(v[0], 3), _mm512_srli_epi16(v[1], 3));
     }
-    __m512i cell_a = _mm512_packus_epi16(index_a[0], index_a[1]);
-    __m512i cell_b = _mm512_packus_epi16(index_b[0], index_b[1]);
-    __mmask64 tier_b = _mm512_cmplt_epu8_mask(cell_a, _mm512_set1_epi8(WI_TIER_B_END >> 7));
-    __m512i base_low = wi_tier_lookup(s->base_low, cell_a, cell_b, tier_b);
-    __m512i base_high = wi_tier_lookup(s->base_high, cell_a, cell_b, tier_b);
-    __m512i rise = wi_tier_lookup(s->rise, cell_a, cell_b, tier_b);
+    __m512i base_low = wi_tier_lookup(s->base_low, cell_a, cell_b, tier_b, tiers);
+    __m512i base_high = wi_tier_lookup(s->base_high, cell_a, cell_b, tier_b, tiers);
+    __m512i rise = wi_tier_lookup(s->rise, cell_a, cell_b, tier_b, tiers);
     __m512i levels[2];
     for (int t = 0; t < 2; t++) {
         __m512i base = t == 0 ? _mm512_unpacklo_epi8(base_low, base_high) : _mm512_unpackhi_epi8(base_low, base_high);
         __m512i rise_high = t == 0 ? _mm512_unpacklo_epi8(_mm512_setzero_si512(), rise)
                                    : _mm512_unpackhi_epi8(_mm512_setzero_si512(), rise);
         // The position in the cell in 1/2048: tier A's low 7 bits × 16, tier B's low 3 × 256.
-        __mmask32 in_b = _mm512_cmplt_epu16_mask(v[t], _mm512_set1_epi16(WI_TIER_B_END));
-        __m512i position = _mm512_mask_slli_epi16(_mm512_slli_epi16(v[t], 9), in_b, v[t], 13);
+        __m512i position;
+        if (tiers == WI_TIER_A) {
+            position = _mm512_slli_epi16(v[t], 9);
+        } else if (tiers == WI_TIER_B) {
+            position = _mm512_slli_epi16(v[t], 13);
+        } else {
+            __mmask32 in_b = _mm512_cmplt_epu16_mask(v[t], _mm512_set1_epi16(WI_TIER_B_END));
+            position = _mm512_mask_slli_epi16(_mm512_slli_epi16(v[t], 9), in_b, v[t], 13);
+        }
         position = _mm512_srli_epi16(position, 5);
         __m512i scaled = _mm512_adds_epu16(base, _mm512_mulhi_epu16(rise_high, position));
         levels[t] = _mm512_srli_epi16(scaled, 8);
     }
     return _mm512_packus_epi16(levels[0], levels[1]);
+}
+
+/// 64 sums (two vectors of words in `vpunpck` order) to 64 sRGB levels in pixel order.
+WI_AVX512 WI_INLINE __m512i wi_encode(const wi_vector_state *s, __m512i sums[2]) {
+    __m512i v[2];
+    for (int t = 0; t < 2; t++) v[t] = _mm512_min_epi16(_mm512_max_epi16(sums[t], _mm512_setzero_si512()), s->top);
+    __m512i cell_a = _mm512_packus_epi16(_mm512_srli_epi16(v[0], 7), _mm512_srli_epi16(v[1], 7));
+    __mmask64 tier_b = _mm512_cmplt_epu8_mask(cell_a, _mm512_set1_epi8(WI_TIER_B_END >> 7));
+    if (tier_b == 0) return wi_encode_cells(s, v, cell_a, tier_b, WI_TIER_A);
+    if (tier_b == ~(__mmask64)0) return wi_encode_cells(s, v, cell_a, tier_b, WI_TIER_B);
+    return wi_encode_cells(s, v, cell_a, tier_b, WI_TIERS_BOTH);
 }
 
 WI_AVX512 static void wi_vector_state_load(const wi_shaper_vector *tables, wi_vector_state *s) {

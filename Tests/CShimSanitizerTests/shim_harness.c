@@ -1017,6 +1017,23 @@ static void test_color_vector(void) {
             }
             CHECK(memcmp(pixels, expected, 100000 * 4) == 0, "%s: bands of 1–97 pixels convert differently",
                   profiles[p].name);
+            // Nor on its neighbours: a colour converts alike among 63 copies of itself (a step in
+            // one encoding tier per channel, which skips the other tier) and among black and white
+            // (a step in both tiers).
+            size_t tier_mismatches = 0;
+            for (size_t colour = 0; colour < all; colour += 4093) {
+                uint8_t alone[64 * 4], mixed[64 * 4];
+                for (size_t i = 0; i < 64; i++) {
+                    memcpy(alone + i * 4, original + colour * 4, 4);
+                    memset(mixed + i * 4, i % 2 ? 0 : 255, 4);
+                }
+                memcpy(mixed, original + colour * 4, 4);
+                wi_matrix_shaper_apply(shaper, alone, 64);
+                wi_matrix_shaper_apply(shaper, mixed, 64);
+                tier_mismatches += memcmp(alone, mixed, 4) != 0;
+            }
+            CHECK(tier_mismatches == 0, "%s: %zu colours convert differently beside other tiers", profiles[p].name,
+                  tier_mismatches);
         }
         wi_matrix_shaper_destroy(shaper);
         if (reference != NULL) cmsDeleteTransform(reference);
