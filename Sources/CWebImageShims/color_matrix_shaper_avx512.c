@@ -147,10 +147,9 @@ WI_AVX512 WI_INLINE void wi_linearize(const wi_vector_state *s, int channel, __m
     words[1] = _mm512_unpackhi_epi8(low, high);
 }
 
-/// Which encoding tiers a step's 64 sums fall in: every one at or above 1/16 (tier A, most of a
-/// photo), every one below (tier B, its shadows), or both. A step in one tier skips the other's
-/// look-ups and the blend between them: the same bytes from a third fewer of the encoding's
-/// operations.
+/// Which encoding tiers a step's 64 sums fall in: every one at or above 1/16 (tier A), every one
+/// below (tier B), or both. A step in one tier skips the other's look-ups and the blend between
+/// them: the same bytes from a third fewer of the encoding's operations.
 enum { WI_TIER_A = 1, WI_TIER_B = 2, WI_TIERS_BOTH = 3 };
 
 WI_AVX512 WI_INLINE __m512i wi_tier_lookup(const __m512i table[2][2], __m512i index_a, __m512i index_b,
