@@ -15,14 +15,11 @@ CPU differences (B − A), which is the figure to quote.
 
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fetch_cost  # noqa: E402  (its nginx set-up, port choice and process timing)
+import fetch_cost  # noqa: E402  (its served photos and process timing)
 
 
 def main():
@@ -40,18 +37,10 @@ def main():
         if not os.access(binary, os.X_OK):
             sys.exit(f"fetch_ab: {binary}: not an executable file")
 
-    scratch = tempfile.mkdtemp(prefix="webimage-fetch-ab-")
-    os.chmod(scratch, 0o755)  # nginx's workers (nobody, when started as root) read the photos
-    nginx = None
-    try:
-        photos = os.path.join(scratch, "photos")
-        subprocess.run([args.benchmarks, "--write-photos", photos, str(args.count), args.size], check=True,
-                       stdout=subprocess.DEVNULL)
-        port = fetch_cost.free_port()
-        nginx = fetch_cost.start_nginx(photos, port, scratch)
+    with fetch_cost.served_photos(args.benchmarks, args.count, args.size, "webimage-fetch-ab-") as (scratch, _, urls):
         url_list = os.path.join(scratch, "urls.txt")
         with open(url_list, "w") as f:
-            f.writelines(f"http://127.0.0.1:{port}/{name}\n" for name in sorted(os.listdir(photos)))
+            f.write("\n".join(urls) + "\n")
         c = str(args.concurrency)
 
         def fetch(binary, mode):
@@ -81,11 +70,6 @@ def main():
             print(f"| {mode} | {statistics.median(wall[('A', mode)]):.3f} | {statistics.median(wall[('B', mode)]):.3f} "
                   f"| {statistics.median(a_cpu):.3f} | {statistics.median(b_cpu):.3f} "
                   f"| {difference:+.4f} ({100 * difference / statistics.median(a_cpu):+.1f} %) |")
-    finally:
-        if nginx is not None:
-            nginx.terminate()
-            nginx.wait(timeout=30)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

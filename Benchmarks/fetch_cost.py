@@ -33,6 +33,7 @@ innermost frame of either on its stack (the runtime and libc work a frame calls 
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -139,6 +140,29 @@ http {{
     sys.exit("fetch_cost: nginx did not start")
 
 
+@contextlib.contextmanager
+def served_photos(benchmarks, count, size, prefix):
+    """COUNT distinct JPEGs of SIZE (`webimage-benchmarks --write-photos`) in a fresh scratch folder,
+    served by nginx on 127.0.0.1: yields (scratch folder, sorted photo paths, URLs); stops nginx and
+    removes the folder on every path out."""
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(scratch, 0o755)  # nginx's workers (nobody, when started as root) read the photos
+    nginx = None
+    try:
+        photos = os.path.join(scratch, "photos")
+        subprocess.run([benchmarks, "--write-photos", photos, str(count), size], check=True,
+                       stdout=subprocess.DEVNULL)
+        files = sorted(os.path.join(photos, name) for name in os.listdir(photos))
+        port = free_port()
+        nginx = start_nginx(photos, port, scratch)
+        yield scratch, files, [f"http://127.0.0.1:{port}/{os.path.basename(path)}" for path in files]
+    finally:
+        if nginx is not None:
+            nginx.terminate()
+            nginx.wait(timeout=30)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--webimage", required=True)
@@ -152,17 +176,8 @@ def main():
     parser.add_argument("--perf", help="record perf profiles of one raw and one decoded fetch here")
     args = parser.parse_args()
 
-    scratch = tempfile.mkdtemp(prefix="webimage-fetch-cost-")
-    os.chmod(scratch, 0o755)  # nginx's workers (nobody, when started as root) read the photos
-    nginx = None
-    try:
-        photos = os.path.join(scratch, "photos")
-        subprocess.run([args.benchmarks, "--write-photos", photos, str(args.count), args.size], check=True)
-        files = sorted(os.path.join(photos, name) for name in os.listdir(photos))
+    with served_photos(args.benchmarks, args.count, args.size, "webimage-fetch-cost-") as (scratch, files, urls):
         mean_kb = statistics.mean(os.path.getsize(path) for path in files) / 1000
-        port = free_port()
-        nginx = start_nginx(photos, port, scratch)
-        urls = [f"http://127.0.0.1:{port}/{os.path.basename(path)}" for path in files]
         url_list = os.path.join(scratch, "urls.txt")
         with open(url_list, "w") as f:
             f.write("\n".join(urls) + "\n")
@@ -270,11 +285,6 @@ def main():
                   f"ours {split['ours']} %, HTTP client {split['HTTP client']} %, other {split['other']} %")
         if args.json:
             print(json.dumps(result))
-    finally:
-        if nginx is not None:
-            nginx.terminate()
-            nginx.wait(timeout=30)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
