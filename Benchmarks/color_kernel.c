@@ -43,6 +43,10 @@ static void measure(const char *name, const double primaries[8], const double cu
     cmsHPROFILE source = cmsOpenProfileFromMem(icc, (cmsUInt32Number)icc_length);
     cmsHPROFILE srgb = cmsCreate_sRGBProfile();
     cmsHTRANSFORM lcms = cmsCreateTransform(source, TYPE_RGBA_8, srgb, TYPE_RGBA_8, INTENT_RELATIVE_COLORIMETRIC, 0);
+    if (source == NULL || lcms == NULL) {
+        fprintf(stderr, "%s: lcms cannot read the profile or build the transform\n", name);
+        exit(1);
+    }
     wi_matrix_shaper *shaper = wi_matrix_shaper_create(source, srgb, lcms);
     if (shaper == NULL) {
         fprintf(stderr, "%s: no tables\n", name);
@@ -50,6 +54,10 @@ static void measure(const char *name, const double primaries[8], const double cu
     }
     const size_t all = (size_t)1 << 24;
     uint8_t *chosen = malloc(all * 4), *scalar = malloc(all * 4), *expected = malloc(all * 4);
+    if (chosen == NULL || scalar == NULL || expected == NULL) {
+        fprintf(stderr, "%s: out of memory for the 2^24 colours\n", name);
+        exit(1);
+    }
     for (size_t i = 0; i < all; i++) {
         const uint8_t pixel[4] = {(uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i, 255};
         memcpy(chosen + i * 4, pixel, 4);
@@ -74,6 +82,10 @@ static void measure(const char *name, const double primaries[8], const double cu
     if (timing) {
         const size_t width = 4000, height = 3000;
         uint8_t *image = malloc(width * height * 4);
+        if (image == NULL) {
+            fprintf(stderr, "%s: out of memory for the 12 MP image\n", name);
+            exit(1);
+        }
         unsigned state = 1;
         for (size_t y = 0; y < height; y++) {
             for (size_t x = 0; x < width; x++) {

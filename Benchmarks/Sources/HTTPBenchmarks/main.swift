@@ -35,7 +35,10 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     // timeouts, decompression, no redirects, the session's default headers): what those settings
     // cost AsyncHTTPClient, apart from what the session's own code costs.
     let omitted = CommandLine.arguments.firstIndex(of: "--matched-except").map { index in
-        Set(CommandLine.arguments[index + 1].split(separator: ",").map(String.init))
+        guard CommandLine.arguments.indices.contains(index + 1) else {
+            fatalError("--matched-except: missing its list (timeouts, decompression, headers)")
+        }
+        return Set(CommandLine.arguments[index + 1].split(separator: ",").map(String.init))
     }
     if let unknown = omitted?.subtracting(["timeouts", "decompression", "headers"]), !unknown.isEmpty {
         fatalError("--matched-except: unknown settings \(unknown.sorted()); known: timeouts, decompression, headers")
