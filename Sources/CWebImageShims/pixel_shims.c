@@ -1,3 +1,4 @@
+// Who owns what: every buffer is the caller's; nothing here allocates, and no library is called.
 #include "CWebImageShims.h"
 
 void wi_floats_to_bytes(const float *in, uint8_t *out, size_t count) {

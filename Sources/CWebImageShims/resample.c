@@ -1,3 +1,5 @@
+// Who owns what: source, destination and weight buffers are the caller's; nothing here allocates,
+// and no library is called.
 #include "CWebImageShims.h"
 
 #include <string.h>

@@ -1,3 +1,5 @@
+// Who owns what: a `wi_stop` is malloc'ed by `wi_stop_create` and freed by `wi_stop_destroy`, its
+// creator's to destroy after every shim that was given it has returned; no library touches it.
 #include "CWebImageShims.h"
 
 #include <stdatomic.h>
