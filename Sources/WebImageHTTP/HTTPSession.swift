@@ -378,7 +378,7 @@ public final class HTTPSession: Sendable {
                 }
             outcome.withLock { $0 = result }
         }
-        await task.runInCurrentTask()
+        await task.runToEnd()
         return try outcome.withLock { $0 ?? .failure(.cancelled(request.url)) }.get()
     }
 }

@@ -147,8 +147,20 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         parked?.resume()
         if action != .none { post(Self.didResumeNotification) }
         guard action == .start else { return }
+        startWork()
+    }
+
+    /// Runs the runner in a Swift task of its own, kept so `cancel()` can stop it: a cancel
+    /// that came between the start and the task's being kept stops it at once.
+    @discardableResult
+    private func startWork() -> Task<Void, Never> {
         let work = Task { await runner(self) }
-        storage.withLock { $0.work = work }
+        let cancelled = storage.withLock { storage in
+            storage.work = work
+            return storage.machine.isCanceling
+        }
+        if cancelled { work.cancel() }
+        return work
     }
 
     /// When the task was started relative to the process's other tasks: tasks of equal priority
@@ -159,9 +171,11 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         nextStartOrder.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 
-    /// Runs the task in the calling Swift task (the `async` APIs use this: no extra task hop).
-    /// Cancelling the calling task cancels it; `cancel()` works as for a resumed task.
-    func runInCurrentTask() async {
+    /// Starts the task and waits for its end (the `async` APIs use this). Cancelling the calling
+    /// task cancels it; `cancel()` works as for a resumed task. The runner has a Swift task of
+    /// its own (not the caller's): `cancel()` must be able to stop an exchange that waits on the
+    /// network, and cancelling the caller's task instead would leave the caller cancelled.
+    func runToEnd() async {
         let action = storage.withLock { storage in
             let action = storage.machine.resume()
             if action == .start { storage.startOrder = Self.takeStartOrder() }
@@ -169,8 +183,9 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         }
         guard action == .start else { return }
         post(Self.didResumeNotification)
+        let work = startWork()
         await withTaskCancellationHandler {
-            await runner(self)
+            await work.value
         } onCancel: {
             self.cancel()
         }

@@ -219,6 +219,17 @@ final class CancelOnFirstChunk: HTTPSessionTaskDelegate {
     func task(_ task: HTTPSessionTask, didReceive data: Data) { task.cancel() }
 }
 
+/// Cancels the task from another Swift task once the first chunk is in: while the load waits for
+/// the next one.
+final class CancelAfterFirstChunk: HTTPSessionTaskDelegate {
+    func task(_ task: HTTPSessionTask, didReceive data: Data) {
+        Task {
+            try? await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+        }
+    }
+}
+
 @Suite("Cancellation from a delegate", .timeLimit(.minutes(1)))
 struct DelegateCancellationTests {
     @Test("A delegate cancelling mid-body stops an async load with cancelled")
@@ -240,6 +251,35 @@ struct DelegateCancellationTests {
         } catch {
             #expect(error.code == .cancelled)
         }
+        await context.finish()
+    }
+
+    /// The body stops after its first chunk (the rest is never released) and the timeouts are
+    /// longer than the suite's time limit: only the cancel can end the load, and it must.
+    @Test("A delegate cancelling an async load whose body has stalled ends it with cancelled")
+    func cancelStalledBody() async throws {
+        var configuration = HTTPSession.Configuration()
+        configuration.readTimeout = .seconds(600)
+        configuration.requestTimeout = .seconds(600)
+        let context = try await HTTPTestContext.make(configuration: configuration)
+        let release = OriginChunkRelease()
+        context.origin.setRoute(
+            "/stalls",
+            OriginRoute(body: Data(count: 40_000), behavior: .init(chunkSize: 4_000, chunkRelease: release))
+        )
+        do {
+            _ = try await context.session.data(
+                for: .init(url: context.origin.url("/stalls")),
+                delegate: CancelAfterFirstChunk()
+            )
+            Issue.record("the load finished despite the cancel")
+        } catch {
+            #expect(error.code == .cancelled, "\(error.message)")
+        }
+        // The caller's own Swift task is not cancelled by the HTTP task's cancel.
+        #expect(!Task.isCancelled)
+        // Lets the origin's handler finish, so the server stops at once.
+        for _ in 0..<10 { release.release() }
         await context.finish()
     }
 }
