@@ -242,16 +242,20 @@ struct DelegateCancellationTests {
                 behavior: .init(chunkSize: 10_000, chunkInterval: .milliseconds(5))
             )
         )
+        await Self.expectCancelled(context, "/long", delegate: CancelOnFirstChunk())
+        await context.finish()
+    }
+
+    /// Loads `path` with `delegate` (which cancels the task) and expects the load to end
+    /// `cancelled`.
+    static func expectCancelled(_ context: HTTPTestContext, _ path: String, delegate: any HTTPSessionTaskDelegate) async
+    {
         do {
-            _ = try await context.session.data(
-                for: .init(url: context.origin.url("/long")),
-                delegate: CancelOnFirstChunk()
-            )
+            _ = try await context.session.data(for: .init(url: context.origin.url(path)), delegate: delegate)
             Issue.record("the load finished despite the cancel")
         } catch {
-            #expect(error.code == .cancelled)
+            #expect(error.code == .cancelled, "\(error.message)")
         }
-        await context.finish()
     }
 
     /// The body stops after its first chunk (the rest is never released) and the timeouts are
@@ -267,15 +271,7 @@ struct DelegateCancellationTests {
             "/stalls",
             OriginRoute(body: Data(count: 40_000), behavior: .init(chunkSize: 4_000, chunkRelease: release))
         )
-        do {
-            _ = try await context.session.data(
-                for: .init(url: context.origin.url("/stalls")),
-                delegate: CancelAfterFirstChunk()
-            )
-            Issue.record("the load finished despite the cancel")
-        } catch {
-            #expect(error.code == .cancelled, "\(error.message)")
-        }
+        await Self.expectCancelled(context, "/stalls", delegate: CancelAfterFirstChunk())
         // The caller's own Swift task is not cancelled by the HTTP task's cancel.
         #expect(!Task.isCancelled)
         // Lets the origin's handler finish, so the server stops at once.
