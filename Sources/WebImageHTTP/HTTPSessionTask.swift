@@ -16,8 +16,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     private struct Storage {
         var machine = HTTPSessionTaskStateMachine()
-        /// Stops the running exchange: cancels the Swift task it runs in.
-        var stopWork: (@Sendable () -> Void)?
+        var work: Task<Void, Never>?
         var currentRequest: HTTPSession.Request
         var response: HTTPSession.Response?
         var error: HTTPSessionError?
@@ -157,7 +156,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     private func startWork() -> Task<Void, Never> {
         let work = Task { await runner(self) }
         let cancelled = storage.withLock { storage in
-            storage.stopWork = { work.cancel() }
+            storage.work = work
             return storage.machine.isCanceling
         }
         if cancelled { work.cancel() }
@@ -192,25 +191,6 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         }
     }
 
-    /// Starts the task and runs it to its end in the calling Swift task, which the caller made
-    /// for it and owns: no Swift task of the session's (one hop less a load). `stop` must cancel
-    /// the calling task: it is how ``cancel()`` reaches an exchange waiting on the network.
-    /// Cancelling the calling task cancels the load. Returns at once when the task was already
-    /// started or cancelled.
-    package func runInOwnedTask(stoppedBy stop: @escaping @Sendable () -> Void) async {
-        let action = storage.withLock { storage in
-            let action = storage.machine.resume()
-            if action == .start {
-                storage.startOrder = Self.takeStartOrder()
-                storage.stopWork = stop
-            }
-            return action
-        }
-        guard action == .start else { return }
-        post(Self.didResumeNotification)
-        await runner(self)
-    }
-
     /// Pauses the task: nothing is started, and a running task stops reading its body.
     public func suspend() {
         let paused = storage.withLock { storage in
@@ -221,16 +201,16 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     /// Cancels the task; it completes with a `cancelled` error (once).
     public func cancel() {
-        let (action, stopWork, parked) = storage.withLock { storage in
+        let (action, work, parked) = storage.withLock { storage in
             defer { storage.pausedRunner = nil }
-            return (storage.machine.cancel(), storage.stopWork, storage.pausedRunner)
+            return (storage.machine.cancel(), storage.work, storage.pausedRunner)
         }
         parked?.resume()
         switch action {
         case .completeCancelled:
             finish(.cancelled(originalRequest.url), alreadyMarkedComplete: true)
         case .stopWork:
-            stopWork?()
+            work?.cancel()
         case .none:
             break
         }

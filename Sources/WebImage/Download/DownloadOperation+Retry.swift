@@ -88,10 +88,10 @@ extension DownloadOperation {
         if plan.partial == nil {
             state.withLock { $0.machine.runningWork?.previews }?.stop()
         }
-        runAttempt { [self] in
+        let wait = Task { [self] in
             try? await Task.sleep(for: plan.delay)
             guard !Task.isCancelled, state.withLock({ $0.machine.isWanted }) else { return onFinish() }
-            await send(
+            send(
                 request,
                 attempt: plan.attempt,
                 partial: plan.partial,
@@ -100,6 +100,7 @@ extension DownloadOperation {
                 then: onFinish
             )
         }
+        if !state.withLock({ $0.machine.attach({ $0.retryWait = wait }, initial: Work()) }) { wait.cancel() }
     }
 }
 

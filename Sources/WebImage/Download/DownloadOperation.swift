@@ -22,20 +22,17 @@ public final class DownloadOperation: DownloadOperationProtocol {
         var decoding: ImageDecodeRequest
     }
 
-    /// The HTTP task, the Swift task it runs in and, with `progressiveLoad`, the preview decoder.
+    /// The HTTP task and, with `progressiveLoad`, the preview decoder.
     struct Work: DownloadWork, Sendable {
         var task: HTTPSessionTask?
         var previews: ProgressiveDecodingLoop?
-        /// The Swift task the current attempt runs in: it builds the request, runs the HTTP
-        /// exchange in place and completes the callers (or waits before a retry).
-        var attempt: Task<Void, Never>?
-        /// The HTTP task was cancelled before `attempt` was recorded: recording it cancels it.
-        var stopsAttempt = false
+        /// The wait before a retry.
+        var retryWait: Task<Void, Never>?
 
         func stop() {
             previews?.stop()
             task?.cancel()
-            attempt?.cancel()
+            retryWait?.cancel()
         }
     }
 
@@ -133,32 +130,14 @@ public final class DownloadOperation: DownloadOperationProtocol {
     }
 
     /// Sends the request, reports progress and previews, then decodes and completes every caller.
-    /// Returns at once: the request is built (the modifiers run) and sent in a Swift task of the
-    /// operation's own, never on the starter's stack.
     public func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void) {
+        let (configuration, hooks) = (environment.configuration, environment)
         guard let options = state.withLock({ $0.machine.start() }) else { return onFinish() }
-        runAttempt { [self] in
-            guard let request = request(options: options, in: environment) else {
-                finish(image: nil, data: nil, error: .cancelled(url))
-                return onFinish()
-            }
-            startPreviews(options: options, in: environment)
-            // Bytes an earlier download of this URL left continue, unless the request is conditional.
-            let conditional = request.headers[.ifNoneMatch] != nil || request.headers[.ifModifiedSince] != nil
-            let partial = conditional ? nil : environment.resumableData?.take(url)
-            await send(request, attempt: 1, partial: partial, options: options, in: environment, then: onFinish)
-        }
-    }
-
-    /// The request for `options`, after the context's and the downloader's modifiers; `nil` when
-    /// a modifier cancelled it.
-    private func request(options: ImageOptions, in environment: ImageDownloadEnvironment) -> HTTPSession.Request? {
-        let configuration = environment.configuration
         // The download timeout is an idle timeout (the session's read timeout); the request's own
         // deadline is the optional overall one.
         var request = HTTPSession.Request(
             url: url,
-            headers: environment.headers,
+            headers: hooks.headers,
             timeout: configuration.maximumDownloadDuration ?? .seconds(1_000_000_000)
         )
         request.handlesCookies = options.contains(.handleCookies)
@@ -171,62 +150,30 @@ public final class DownloadOperation: DownloadOperationProtocol {
             if let etag = cached.etag { request.headers[.ifNoneMatch] = etag }
             if let lastModified = cached.lastModified { request.headers[.ifModifiedSince] = lastModified }
         }
-        for modifier in [context.requestModifier, environment.requestModifier].compactMap({ $0 }) {
-            guard let modified = modifier(request) else { return nil }
+        for modifier in [context.requestModifier, hooks.requestModifier].compactMap({ $0 }) {
+            guard let modified = modifier(request) else {
+                finish(image: nil, data: nil, error: .cancelled(url))
+                return onFinish()
+            }
             request = modified
         }
-        return request
-    }
-
-    /// With `progressiveLoad` (and decoding, and no decryptor), a preview decoder fed the bytes.
-    private func startPreviews(options: ImageOptions, in environment: ImageDownloadEnvironment) {
-        guard options.contains(.progressiveLoad), environment.decryptor == nil, context.decryptor == nil,
-            environment.configuration.decodesImages,
+        if options.contains(.progressiveLoad), hooks.decryptor == nil, context.decryptor == nil,
+            configuration.decodesImages,
             !options.contains(.avoidDecodeImage)
-        else { return }
-        let loop = ProgressiveDecodingLoop(
-            coders: context.coders ?? .shared,
-            options: context.decodingOptions(for: options),
-            queue: context.decodeQueue ?? .decoding,
-            priority: ImageWorkQueue.Priority(options),
-            budget: context.decodingMemoryBudget ?? .shared
-        ) { [weak self] image in self?.deliverPartial(image) }
-        if !state.withLock({ $0.machine.attach({ $0.previews = loop }, initial: Work()) }) { loop.stop() }
-    }
-
-    /// Runs `body` (an attempt, or the wait before one) in a Swift task of its own, recorded in
-    /// the work so that stopping the work cancels it.
-    func runAttempt(_ body: @escaping @Sendable () async -> Void) {
-        let attempt = Task { await body() }
-        let recorded = state.withLock { state in
-            var stopped = false
-            let wanted = state.machine.attach(
-                { work in
-                    work.attempt = attempt
-                    stopped = work.stopsAttempt
-                },
-                initial: Work()
-            )
-            return wanted && !stopped
+        {
+            let loop = ProgressiveDecodingLoop(
+                coders: context.coders ?? .shared,
+                options: context.decodingOptions(for: options),
+                queue: context.decodeQueue ?? .decoding,
+                priority: ImageWorkQueue.Priority(options),
+                budget: context.decodingMemoryBudget ?? .shared
+            ) { [weak self] image in self?.deliverPartial(image) }
+            if !state.withLock({ $0.machine.attach({ $0.previews = loop }, initial: Work()) }) { loop.stop() }
         }
-        if !recorded { attempt.cancel() }
-    }
-
-    /// What the HTTP task's `cancel()` does to the exchange it runs in place: cancels the
-    /// attempt's Swift task (or, before it is recorded, has recording it cancel it).
-    private func stopAttempt() {
-        let attempt = state.withLock { state in
-            var found: Task<Void, Never>?
-            _ = state.machine.attach(
-                { work in
-                    found = work.attempt
-                    if found == nil { work.stopsAttempt = true }
-                },
-                initial: Work()
-            )
-            return found
-        }
-        attempt?.cancel()
+        // Bytes an earlier download of this URL left continue, unless the request is conditional.
+        let conditional = request.headers[.ifNoneMatch] != nil || request.headers[.ifModifiedSince] != nil
+        let partial = conditional ? nil : environment.resumableData?.take(url)
+        send(request, attempt: 1, partial: partial, options: options, in: environment, then: onFinish)
     }
 
     /// Bytes an attempt received before it was cut, and the validator (`If-Range`) that proves a
@@ -236,10 +183,8 @@ public final class DownloadOperation: DownloadOperationProtocol {
         var validator: String
     }
 
-    /// Sends attempt `attempt` of `request` and runs its HTTP exchange in the calling Swift task
-    /// (an attempt's own, see ``runAttempt(_:)``), continuing `partial` with `Range`/`If-Range`
-    /// when given; a transient failure the retry strategy allows sends the next attempt after its
-    /// wait.
+    /// Sends attempt `attempt` of `request`, continuing `partial` with `Range`/`If-Range` when
+    /// given; a transient failure the retry strategy allows sends the next attempt after its wait.
     func send(
         _ request: HTTPSession.Request,
         attempt: Int,
@@ -247,7 +192,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
         options: ImageOptions,
         in environment: ImageDownloadEnvironment,
         then onFinish: @escaping @Sendable () -> Void
-    ) async {
+    ) {
         let (session, configuration, events) = (environment.session, environment.configuration, environment.publish)
         var sent = request
         if let partial {
@@ -271,7 +216,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
             offset: Int64(partial?.data.count ?? 0),
             storesInURLCache: options.contains(.useURLCache)
         )
-        // The completion runs in this attempt's Swift task (never an event loop), so decoding
+        // The completion runs in the HTTP task's own Swift task (never an event loop), so decoding
         // there is off the loops and serial for this operation.
         let task = session.dataTask(with: sent, delegate: delegate, delivery: .finishingThread) {
             [self, url] data, response, error in
@@ -279,16 +224,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
             let (data, response, resumed) = Self.joining(partial, data: data, response: response, error: error)
             if resumed == false {
                 // The server sent a range we did not ask for: start over once, without `Range`.
-                return runAttempt {
-                    await self.send(
-                        request,
-                        attempt: attempt,
-                        partial: nil,
-                        options: options,
-                        in: environment,
-                        then: onFinish
-                    )
-                }
+                return send(request, attempt: attempt, partial: nil, options: options, in: environment, then: onFinish)
             }
             if let retry = retryPlan(attempt: attempt, data: data, response: response, error: error, configuration) {
                 return scheduleRetry(retry, of: request, options: options, in: environment, then: onFinish)
@@ -309,7 +245,7 @@ public final class DownloadOperation: DownloadOperationProtocol {
         if attempt == 1 { report(received: 0, expected: 0, final: false) }
         configuration.logger.debug("download started", metadata: ["url": "\(url)", "attempt": "\(attempt)"])
         events(.started(url))
-        await task.runInOwnedTask { [weak self] in self?.stopAttempt() }
+        task.resume()
     }
 
     /// Gives a caller the image's early facts: at once (off this stack) when they are known,
@@ -399,5 +335,86 @@ public final class DownloadOperation: DownloadOperationProtocol {
             return state.machine.waitingHandlers.compactMap { $0.progress }
         }
         for handler in handlers { handler(received, expected, url) }
+    }
+}
+
+/// Turns an HTTP task's chunks into throttled progress reports.
+private final class ProgressReporter: HTTPSessionTaskByteDelegate {
+    let operation: DownloadOperation
+    let interval: Duration
+    let skipsBody: @Sendable (HTTPSession.Response) -> Bool
+    let events: @Sendable (ImageDownloaderEvent) -> Void
+    /// Bytes an earlier attempt received, which this one continues.
+    let offset: Int64
+    /// Whether the session's response cache may keep the response (``ImageOptions/useURLCache``).
+    let storesInURLCache: Bool
+
+    func task(_ task: HTTPSessionTask, willCacheResponse proposed: HTTPCachedResponse) -> HTTPCachedResponse? {
+        storesInURLCache ? proposed : nil
+    }
+    /// The body's first bytes until they tell the image's header; `nil` once they did, or
+    /// after 256 KiB without one.
+    private let probe = Protected<Data?>(Data())
+
+    /// The header, the first time the bytes so far give one. The first chunk is read in place
+    /// and kept (copied) only when it does not tell the header yet; later ones are appended to
+    /// the kept bytes. Chunks come one at a time (the task's receive loop).
+    private func probeHeader(_ chunk: UnsafeRawBufferPointer) -> ImageHeader? {
+        guard !chunk.isEmpty, var bytes = probe.withLock({ $0 }) else { return nil }
+        let header: ImageHeader?
+        if bytes.isEmpty {
+            header = chunk.baseAddress.flatMap { base in
+                // No copy: the Data lives only for the parse (ImageHeader keeps no bytes).
+                let mutable = UnsafeMutableRawPointer(mutating: base)
+                return ImageHeader(Data(bytesNoCopy: mutable, count: chunk.count, deallocator: .none))
+            }
+            bytes = header == nil && chunk.count <= 256 << 10 ? Data(chunk) : Data()
+        } else {
+            bytes.append(contentsOf: chunk)
+            header = ImageHeader(bytes)
+        }
+        // Done once a header is found, or after 256 KiB without one.
+        let done = header != nil || bytes.isEmpty || bytes.count > 256 << 10
+        probe.withLock { $0 = done ? nil : bytes }
+        return header
+    }
+
+    init(
+        operation: DownloadOperation,
+        interval: Duration,
+        skipsBody: @escaping @Sendable (HTTPSession.Response) -> Bool,
+        events: @escaping @Sendable (ImageDownloaderEvent) -> Void,
+        offset: Int64,
+        storesInURLCache: Bool
+    ) {
+        self.storesInURLCache = storesInURLCache
+        self.operation = operation
+        self.interval = interval
+        self.skipsBody = skipsBody
+        self.events = events
+        self.offset = offset
+    }
+
+    func task(_ task: HTTPSessionTask, didReceive response: HTTPSession.Response) async -> HTTPResponseDisposition {
+        events(.receivedResponse(operation.url, response))
+        return skipsBody(response) ? .finish : .allow
+    }
+
+    func task(_ task: HTTPSessionTask, didReceive data: Data) {
+        data.withUnsafeBytes { self.task(task, didReceiveBytes: $0) }
+    }
+
+    func task(_ task: HTTPSessionTask, didReceiveBytes data: UnsafeRawBufferPointer) {
+        operation.didReceive(data)
+        if offset == 0, let header = probeHeader(data) {
+            operation.deliverInfo(header)
+            events(.receivedImageInfo(operation.url, header))
+        }
+        operation.report(
+            received: offset + task.countOfBytesReceived,
+            expected: task.countOfBytesExpectedToReceive.map { offset + $0 } ?? 0,
+            final: false,
+            interval: interval
+        )
     }
 }

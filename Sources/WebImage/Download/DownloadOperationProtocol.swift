@@ -41,7 +41,6 @@ public protocol DownloadOperationProtocol: AnyObject, Sendable {
     /// Runs the load with the downloader's session, configuration and hooks. Must call
     /// `onFinish` exactly once, after the last completion was delivered (or at once when the
     /// operation was cancelled before it started), so the downloader can start the next load.
-    /// The downloader calls it in a Swift task of its own, never on a caller's stack.
     func start(in environment: ImageDownloadEnvironment, onFinish: @escaping @Sendable () -> Void)
 }
 

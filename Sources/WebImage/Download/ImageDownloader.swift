@@ -176,10 +176,11 @@ public final class ImageDownloader: Sendable {
         switch outcome {
         case .joined: break
         case .queued:
-            // Starting only takes a slot and spawns the operation's task (see startWaiting):
-            // `download` never runs operations, modifiers, progress handlers or notification
-            // observers on the caller's stack (callers may hold their own locks).
-            startWaiting()
+            // Start in a Swift task of its own: `download` never runs operations, progress
+            // handlers or notification observers on the caller's stack (callers may hold their
+            // own locks). A task, not a dispatch block: the operation's HTTP task starts on the
+            // same pool, so one thread pool is woken instead of two.
+            Task { [weak self] in self?.startWaiting() }
         case .refused:
             completed(
                 nil,
@@ -350,10 +351,7 @@ public final class ImageDownloader: Sendable {
 
     // MARK: Queue
 
-    /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO. The
-    /// default operation's start returns at once (it builds and sends its request in a Swift task
-    /// of its own); another operation starts in a Swift task, so its code never runs on the
-    /// stack of whoever freed the slot or called `download`.
+    /// Starts waiting operations while slots are free: priority first, then FIFO or LIFO.
     private func startWaiting() {
         while let entry = nextToStart() {
             let hooks = hooks.withLock { $0 }
@@ -367,13 +365,7 @@ public final class ImageDownloader: Sendable {
                 publish: { [weak self] event in self?.publish(event) },
                 resumableData: resumableData
             )
-            let operation = entry.operation
-            let onFinish: @Sendable () -> Void = { [weak self] in self?.operationFinished(entry) }
-            if operation is DownloadOperation {
-                operation.start(in: environment, onFinish: onFinish)
-            } else {
-                Task { operation.start(in: environment, onFinish: onFinish) }
-            }
+            entry.operation.start(in: environment) { [weak self] in self?.operationFinished(entry) }
         }
     }
 
