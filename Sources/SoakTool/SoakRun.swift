@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 import WebImageOrigin
 import WebImageTestSupport

@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// An HTTP client session on AsyncHTTPClient (AFURLSessionManager + AFHTTPSessionManager).
 ///

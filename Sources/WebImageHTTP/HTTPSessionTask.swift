@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// One request in flight (NSURLSessionTask's role): a unique identifier, a state, progress,
 /// cancel and suspend/resume, and its events as an `AsyncSequence`.

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import NIOFoundationCompat
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Answers every request from the origin's route table.
 struct OriginResponder: HTTPResponder {

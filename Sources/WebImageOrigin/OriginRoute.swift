@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// What the origin answers for one path: status, headers, body, and how it sends them.
 public struct OriginRoute: Sendable {

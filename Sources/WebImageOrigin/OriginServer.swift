@@ -7,7 +7,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import ServiceLifecycle
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// A local HTTP origin on 127.0.0.1 with scripted routes, for tests, the demo and benchmarks.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// The codec self-test behind `/health`: every output format written and read back.
 final class CodecSelfTest: Sendable {

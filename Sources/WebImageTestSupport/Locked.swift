@@ -1,4 +1,4 @@
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// A value behind a mutex, for test bookkeeping shared across tasks.
 public final class Locked<Value: Sendable>: Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Waits until `condition` holds, checking every 5 ms, for at most `timeout`. The default bound
 /// is generous (a minute): a test asserts that something happens, not how fast on a busy

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Run under `swift test --sanitize=thread --filter Stress` by scripts/test.sh, where a hand-over
 /// ThreadSanitizer cannot see fails the run. With `withCheckedContinuation` in place of

@@ -1,6 +1,6 @@
 import Dispatch
 import Testing
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// `Protected` keeps its value and its mutex in one object. Run under ThreadSanitizer by
 /// scripts/test.sh (`--filter Stress`), where an access the mutex does not order fails the run.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 import WebImageOrigin
 import WebImageTestSupport

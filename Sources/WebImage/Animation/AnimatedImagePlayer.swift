@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Plays an `AnimatedImage` from a frame buffer of bounded size: SDWebImage's
 /// `SDAnimatedImagePlayer` with its `maxBufferSize`.

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Anything that shows an image and loads it from a URL (UIImageView+WebCache and
 /// UIView+WebCacheOperation, for any class).

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// ``ImageTarget`` for main-actor types (views, view models): ``display(_:)`` and the completion
 /// run on the main actor, so a `@MainActor` class conforms without `nonisolated` hops.

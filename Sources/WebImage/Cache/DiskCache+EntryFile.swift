@@ -1,3 +1,5 @@
+@_spi(WebImageInternals) import WebImageCoders
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// A memory cache in front of a disk cache (SDImageCache): the cache ``ImageManager`` uses.

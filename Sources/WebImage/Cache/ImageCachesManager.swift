@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Several caches used as one (SDWebImage 5's `SDImageCachesManager`): queries ask each cache in
 /// order and stop at the first hit; stores, removals and clears go to every cache.

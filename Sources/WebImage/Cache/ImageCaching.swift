@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// What a cache query found.
 public struct ImageCacheQueryResult: Sendable {

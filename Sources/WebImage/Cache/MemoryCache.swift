@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// A thread-safe least-recently-used image cache with a cost limit and a count limit
 /// (SDMemoryCache and AFAutoPurgingImageCache).

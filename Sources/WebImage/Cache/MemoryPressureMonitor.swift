@@ -1,4 +1,5 @@
 import Foundation
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Watches this process's cgroup memory use and, while it is above a threshold of the cgroup's
 /// limit, asks the memory caches it watches to purge to their watermark

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// A budget for decoded pixels in flight: the bytes that the decodes running at once may
 /// allocate, shared by every load that uses it (by default the whole process).

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 extension ImageContext {
     /// Decodes `data` as `options` ask on the context's ``ImageWorkQueue`` (at the options'

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// The end of a download, in order: the transfer's error or response is judged, the body

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// Retries and resumed bodies: a transient failure waits as the retry strategy says and sends

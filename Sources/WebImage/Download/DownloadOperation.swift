@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// The default ``DownloadOperationProtocol`` (SDWebImageDownloaderOperation): one HTTP load, its

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// One caller's interest in a download (SDWebImageDownloadToken). Cancel it to stop caring:

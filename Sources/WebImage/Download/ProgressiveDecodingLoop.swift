@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Decodes partial images while a download runs, on the context's ``ImageWorkQueue`` (never the
 /// cooperative pool or an event loop) and within its ``DecodingMemoryBudget``.

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Bytes of downloads that stopped part-way (cancelled, or failed without a retry left), kept a
 /// while so the next download of the same URL continues with `Range`/`If-Range` instead of

@@ -1,3 +1,5 @@
+@_spi(WebImageInternals) import WebImageCoders
+
 /// Lets at most `limit` pieces of work in at once; the others wait, the highest priority first
 /// and in arrival order within a priority. Each piece that got in calls ``leave()`` once when it
 /// is done. Thread-safe; waiting work is started on the thread whose ``leave()`` made room,

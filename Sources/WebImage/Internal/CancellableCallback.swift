@@ -1,4 +1,4 @@
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Runs a callback-based operation as `async`, tying Swift task cancellation to the operation.
 ///

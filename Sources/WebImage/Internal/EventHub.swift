@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Fans events out to any number of `AsyncStream` subscribers.
 final class EventHub<Event: Sendable>: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Loads `data:` URLs (RFC 2397, `data:image/png;base64,…`) for ``ImageManager``: the bytes are
 /// in the URL, so there is no network and no disk entry (the manager keeps the image in memory

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Loads `file://` URLs for ``ImageManager``: one read and one decode per file in flight however
 /// many callers want it (callers with the same URL and decoding settings share it, as downloads

@@ -1,4 +1,5 @@
 import Foundation
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// A URL the manager remembers as failed, with why and until when.

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// One caller's ``ImageManager`` load (SDWebImageCombinedOperation): its subscription to the
 /// load task that serves it. `cancel()` ends this caller's interest, and the task's work when no

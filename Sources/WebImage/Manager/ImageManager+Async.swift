@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 extension ImageManager {

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// The load pipeline behind ``ImageManager``'s entry points: a caller's checks and memory hit

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// Joins the cache and the downloader behind one call (SDWebImageManager).

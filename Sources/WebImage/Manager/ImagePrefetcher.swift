@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Warms the caches with a list of URLs (SDWebImagePrefetcher): at most
 /// ``maxConcurrentPrefetchCount`` loads at a time, low priority by default. Cached URLs count as

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// One image load you can watch, reprioritise and cancel (Nuke's `ImageTask`): made by
 /// `ImageManager.imageTask(with:)`, which starts it at once.

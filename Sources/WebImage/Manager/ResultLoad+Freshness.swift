@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// HTTP's caching rules for cache hits (RFC 9111): a fresh entry is used as it is, a stale one

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// The manager's stage for one result (an image under one ``ImageCacheKey``): the cache query,
 /// the loader's fetch and decode, the transform and the store run once for every caller whose

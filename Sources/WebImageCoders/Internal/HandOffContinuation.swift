@@ -9,42 +9,52 @@ import Synchronization
 /// the waiter. Memory is ordered either way (the runtime's own atomics), so this changes what
 /// ThreadSanitizer sees, not what the program does: the resumer releases a fence, the waiter
 /// acquires it after `await`. Use it wherever a callback on another thread hands over a value.
-package struct HandOffContinuation<Value: Sendable, Failure: Error>: Sendable {
-    private let continuation: CheckedContinuation<Value, Failure>
-    private let fence: HandOffFence
+/// SPI and inlinable, as `Protected` is, so callers in other modules get it specialised.
+@_spi(WebImageInternals)
+public struct HandOffContinuation<Value: Sendable, Failure: Error>: Sendable {
+    @usableFromInline let continuation: CheckedContinuation<Value, Failure>
+    @usableFromInline let fence: HandOffFence
 
-    fileprivate init(_ continuation: CheckedContinuation<Value, Failure>, fence: HandOffFence) {
+    @inlinable
+    init(_ continuation: CheckedContinuation<Value, Failure>, fence: HandOffFence) {
         self.continuation = continuation
         self.fence = fence
     }
 
     /// Resumes the waiter with `value`. Call exactly one resume method once.
-    package func resume(returning value: Value) {
+    @inlinable
+    public func resume(returning value: Value) {
         fence.release()
         continuation.resume(returning: value)
     }
 
     /// Resumes the waiter by throwing `error`.
-    package func resume(throwing error: Failure) {
+    @inlinable
+    public func resume(throwing error: Failure) {
         fence.release()
         continuation.resume(throwing: error)
     }
 
     /// Resumes the waiter with `result`'s value or error.
-    package func resume(with result: Result<Value, Failure>) {
+    @inlinable
+    public func resume(with result: Result<Value, Failure>) {
         fence.release()
         continuation.resume(with: result)
     }
 }
 
+@_spi(WebImageInternals)
 extension HandOffContinuation where Value == Void {
     /// Resumes the waiter.
-    package func resume() { resume(returning: ()) }
+    @inlinable
+    public func resume() { resume(returning: ()) }
 }
 
 /// `withCheckedContinuation` with a ``HandOffContinuation``: suspends the task until `body`'s
 /// continuation is resumed, once, from any thread.
-package func withHandOffContinuation<Value: Sendable>(
+@_spi(WebImageInternals)
+@inlinable
+public func withHandOffContinuation<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     function: String = #function,
     _ body: (HandOffContinuation<Value, Never>) -> Void
@@ -59,7 +69,9 @@ package func withHandOffContinuation<Value: Sendable>(
 
 /// `withCheckedThrowingContinuation` with a ``HandOffContinuation``: suspends the task until
 /// `body`'s continuation returns a value or throws.
-package func withThrowingHandOffContinuation<Value: Sendable>(
+@_spi(WebImageInternals)
+@inlinable
+public func withThrowingHandOffContinuation<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
     function: String = #function,
     _ body: (HandOffContinuation<Value, any Error>) -> Void
@@ -73,10 +85,13 @@ package func withThrowingHandOffContinuation<Value: Sendable>(
 
 /// A flag the resumer sets with release ordering and the waiter reads with acquire ordering:
 /// ThreadSanitizer instruments these atomics, so it sees the hand-over.
-private final class HandOffFence: Sendable {
+@usableFromInline
+final class HandOffFence: Sendable {
     private let handedOver = Atomic<Bool>(false)
 
-    func release() { handedOver.store(true, ordering: .releasing) }
+    @usableFromInline init() {}
 
-    func acquire() { _ = handedOver.load(ordering: .acquiring) }
+    @usableFromInline func release() { handedOver.store(true, ordering: .releasing) }
+
+    @usableFromInline func acquire() { _ = handedOver.load(ordering: .acquiring) }
 }

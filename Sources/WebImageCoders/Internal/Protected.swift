@@ -20,15 +20,22 @@ import Darwin
 // threads ever touch the value at once. `body` gets it `inout`, so it cannot keep a reference
 // past the call, and `Value: Sendable`, so copies that leave the lock may cross threads.
 // (The storage class cannot carry the conformance: `ManagedBuffer` is declared non-Sendable.)
-package struct Protected<Value: Sendable>: @unchecked Sendable {
+//
+// SPI, not `package`: the optimiser inlines and specialises an `@inlinable` body in other
+// modules only for public declarations; a `package` one was called unspecialised at each of 604
+// call sites of the `webimage` binary (generic metadata lookups on every lock). Modules of this
+// package import it with `@_spi(WebImageInternals) import WebImageCoders`.
+@_spi(WebImageInternals)
+public struct Protected<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let storage: ProtectedStorage<Value>
 
-    package init(_ value: Value) { storage = ProtectedStorage.make(value) }
+    @inlinable
+    public init(_ value: Value) { storage = ProtectedStorage.make(value) }
 
     /// Runs `body` with exclusive access to the value. Inlinable: callers in other modules get it
     /// specialized for their types (no generic metadata lookups per call).
     @inlinable
-    package func withLock<Result, Failure: Error>(
+    public func withLock<Result, Failure: Error>(
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         try storage.withLock(body)
@@ -39,6 +46,7 @@ package struct Protected<Value: Sendable>: @unchecked Sendable {
 /// element (tail-allocated, so its address is stable for the object's life).
 @usableFromInline
 final class ProtectedStorage<Value: Sendable>: ManagedBuffer<Value, pthread_mutex_t> {
+    @inlinable
     static func make(_ value: Value) -> ProtectedStorage<Value> {
         let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in value }, to: ProtectedStorage<Value>.self)
         storage.withUnsafeMutablePointerToElements { mutex in

@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// How a request uses the session's ``HTTPResponseCache`` (URLRequest's `cachePolicy`).
 public enum HTTPRequestCachePolicy: Sendable, Hashable {

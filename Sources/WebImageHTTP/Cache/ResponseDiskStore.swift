@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// The disk tier of ``HTTPResponseCache``: one file per URL in its folder, written whole to a
 /// temporary file and renamed into place, the oldest (by last use) removed past the capacity.

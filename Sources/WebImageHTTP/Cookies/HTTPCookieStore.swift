@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// A cookie as RFC 6265 stores it.
 public struct HTTPCookieRecord: Sendable, Hashable {

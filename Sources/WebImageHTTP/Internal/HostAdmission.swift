@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// At most `limit` tasks in flight per host (scheme, host and port); the others wait, the
 /// highest ``HTTPSessionTask/priority`` first and, at equal priority, the first started.

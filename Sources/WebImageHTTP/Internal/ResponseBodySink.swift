@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Where a task's response body goes: memory for data tasks, a file for download tasks.
 protocol ResponseBodySink: AnyObject, Sendable {

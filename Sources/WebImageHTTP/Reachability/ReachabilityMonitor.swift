@@ -1,5 +1,5 @@
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Network reachability on Linux (AFNetworkReachabilityManager): read from the kernel's routing
 /// table (`/proc/net/route`, `/proc/net/ipv6_route`) and interface kinds (`/sys/class/net`).

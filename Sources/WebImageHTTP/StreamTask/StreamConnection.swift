@@ -4,7 +4,7 @@ import NIOPosix
 import NIOSSL
 import NIOTLS
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// The connection behind an ``HTTPStreamTask``: its channel, the bytes received and not yet
 /// read, and the reads, writes and handshake waiting on it.

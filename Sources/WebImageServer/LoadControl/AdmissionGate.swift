@@ -1,6 +1,6 @@
 import DequeModule
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Lets at most `workers` requests work at once and `queueLimit` more wait, first come first
 /// served; past that a request is turned away at once (the proxy answers 503). A waiting

@@ -1,5 +1,5 @@
 import Synchronization
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Runs one piece of work per key however many callers ask for it at once: the first caller's
 /// `work` starts a task, later callers with the same key wait for its value. A caller that is

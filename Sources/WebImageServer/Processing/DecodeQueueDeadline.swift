@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Work on the library's decode queue with the processing deadline: the one place a render's
 /// time limit and a client's cancellation stop decoding, processing and encoding.

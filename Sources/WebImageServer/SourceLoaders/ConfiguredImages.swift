@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Where an image the server is configured with (the watermark, the fallback image) comes from.
 public enum ConfiguredImage: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import Foundation
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// `local:///path` sources: files under one folder (imgproxy's `IMGPROXY_LOCAL_FILESYSTEM_ROOT`).
 /// No source leaves the folder: `..` segments are refused, and the path is resolved (symbolic

@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Synchronization
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// A source of the proxy that is not http(s), as a loader of its ``ImageManager``: `s3://`

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import WebImage
+@_spi(WebImageInternals) import WebImageCoders
 
 /// `webimage fetch URL...`: loads each URL through an ImageManager and reports it.
 struct FetchCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import WebImage
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageHTTP
 
 /// Loads one input and describes the outcome.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// `webimage prefetch URL...`: warms the caches.
 struct PrefetchCommand: AsyncParsableCommand {

@@ -1,4 +1,4 @@
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// Hands out input positions to a fixed set of workers and passes their results on in input
 /// order, however the loads finish: the worker whose result is the next one due emits it, with

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// A one-line progress display on standard error: items done of all, bytes received, the rate,
 /// and the time left for the downloads under way (those whose size is known).

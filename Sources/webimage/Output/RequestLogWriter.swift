@@ -1,5 +1,5 @@
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 
 /// The request log of `webimage serve`: lines written to standard error, in order, by a thread of
 /// their own. A request only hands its line over, so a reader of standard error that stops

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import WebImage
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageTestSupport
 
 enum CacheFixtures {

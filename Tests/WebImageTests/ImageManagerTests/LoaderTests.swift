@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import WebImage
-import WebImageCoders
+@_spi(WebImageInternals) import WebImageCoders
 import WebImageTestSupport
 
 @Suite("Loaders: the file loader and custom loaders", .timeLimit(.minutes(1)))
