@@ -12,21 +12,22 @@ import Darwin
 /// Copies share one value and one lock (the storage is one object: the value and the mutex in
 /// a single allocation). The mutex is the default (non-recursive) kind: re-entering `withLock`
 /// deadlocks, it never races.
-// Safety (@unchecked Sendable): the only mutable state is the storage's header (the value), which
-// nothing outside this file names (`@usableFromInline` only so `withLock` can be inlined and
-// specialized in other modules) and which is read or written only inside `withLock`, between
-// `pthread_mutex_lock` and `pthread_mutex_unlock` of the element, initialized in `make` before
-// the object is shared and destroyed in `deinit` when no other reference exists; so no two
-// threads ever touch the value at once. `body` gets it `inout`, so it cannot keep a reference
-// past the call, and `Value: Sendable`, so copies that leave the lock may cross threads.
-// (The storage class cannot carry the conformance: `ManagedBuffer` is declared non-Sendable.)
-//
 // SPI, not `package`: the optimiser inlines and specialises an `@inlinable` body in other
 // modules only for public declarations; a `package` one was called unspecialised at each of 604
 // call sites of the `webimage` binary (generic metadata lookups on every lock). Modules of this
 // package import it with `@_spi(WebImageInternals) import WebImageCoders`.
-@_spi(WebImageInternals)
-public struct Protected<Value: Sendable>: @unchecked Sendable {
+//
+// Safety (@unchecked Sendable): the only mutable state is the storage's header (the value). The
+// storage is internal: outside this file only the inlinable bodies of `init` and `withLock` can
+// reach it (`@usableFromInline`), and being public or inlined into another module changes no
+// step of theirs. The value is read or written only inside `ProtectedStorage.withLock`, between
+// `pthread_mutex_lock` and `pthread_mutex_unlock` of the element; it is initialized in `make`
+// before the object is shared and destroyed in `deinit` when no other reference exists; so no
+// two threads ever touch the value at once. `body` gets it `inout`, so it cannot keep a
+// reference past the call, and `Value: Sendable`, so copies that leave the lock may cross
+// threads. (The storage class cannot carry the conformance: `ManagedBuffer` is declared
+// non-Sendable.)
+@_spi(WebImageInternals) public struct Protected<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let storage: ProtectedStorage<Value>
 
     @inlinable
