@@ -211,11 +211,10 @@ struct StreamTaskTests {
                     && error?.message.contains("loopback is not allowed") == true
             }
         }
-        let closed = try await LineServer.start()
-        let port = closed.port
-        await closed.stop()
+        let closed = try ClosedPort()
+        defer { closed.release() }
         let session = HTTPSession()
-        let stream = session.streamTask(withHostName: "127.0.0.1", port: port)
+        let stream = session.streamTask(withHostName: "127.0.0.1", port: closed.port)
         stream.resume()
         await #expect {
             try await stream.write(Data("x\n".utf8), timeout: .seconds(20))
