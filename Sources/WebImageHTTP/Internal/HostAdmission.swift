@@ -26,6 +26,24 @@ final class HostAdmission: Sendable {
     private struct Host {
         var running = 0
         var waiters: [Waiter] = []
+
+        var isIdle: Bool { running == 0 && waiters.isEmpty }
+
+        /// Takes a place when one is free and nobody waits for it.
+        mutating func admit(limit: Int) -> Bool {
+            guard running < limit, waiters.isEmpty else { return false }
+            running += 1
+            return true
+        }
+
+        /// A task left: its place goes to the waiter that goes first (returned), else is freed.
+        mutating func leave() -> Waiter? {
+            guard let first = waiters.indices.min(by: { waiters[$0].precedes(waiters[$1]) }) else {
+                running -= 1
+                return nil
+            }
+            return waiters.remove(at: first)
+        }
     }
 
     private struct State {
@@ -51,13 +69,9 @@ final class HostAdmission: Sendable {
     /// queued is seen either here or by ``reprioritize(_:taskIdentifier:priority:)``.
     /// `startOrder` orders waiters of equal priority (lowest first).
     func enter(_ host: String, taskIdentifier: Int, startOrder: UInt64, priority: () -> Float) async -> Bool {
-        let admitted = state.withLock { state -> Bool in
-            if state.hosts[host, default: Host()].running < limit, state.hosts[host]?.waiters.isEmpty != false {
-                state.hosts[host, default: Host()].running += 1
-                return true
-            }
-            return false
-        }
+        // Mutated in place (one lookup, no copy of the waiters): a host is only added here when
+        // it had no entry, and then its place is free.
+        let admitted = state.withLock { $0.hosts[host, default: Host()].admit(limit: limit) }
         if admitted { return true }
         return await withTaskCancellationHandler {
             await withHandOffContinuation { (continuation: HandOffContinuation<Bool, Never>) in
@@ -65,13 +79,8 @@ final class HostAdmission: Sendable {
                 // first (Task.isCancelled is true here) or it finds this waiter and resumes it.
                 let immediate = state.withLock { state -> Bool? in
                     if Task.isCancelled { return false }
-                    var entry = state.hosts[host, default: Host()]
-                    if entry.running < limit, entry.waiters.isEmpty {
-                        entry.running += 1
-                        state.hosts[host] = entry
-                        return true
-                    }
-                    entry.waiters.append(
+                    if state.hosts[host, default: Host()].admit(limit: limit) { return true }
+                    state.hosts[host, default: Host()].waiters.append(
                         Waiter(
                             taskIdentifier: taskIdentifier,
                             priority: priority(),
@@ -79,7 +88,6 @@ final class HostAdmission: Sendable {
                             continuation: continuation
                         )
                     )
-                    state.hosts[host] = entry
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
@@ -97,13 +105,10 @@ final class HostAdmission: Sendable {
     /// Gives the task's place at `host` to the waiter that goes first, if any.
     func leave(_ host: String) {
         let next = state.withLock { state -> Waiter? in
-            guard var entry = state.hosts[host] else { return nil }
-            defer { state.hosts[host] = entry.running == 0 && entry.waiters.isEmpty ? nil : entry }
-            guard let first = entry.waiters.indices.min(by: { entry.waiters[$0].precedes(entry.waiters[$1]) }) else {
-                entry.running -= 1
-                return nil
-            }
-            return entry.waiters.remove(at: first)  // its place is the one just left
+            guard let index = state.hosts.index(forKey: host) else { return nil }
+            let next = state.hosts.values[index].leave()  // in place: no copy of the waiters
+            if state.hosts.values[index].isIdle { state.hosts.remove(at: index) }
+            return next
         }
         next?.continuation.resume(returning: true)
     }
