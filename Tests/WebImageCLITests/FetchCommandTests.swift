@@ -671,7 +671,8 @@ struct FetchCommandTests {
         let origin = try await OriginServer.start()
         origin.setRoute("/a.png", .data(Self.png, contentType: "image/png"))
         origin.setRoute("/b.png", .data(Self.png, contentType: "image/png"))
-        let list = "# images\n\(origin.url("/a.png").absoluteString)\n\n\(origin.url("/b.png").absoluteString)\n"
+        // A comment, CRLF and CR line ends, a blank line and blanks around a URL.
+        let list = "# images\r\n \(origin.url("/a.png").absoluteString)\t\r\n\r\(origin.url("/b.png").absoluteString)\n"
         let fetched = try await CLIRunner.runDetached(
             ["fetch", "--json", "--no-disk-cache", "--input", "-"],
             input: Data(list.utf8)
