@@ -173,8 +173,9 @@ struct ImageDownloadKey: Hashable, Sendable {
 }
 
 /// What one caller of a download wants the bytes decoded into, and with what: callers of one
-/// download whose ``key``s are equal share one decode.
-struct ImageDecodeRequest: Sendable {
+/// download whose ``key``s are equal share one decode. A class: each caller's handler carries it
+/// through the download's bookkeeping, where a copy is one reference, not every field of a context.
+final class ImageDecodeRequest: Sendable {
     /// Everything that changes the decoded image (or whether there is one).
     struct Key: Hashable, Sendable {
         var thumbnail: PixelSize?
