@@ -149,13 +149,22 @@ extension HTTPSession {
             url: request.url,
             statusCode: Int(response.status.code),
             headers: HTTPFields(response.headers),
-            httpVersion: response.version.major == 2
-                ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
+            httpVersion: Self.versionText(response.version)
         )
         if request.handlesCookies, let store = configuration.cookieStore {
             store.store(setCookieHeaders: head.headers[values: .setCookie], from: request.url)
         }
         return (response, head)
+    }
+
+    /// `HTTP/1.1`, `HTTP/2`: the common ones without formatting a string per response.
+    static func versionText(_ version: HTTPVersion) -> String {
+        switch (version.major, version.minor) {
+        case (1, 1): "HTTP/1.1"
+        case (2, _): "HTTP/2"
+        case (1, 0): "HTTP/1.0"
+        default: "HTTP/\(version.major).\(version.minor)"
+        }
     }
 
     /// One attempt at the hop's request, up to the response head, within the hop's deadline.

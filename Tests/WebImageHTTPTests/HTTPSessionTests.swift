@@ -17,6 +17,7 @@ struct HTTPSessionTests {
         #expect(text == "hi there")
         #expect(response.statusCode == 200 && response.mimeType == "text/plain" && response.textEncodingName == "utf-8")
         #expect(response.expectedContentLength == 8)
+        #expect(response.httpVersion == "HTTP/1.1")
         let received = try #require(context.origin.requests.last)
         #expect(received.header("user-agent") == "swift-web-image/\(HTTPSession.version)")
         #expect(received.header("accept-encoding") == "gzip, deflate")
