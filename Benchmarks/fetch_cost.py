@@ -9,7 +9,8 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
              (`webimage-http-benchmarks --fetch-list`; with --http-benchmarks): the HTTP stack
              webimage fetch is built on, without the pipeline
   AsyncHTTPClient, session settings  the same with the settings HTTPSession gives it (timeouts,
-             decompression, no redirects, its default headers: `--fetch-list … --matched`): what
+             decompression, no redirects, its default headers, no tracer unless tracing is
+             bootstrapped: `--fetch-list … --matched`): what
              those settings cost the client, apart from what our code costs
   HTTPSession  the same GETs through HTTPSession's `data(for:)` (`--fetch-list … --session`): the
              session's cost apart from the downloader's, the manager's and the CLI's

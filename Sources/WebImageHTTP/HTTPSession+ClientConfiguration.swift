@@ -40,6 +40,7 @@ extension HTTPSession.Configuration {
         configuration.connectionPool = pool
         configuration.httpVersion = httpVersion == .http1Only ? .http1Only : .automatic
         configuration.decompression = decompressesResponses ? .enabled(limit: .ratio(100)) : .disabled
+        configuration.tracing.tracer = tracer
         if let proxy {
             configuration.proxy = .server(
                 host: proxy.host,

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 extension HTTPSession {
     /// How a session connects, times out, redirects and what it sends by default.
@@ -123,8 +124,20 @@ extension HTTPSession {
         /// How requests without a ``HTTPSession/Request/cachePolicy`` of their own use
         /// ``urlCache``. Default ``HTTPRequestCachePolicy/useProtocolCachePolicy``.
         public var requestCachePolicy: HTTPRequestCachePolicy = .useProtocolCachePolicy
+        /// The tracer AsyncHTTPClient reports a span per request to (method, URL, status).
+        /// Default: the tracer `InstrumentationSystem` was bootstrapped with when the
+        /// configuration is made, or `nil` when tracing was never bootstrapped: then the client
+        /// makes no span at all (it would otherwise make no-op ones, parsing each request's URL
+        /// once more for their attributes).
+        public var tracer: (any Tracer)? = Configuration.bootstrappedTracer
 
         public init() {}
+
+        /// `InstrumentationSystem`'s tracer, `nil` for the no-op one it gives before a bootstrap.
+        static var bootstrappedTracer: (any Tracer)? {
+            let tracer = InstrumentationSystem.tracer
+            return tracer is NoOpTracer ? nil : tracer
+        }
 
         public static let `default` = Configuration()
 

@@ -17,7 +17,7 @@ import WebImageOrigin
 // with no Swift task per body part), collecting each body, and exits: the HTTP stack's own cost
 // inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process). `--matched-except
 // LIST` is `--matched` without the settings LIST names (comma-separated: `timeouts`,
-// `decompression`, `headers`), to tell what each one costs.
+// `decompression`, `headers`, `tracing`), to tell what each one costs.
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -32,22 +32,26 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     var configuration = HTTPClient.Configuration()
     configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: width)
     // --matched: the client as HTTPSession configures it for the CLI (15 s connect and read
-    // timeouts, decompression, no redirects, the session's default headers): what those settings
-    // cost AsyncHTTPClient, apart from what the session's own code costs.
+    // timeouts, decompression, no redirects, the session's default headers, no tracer): what
+    // those settings cost AsyncHTTPClient, apart from what the session's own code costs.
     let omitted = CommandLine.arguments.firstIndex(of: "--matched-except").map { index in
         guard CommandLine.arguments.indices.contains(index + 1) else {
-            fatalError("--matched-except: missing its list (timeouts, decompression, headers)")
+            fatalError("--matched-except: missing its list (timeouts, decompression, headers, tracing)")
         }
         return Set(CommandLine.arguments[index + 1].split(separator: ",").map(String.init))
     }
-    if let unknown = omitted?.subtracting(["timeouts", "decompression", "headers"]), !unknown.isEmpty {
-        fatalError("--matched-except: unknown settings \(unknown.sorted()); known: timeouts, decompression, headers")
+    if let unknown = omitted?.subtracting(["timeouts", "decompression", "headers", "tracing"]), !unknown.isEmpty {
+        fatalError(
+            "--matched-except: unknown settings \(unknown.sorted()); known: timeouts, decompression, headers, tracing"
+        )
     }
     let matched = CommandLine.arguments.contains("--matched") || omitted != nil
     let matches = { (setting: String) in matched && omitted?.contains(setting) != true }
     if matches("timeouts") { configuration.timeout = .init(connect: .seconds(15), read: .seconds(15)) }
     if matches("decompression") { configuration.decompression = .enabled(limit: .ratio(100)) }
     if matched { configuration.redirectConfiguration = .disallow }
+    // No tracer unless tracing was bootstrapped (the client's default is a no-op tracer's spans).
+    if matches("tracing") { configuration.tracing.tracer = HTTPSession.Configuration().tracer }
     let sendsSessionHeaders = matches("headers")
     let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     let standardHeaders = HTTPSession.Configuration.standardHeaders
