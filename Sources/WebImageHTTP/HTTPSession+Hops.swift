@@ -54,7 +54,7 @@ extension HTTPSession {
             bytesSent: 0
         )
         var request = task.originalRequest
-        var visited: Set<String> = [request.url.absoluteString]
+        var visited: Set<String> = []  // the first URL goes in at the first redirect
         var authenticationAttempts = 0
         var revalidating: HTTPCachedResponse?
         switch try await cacheUse(for: request, sink: sink) {
@@ -84,6 +84,7 @@ extension HTTPSession {
             ) {
                 try await discard(response.body, limit: hop.bodyLimit, head: head)
                 metrics.redirectCount += 1
+                if visited.isEmpty { visited.insert(task.originalRequest.url.absoluteString) }
                 visited.insert(next.url.absoluteString)
                 task.emit(.redirect(from: head, to: next))
                 task.update(request: next)

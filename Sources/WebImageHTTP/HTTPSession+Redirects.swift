@@ -40,7 +40,11 @@ extension HTTPSession {
                 response: head
             )
         }
-        guard policy.allowCycles || !visited.contains(target.absoluteString) else {
+        // `visited` is empty until the first redirect: then only the first URL was seen.
+        let targetText = target.absoluteString
+        let isVisited =
+            visited.isEmpty ? targetText == task.originalRequest.url.absoluteString : visited.contains(targetText)
+        guard policy.allowCycles || !isVisited else {
             throw HTTPSessionError(
                 .redirectLoop,
                 url: request.url,
