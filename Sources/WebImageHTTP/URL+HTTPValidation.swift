@@ -32,34 +32,54 @@ struct URLTextParts {
 
     /// `nil` when the text has no `:` (no scheme).
     init?(_ text: String) {
+        var text = text
+        // One pass over contiguous UTF-8 with integer offsets: `String.UTF8View` indices check
+        // their alignment at every step. (Native strings are contiguous already: no copy.)
+        text.makeContiguousUTF8()
+        guard let found = text.utf8.withContiguousStorageIfAvailable(Self.bounds), let bounds = found else {
+            return nil
+        }
         let utf8 = text.utf8
-        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        scheme = text[..<colon]
-        let afterColon = utf8.index(after: colon)
-        guard utf8[afterColon...].starts(with: [UInt8(ascii: "/"), UInt8(ascii: "/")]) else {
-            (host, port) = (text[afterColon..<afterColon], nil)
-            return
+        func index(_ offset: Int) -> String.Index { utf8.index(utf8.startIndex, offsetBy: offset) }
+        scheme = text[..<index(bounds.colon)]
+        host = text[index(bounds.host.lowerBound)..<index(bounds.host.upperBound)]
+        port = bounds.port.map { text[index($0.lowerBound)..<index($0.upperBound)] }
+    }
+
+    /// Where the scheme's colon, the host and the port are, in UTF-8 offsets.
+    private static func bounds(
+        _ bytes: UnsafeBufferPointer<UInt8>
+    ) -> (colon: Int, host: Range<Int>, port: Range<Int>?)? {
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let afterColon = colon + 1
+        guard bytes.count - afterColon >= 2, bytes[afterColon] == UInt8(ascii: "/"),
+            bytes[afterColon + 1] == UInt8(ascii: "/")
+        else { return (colon, afterColon..<afterColon, nil) }
+        let authorityStart = afterColon + 2
+        var authorityEnd = authorityStart
+        while authorityEnd < bytes.count {
+            let byte = bytes[authorityEnd]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            authorityEnd += 1
         }
-        let authorityStart = utf8.index(afterColon, offsetBy: 2)
-        let authorityEnd =
-            utf8[authorityStart...].firstIndex {
-                $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
-            } ?? utf8.endIndex
         var hostStart = authorityStart
-        if let at = utf8[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) {
-            hostStart = utf8.index(after: at)
+        for offset in stride(from: authorityEnd - 1, through: authorityStart, by: -1)
+        where bytes[offset] == UInt8(ascii: "@") {
+            hostStart = offset + 1
+            break
         }
-        let hostAndPort = utf8[hostStart..<authorityEnd]
         var hostEnd = authorityEnd
-        if hostAndPort.first == UInt8(ascii: "[") {
-            if let close = hostAndPort.firstIndex(of: UInt8(ascii: "]")) { hostEnd = utf8.index(after: close) }
-            if hostEnd < authorityEnd, utf8[hostEnd] != UInt8(ascii: ":") { hostEnd = authorityEnd }
-        } else if let portColon = hostAndPort.lastIndex(of: UInt8(ascii: ":")) {
+        let bracketed = hostStart < authorityEnd && bytes[hostStart] == UInt8(ascii: "[")
+        if bracketed {
+            if let close = (hostStart..<authorityEnd).first(where: { bytes[$0] == UInt8(ascii: "]") }) {
+                hostEnd = close + 1
+            }
+            if hostEnd < authorityEnd, bytes[hostEnd] != UInt8(ascii: ":") { hostEnd = authorityEnd }
+        } else if let portColon = (hostStart..<authorityEnd).last(where: { bytes[$0] == UInt8(ascii: ":") }) {
             hostEnd = portColon
         }
-        let bracketsOnly = utf8.distance(from: hostStart, to: hostEnd) == 2 && hostAndPort.first == UInt8(ascii: "[")
-        host = bracketsOnly ? text[hostStart..<hostStart] : text[hostStart..<hostEnd]
-        port = hostEnd < authorityEnd ? text[utf8.index(after: hostEnd)..<authorityEnd] : nil
+        let host = bracketed && hostEnd - hostStart == 2 ? hostStart..<hostStart : hostStart..<hostEnd
+        return (colon, host, hostEnd < authorityEnd ? (hostEnd + 1)..<authorityEnd : nil)
     }
 
     /// The scheme is `http` or `https`, in any case.
