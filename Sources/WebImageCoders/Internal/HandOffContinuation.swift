@@ -1,7 +1,7 @@
 import Synchronization
 
-/// A `CheckedContinuation` whose resume ThreadSanitizer sees as happening before the waiter
-/// goes on, whichever of the two comes first.
+/// A continuation whose resume ThreadSanitizer sees as happening before the waiter goes on,
+/// whichever of the two comes first.
 ///
 /// The Swift runtime tells ThreadSanitizer about a resume only when the task had already
 /// suspended: when the resume comes first, `await` returns without an acquire, and everything
@@ -10,13 +10,20 @@ import Synchronization
 /// ThreadSanitizer sees, not what the program does: the resumer releases a fence, the waiter
 /// acquires it after `await`. Use it wherever a callback on another thread hands over a value.
 /// SPI and inlinable, as `Protected` is, so callers in other modules get it specialised.
+///
+/// It holds an `UnsafeContinuation`, whose layout code outside the standard library knows; a
+/// `CheckedContinuation`'s it does not, so every copy or destroy of a value holding one looked
+/// its type up at run time (about 17 lookups a download). The fence keeps the checked one's
+/// guarantee that matters: a second resume traps. (A continuation dropped unresumed is not
+/// reported; its waiter hangs, as a test's time limit shows.)
 @_spi(WebImageInternals)
 public struct HandOffContinuation<Value: Sendable, Failure: Error>: Sendable {
-    @usableFromInline let continuation: CheckedContinuation<Value, Failure>
+    @usableFromInline typealias Underlying = UnsafeContinuation<Value, Failure>
+    @usableFromInline let continuation: Underlying
     @usableFromInline let fence: HandOffFence
 
     @inlinable
-    init(_ continuation: CheckedContinuation<Value, Failure>, fence: HandOffFence) {
+    init(_ continuation: Underlying, fence: HandOffFence) {
         self.continuation = continuation
         self.fence = fence
     }
@@ -50,48 +57,50 @@ extension HandOffContinuation where Value == Void {
     public func resume() { resume(returning: ()) }
 }
 
-/// `withCheckedContinuation` with a ``HandOffContinuation``: suspends the task until `body`'s
+/// `withUnsafeContinuation` with a ``HandOffContinuation``: suspends the task until `body`'s
 /// continuation is resumed, once, from any thread.
 @_spi(WebImageInternals)
 @inlinable
 public func withHandOffContinuation<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
-    function: String = #function,
     _ body: (HandOffContinuation<Value, Never>) -> Void
 ) async -> Value {
     let fence = HandOffFence()
-    let value = await withCheckedContinuation(isolation: isolation, function: function) { continuation in
+    let value = await withUnsafeContinuation(isolation: isolation) { continuation in
         body(HandOffContinuation(continuation, fence: fence))
     }
     fence.acquire()
     return value
 }
 
-/// `withCheckedThrowingContinuation` with a ``HandOffContinuation``: suspends the task until
+/// `withUnsafeThrowingContinuation` with a ``HandOffContinuation``: suspends the task until
 /// `body`'s continuation returns a value or throws.
 @_spi(WebImageInternals)
 @inlinable
 public func withThrowingHandOffContinuation<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
-    function: String = #function,
     _ body: (HandOffContinuation<Value, any Error>) -> Void
 ) async throws -> Value {
     let fence = HandOffFence()
     defer { fence.acquire() }
-    return try await withCheckedThrowingContinuation(isolation: isolation, function: function) { continuation in
+    return try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
         body(HandOffContinuation(continuation, fence: fence))
     }
 }
 
 /// A flag the resumer sets with release ordering and the waiter reads with acquire ordering:
-/// ThreadSanitizer instruments these atomics, so it sees the hand-over.
+/// ThreadSanitizer instruments these atomics, so it sees the hand-over. Setting it twice (a
+/// second resume) traps.
 @usableFromInline
 final class HandOffFence: Sendable {
     private let handedOver = Atomic<Bool>(false)
 
     @usableFromInline init() {}
 
-    @usableFromInline func release() { handedOver.store(true, ordering: .releasing) }
+    @usableFromInline func release() {
+        let first = handedOver.compareExchange(expected: false, desired: true, ordering: .releasing).exchanged
+        precondition(first, "HandOffContinuation resumed more than once")
+    }
 
     @usableFromInline func acquire() { _ = handedOver.load(ordering: .acquiring) }
 }
