@@ -170,6 +170,13 @@ struct ImageDownloadKey: Hashable, Sendable {
         comparedData = options.contains(.ignoreCachedResponse) ? cached?.data : nil
         self.unshareable = context.changesItsDownload ? unshareable : nil
     }
+
+    /// The URL and the unshareable number only: keys of one URL seldom differ in the rest, which
+    /// equality still compares (hashing every field hashed the validators and bytes too).
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(unshareable)
+    }
 }
 
 /// What one caller of a download wants the bytes decoded into, and with what: callers of one

@@ -273,5 +273,13 @@ extension ResultLoad {
             let shareable = !context.changesItsDownload && !options.contains(.refreshCached)
             self.unshareable = shareable ? nil : unshareable
         }
+
+        /// The URL and the unshareable number only: loads of one URL seldom differ in the rest,
+        /// which equality still compares. (Every field hashed about 20 strings a load: the URL
+        /// twice, the colour policy's name, the transformers' keys.)
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(url)
+            hasher.combine(unshareable)
+        }
     }
 }
