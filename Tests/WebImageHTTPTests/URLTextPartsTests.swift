@@ -24,12 +24,18 @@ struct URLTextPartsTests {
         return (scheme, String(hostAndPort[..<portColon]), String(hostAndPort[hostAndPort.index(after: portColon)...]))
     }
 
+    /// Digits only, at most five, from 1 to 65535.
+    static func portNumber(_ text: String) -> Int? {
+        guard !text.isEmpty, text.count <= 5, text.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+        return Int(text).flatMap { (1...65535).contains($0) ? $0 : nil }
+    }
+
     @Test("Scheme, host and port agree with a Character-based split on every combination, non-ASCII text included")
     func agreesWithReference() {
         let schemes = ["http", "HTTPS", "ftp", "", "日本"]
         let users = ["", "u@", "user:pa:ss@", "ü@x@", "@"]
         let hosts = ["example.com", "127.0.0.1", "[::1]", "[]", "", "bücher.example", "[::1", "[::1]x", "a:b"]
-        let ports = ["", ":", ":8080", ":99999999999999999999", ":0", ":8a"]
+        let ports = ["", ":", ":8080", ":99999999999999999999", ":0", ":8a", ":65535", ":65536", ":00080"]
         let tails = ["", "/", "/a:b@c", "?q=1:2", "#f:g", "/日本/ä"]
         var checked = 0
         for scheme in schemes {
@@ -44,6 +50,11 @@ struct URLTextPartsTests {
                                 #expect(parts.map(\.scheme).map(String.init) == expected?.scheme, "\(text)")
                                 #expect(parts.map(\.host).map(String.init) == expected?.host, "\(text)")
                                 #expect(parts?.port.map(String.init) == expected?.port, "\(text)")
+                                let scheme = expected?.scheme.lowercased()
+                                #expect(parts?.isHTTPS == scheme.map { $0 == "https" }, "\(text)")
+                                #expect(parts?.isHTTP == scheme.map { $0 == "http" || $0 == "https" }, "\(text)")
+                                #expect(parts?.hasHost == expected.map { !$0.host.isEmpty }, "\(text)")
+                                #expect(parts?.portNumber == expected?.port.flatMap(Self.portNumber), "\(text)")
                                 checked += 1
                             }
                         }
@@ -52,6 +63,6 @@ struct URLTextPartsTests {
             }
         }
         #expect(URLTextParts("no colon at all") == nil)
-        #expect(checked == 5 * 3 * 5 * 9 * 6 * 6)
+        #expect(checked == 5 * 3 * 5 * 9 * 9 * 6)
     }
 }
