@@ -58,20 +58,27 @@ extension HTTPSession {
         /// The URL that answered (after any redirects).
         public var url: URL
         public var statusCode: Int
-        public var headers: HTTPFields
+        public var headers: HTTPFields {
+            didSet { contentLength = Self.contentLength(in: headers) }
+        }
         /// The protocol that carried the response: `HTTP/1.1` or `HTTP/2`.
         public var httpVersion: String
+        /// `headers`' `Content-Length`, read once: a download asks for it several times.
+        private var contentLength: Int64?
 
         public init(url: URL, statusCode: Int, headers: HTTPFields, httpVersion: String = "HTTP/1.1") {
             self.url = url
             self.statusCode = statusCode
             self.headers = headers
             self.httpVersion = httpVersion
+            contentLength = Self.contentLength(in: headers)
         }
 
         /// `Content-Length`, when the server sent a valid one.
-        public var expectedContentLength: Int64? {
-            // The first field by that name, found without collecting them all (read per chunk).
+        public var expectedContentLength: Int64? { contentLength }
+
+        private static func contentLength(in headers: HTTPFields) -> Int64? {
+            // The first field by that name, found without collecting them all.
             guard let value = headers.first(where: { $0.name == .contentLength })?.value else { return nil }
             let digits = value.utf8.drop { $0 == 0x20 || $0 == 0x09 }.prefix { $0 != 0x20 && $0 != 0x09 }
             guard let length = Int64(Substring(digits)), length >= 0 else { return nil }

@@ -43,6 +43,13 @@ struct HTTPWhitespaceTests {
         func length(_ values: [String]) -> Int64? { Self.response(.contentLength, values).expectedContentLength }
         #expect(length(["1234"]) == 1234 && length([" 56\t"]) == 56 && length(["7", "8"]) == 7)
         #expect(length([]) == nil && length(["-1"]) == nil && length(["12a"]) == nil && length([""]) == nil)
+        // Read once and kept: a change to the headers is seen.
+        var response = Self.response(.contentLength, ["12"])
+        response.headers[.contentLength] = "34"
+        #expect(response.expectedContentLength == 34)
+        response.headers[.contentLength] = nil
+        #expect(response.expectedContentLength == nil)
+        #expect(response == Self.response(.contentType, []))
     }
 
     /// A 200 response with a field named `name` for each of `values`, in order.
