@@ -4,7 +4,7 @@ import Testing
 
 @Suite("Hand-over continuations")
 struct HandOffContinuationTests {
-    @Test("A second resume traps, naming the continuation, before it reaches the unchecked one")
+    @Test("A second resume traps, naming the hand-over")
     func secondResumeTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let value = await withHandOffContinuation { (continuation: HandOffContinuation<Int, Never>) in

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// A continuation whose resume ThreadSanitizer sees as happening before the waiter goes on,
-/// whichever of the two comes first.
+/// A `CheckedContinuation` whose resume ThreadSanitizer sees as happening before the waiter
+/// goes on, whichever of the two comes first.
 ///
 /// The Swift runtime tells ThreadSanitizer about a resume only when the task had already
 /// suspended: when the resume comes first, `await` returns without an acquire, and everything
@@ -10,20 +10,13 @@ import Synchronization
 /// ThreadSanitizer sees, not what the program does: the resumer releases a fence, the waiter
 /// acquires it after `await`. Use it wherever a callback on another thread hands over a value.
 /// SPI and inlinable, as `Protected` is, so callers in other modules get it specialised.
-///
-/// It holds an `UnsafeContinuation`, whose layout code outside the standard library knows; a
-/// `CheckedContinuation`'s it does not, so every copy or destroy of a value holding one looked
-/// its type up at run time (about 17 lookups a download). The fence keeps the checked one's
-/// guarantee that matters: a second resume traps. (A continuation dropped unresumed is not
-/// reported; its waiter hangs, as a test's time limit shows.)
 @_spi(WebImageInternals)
 public struct HandOffContinuation<Value: Sendable, Failure: Error>: Sendable {
-    @usableFromInline typealias Underlying = UnsafeContinuation<Value, Failure>
-    @usableFromInline let continuation: Underlying
+    @usableFromInline let continuation: CheckedContinuation<Value, Failure>
     @usableFromInline let fence: HandOffFence
 
     @inlinable
-    init(_ continuation: Underlying, fence: HandOffFence) {
+    init(_ continuation: CheckedContinuation<Value, Failure>, fence: HandOffFence) {
         self.continuation = continuation
         self.fence = fence
     }
@@ -57,40 +50,42 @@ extension HandOffContinuation where Value == Void {
     public func resume() { resume(returning: ()) }
 }
 
-/// `withUnsafeContinuation` with a ``HandOffContinuation``: suspends the task until `body`'s
+/// `withCheckedContinuation` with a ``HandOffContinuation``: suspends the task until `body`'s
 /// continuation is resumed, once, from any thread.
 @_spi(WebImageInternals)
 @inlinable
 public func withHandOffContinuation<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
+    function: String = #function,
     _ body: (HandOffContinuation<Value, Never>) -> Void
 ) async -> Value {
     let fence = HandOffFence()
-    let value = await withUnsafeContinuation(isolation: isolation) { continuation in
+    let value = await withCheckedContinuation(isolation: isolation, function: function) { continuation in
         body(HandOffContinuation(continuation, fence: fence))
     }
     fence.acquire()
     return value
 }
 
-/// `withUnsafeThrowingContinuation` with a ``HandOffContinuation``: suspends the task until
+/// `withCheckedThrowingContinuation` with a ``HandOffContinuation``: suspends the task until
 /// `body`'s continuation returns a value or throws.
 @_spi(WebImageInternals)
 @inlinable
 public func withThrowingHandOffContinuation<Value: Sendable>(
     isolation: isolated (any Actor)? = #isolation,
+    function: String = #function,
     _ body: (HandOffContinuation<Value, any Error>) -> Void
 ) async throws -> Value {
     let fence = HandOffFence()
     defer { fence.acquire() }
-    return try await withUnsafeThrowingContinuation(isolation: isolation) { continuation in
+    return try await withCheckedThrowingContinuation(isolation: isolation, function: function) { continuation in
         body(HandOffContinuation(continuation, fence: fence))
     }
 }
 
 /// A flag the resumer sets with release ordering and the waiter reads with acquire ordering:
 /// ThreadSanitizer instruments these atomics, so it sees the hand-over. Setting it twice (a
-/// second resume) traps.
+/// second resume) traps, naming the hand-over, before the checked continuation's own trap.
 @usableFromInline
 final class HandOffFence: Sendable {
     private let handedOver = Atomic<Bool>(false)
