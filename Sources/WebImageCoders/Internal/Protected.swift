@@ -17,16 +17,17 @@ import Darwin
 // call sites of the `webimage` binary (generic metadata lookups on every lock). Modules of this
 // package import it with `@_spi(WebImageInternals) import WebImageCoders`.
 //
-// Safety (@unchecked Sendable): the only mutable state is the storage's header (the value). The
-// storage is internal: outside this file only the inlinable bodies of `init` and `withLock` can
-// reach it (`@usableFromInline`), and being public or inlined into another module changes no
-// step of theirs. The value is read or written only inside `ProtectedStorage.withLock`, between
-// `pthread_mutex_lock` and `pthread_mutex_unlock` of the element; it is initialized in `make`
-// before the object is shared and destroyed in `deinit` when no other reference exists; so no
-// two threads ever touch the value at once. `body` gets it `inout`, so it cannot keep a
-// reference past the call, and `Value: Sendable`, so copies that leave the lock may cross
-// threads. (The storage class cannot carry the conformance: `ManagedBuffer` is declared
-// non-Sendable.)
+// Safety (@unchecked Sendable): the mutable state is the storage's header (the value) and its
+// one element (the mutex). The mutex is initialized in `make` before the object is shared,
+// changed only by `pthread_mutex_lock`/`unlock` (made for concurrent callers) and destroyed in
+// `deinit`, when no other reference exists. The storage is internal: outside this file only the
+// inlinable bodies of `init` and `withLock` reach it (`@usableFromInline`), and being public or
+// inlined into another module changes no step of theirs. The value is read or written only
+// inside `ProtectedStorage.withLock`, between lock and unlock; it is set in `make` before the
+// object is shared and released with the object; so no two threads ever touch it at once.
+// `body` is non-escaping and gets the value `inout`, so it cannot keep a reference past the
+// call, and `Value: Sendable`, so copies that leave the lock may cross threads. (The storage
+// class cannot carry the conformance: `ManagedBuffer` is declared non-Sendable.)
 @_spi(WebImageInternals) public struct Protected<Value: Sendable>: @unchecked Sendable {
     @usableFromInline let storage: ProtectedStorage<Value>
 
