@@ -287,8 +287,10 @@ struct FrameByFrameRenderTests {
 
     @Test("The processing deadline stops a frame-by-frame render between frames: 504, and the server answers after")
     func deadlineBetweenFrames() async throws {
-        // 300 frames of 600×600 resized and encoded (over 15 ms a frame in a debug build even
-        // on a fast idle machine): more than the 2 s deadline on any machine.
+        // 300 frames of 600×600, each enlarged to 2000×2000 (4 megapixels resampled and
+        // WebP-encoded a frame: tens of milliseconds even with libwebp on a fast idle machine).
+        // The render would take half a minute or more: far beyond the 2 s deadline on any machine.
+        // (At 500×500 results, a fast CI machine finished all 300 frames inside the deadline.)
         let source = try await onOwnThread { GIFBuilder.checkerAnimation(width: 600, height: 600, frames: 300) }
         let budget = DecodingMemoryBudget(limit: 1 << 30)
         let fixture = try await ImageProxyServerTests.start { configuration in
@@ -299,7 +301,7 @@ struct FrameByFrameRenderTests {
         }
         defer { Task { await fixture.stop() } }
         fixture.origin.setRoute("/long.gif", .data(source, contentType: "image/gif"))
-        let (timedOut, _) = try await fixture.get(fixture.url("rs:fit:500:500", "/long.gif", suffix: "@webp"))
+        let (timedOut, _) = try await fixture.get(fixture.url("rs:fill:2000:2000/el:1", "/long.gif", suffix: "@webp"))
         #expect(timedOut.statusCode == 504)
         // The render stopped between frames: its reservation is back long before 300 frames.
         #expect(await waitUntil({ budget.bytesInUse == 0 }, timeout: .seconds(60)))
