@@ -57,11 +57,11 @@ extension ImageManager {
 
         /// `context` with this configuration's queues and budget where it names none.
         func filling(_ context: ImageContext) -> ImageContext {
-            var filled = context
-            if filled.decodeQueue == nil { filled.decodeQueue = decodeQueue }
-            if filled.transformQueue == nil { filled.transformQueue = transformQueue }
-            if filled.decodingMemoryBudget == nil { filled.decodingMemoryBudget = decodingMemoryBudget }
-            return filled
+            context.filling(
+                decodeQueue: decodeQueue,
+                transformQueue: transformQueue,
+                decodingMemoryBudget: decodingMemoryBudget
+            )
         }
 
         /// Whether a transform hook is set (closure or delegate).
