@@ -64,7 +64,7 @@ extension ImageManager {
         let options = options.framesOnDemandResolved(
             transforms: context.transformer != nil || settings.transformsDownloads
         )
-        let cacheKey = imageCacheKey(for: url, context: context)
+        let cacheKey = imageCacheKey(for: url, context: context, settings: settings)
         let checksMemory = options.isDisjoint(with: [.fromLoaderOnly, .refreshCached, .queryMemoryData])
         if checksMemory, let image = imageCache.imageFromMemoryCache(forKey: cacheKey.rawValue), image.serves(options) {
             return .answered(
@@ -98,10 +98,11 @@ extension ImageManager {
     func start(_ preflight: Preflight, url: URL?, sink: @escaping @Sendable (Event) -> Void) -> ImageLoadOperation {
         let inputs: ResultLoad.Inputs? = if case .load(let inputs) = preflight { inputs } else { nil }
         let priority = inputs.map { $0.context.priority ?? ImagePriority($0.options) } ?? .normal
+        let callbackQueue = if let inputs { inputs.configuration.callbackQueue } else { configuration.callbackQueue }
         let operation = ImageLoadOperation(
             url: url,
             priority: priority,
-            callbackQueue: configuration.callbackQueue,
+            callbackQueue: callbackQueue,
             sink: sink
         ) {
             [weak self] operation in self?.running.withLock { _ = $0.remove(operation) }

@@ -147,8 +147,13 @@ public final class ImageManager: Sendable {
 
     /// The typed cache key for `url` with `context`'s thumbnail, colour policy and transformer.
     public func imageCacheKey(for url: URL, context: ImageContext? = nil) -> ImageCacheKey {
+        imageCacheKey(for: url, context: context, settings: configuration)
+    }
+
+    /// ``imageCacheKey(for:context:)`` with the manager's settings already read.
+    func imageCacheKey(for url: URL, context: ImageContext?, settings: Configuration) -> ImageCacheKey {
         ImageCacheKey(
-            source: (context?.cacheKeyFilter ?? configuration.cacheKeyFilter)?(url) ?? url.absoluteString,
+            source: (context?.cacheKeyFilter ?? settings.cacheKeyFilter)?(url) ?? url.absoluteString,
             thumbnail: context?.thumbnailPixelSize,
             colorPolicy: context?.colorPolicy ?? .convertToSRGB,
             transformerKeys: context?.transformer.map(ImageCacheKey.keys(of:)) ?? []

@@ -21,8 +21,10 @@ import Foundation
 /// Thread-safe: subscribers are called outside the load's lock.
 final class ResultLoad: Sendable {
     /// What one load is asked for, fixed when it starts (by ``ImageManager``'s preflight, which
-    /// resolves the loader and the cache key once).
-    struct Inputs: Sendable {
+    /// resolves the loader and the cache key once). A class: the preflight, the load and its
+    /// stages all hold it, and a copy of its fields (the manager's hooks, the context) retained
+    /// a dozen references each time.
+    final class Inputs: Sendable {
         let url: URL
         /// The result's key; ``originalKey`` is its original's.
         let cacheKey: ImageCacheKey
@@ -33,6 +35,22 @@ final class ResultLoad: Sendable {
         let context: ImageContext
         /// The manager's settings when the load started.
         let configuration: ImageManager.Configuration
+
+        init(
+            url: URL,
+            cacheKey: ImageCacheKey,
+            loader: any ImageLoading,
+            options: ImageOptions,
+            context: ImageContext,
+            configuration: ImageManager.Configuration
+        ) {
+            self.url = url
+            self.cacheKey = cacheKey
+            self.loader = loader
+            self.options = options
+            self.context = context
+            self.configuration = configuration
+        }
 
         /// The key the original's bytes are stored under (the URL's own key, or the filter's).
         var originalKey: String { cacheKey.original.rawValue }
