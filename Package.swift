@@ -248,6 +248,7 @@ let package = Package(
                 "WebImageHTTP", "WebImageOrigin", "WebImageTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
