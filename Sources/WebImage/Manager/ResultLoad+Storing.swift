@@ -112,7 +112,7 @@ extension ResultLoad {
     /// `cacheMemoryOnly` and what its loader keeps off disk (a `data:` URL's bytes); else the
     /// context's store type.
     private func storeType(for loaded: Loaded) -> ImageCacheType {
-        if loaded.metadata.freshness?.isStorable == false { return .none }
+        if loaded.metadata.httpCaching?.isStorable == false { return .none }
         if let shouldCache = inputs.configuration.shouldCacheImage, let image = loaded.image,
             !shouldCache(image, url)
         {

@@ -49,6 +49,15 @@ public struct HTTPCachingHeaders: Sendable, Hashable {
         )
     }
 
+    /// Whether a response with these headers may be stored at all (`no-store` and `Vary: *`
+    /// say no): ``HTTPFreshness/isStorable`` without parsing its dates.
+    public var isStorable: Bool { !CacheControlDirectives(cacheControl).noStore && !variesOnEverything }
+
+    /// `Vary: *`: the response depends on more than the request's headers.
+    var variesOnEverything: Bool {
+        vary?.split(separator: ",").contains { $0.trimmingHTTPWhitespace() == "*" } ?? false
+    }
+
     /// These headers as a `304` updates them (RFC 9111 §4.3.4): each header the `304` sends
     /// replaces the stored one, and the entry counts as received when the `304` was.
     public func updated(by notModified: HTTPCachingHeaders) -> HTTPCachingHeaders {
@@ -119,8 +128,7 @@ public struct HTTPFreshness: Sendable, Hashable {
         mustRevalidate = directives.mustRevalidate
         staleWhileRevalidate = directives.staleWhileRevalidate ?? 0
         staleIfError = directives.staleIfError ?? 0
-        variesOnEverything =
-            headers.vary?.split(separator: ",").contains { $0.trimmingHTTPWhitespace() == "*" } ?? false
+        variesOnEverything = headers.variesOnEverything
         if directives.hasMaxAge {
             lifetime = directives.maxAge ?? 0
             isExplicit = true

@@ -91,6 +91,28 @@ struct HTTPFreshnessTests {
         #expect(!freshness("no-cache").mayServeStale(afterFailureAt: at(20), disconnected: true))
     }
 
+    @Test("The headers' isStorable (no dates read) agrees with the freshness's")
+    func storableFromHeaders() {
+        let cases: [(cacheControl: String?, vary: String?)] = [
+            (nil, nil), ("no-store", nil), ("public, No-Store", nil), ("no-storex", nil), ("\"no-store\"", nil),
+            ("max-age=60", "*"), (nil, "Accept, *"), (nil, " * "), (nil, "Accept"), ("no-cache", "Accept-Encoding"),
+            ("no-cache, must-revalidate", nil),
+        ]
+        for (cacheControl, vary) in cases {
+            let headers = HTTPCachingHeaders(
+                cacheControl: cacheControl,
+                date: "not a date",
+                vary: vary,
+                receivedDate: received
+            )
+            let freshness = HTTPFreshness(headers: headers, lastModified: "not a date either")
+            #expect(headers.isStorable == freshness.isStorable, "\(cacheControl ?? "-") \(vary ?? "-")")
+        }
+        #expect(!HTTPCachingHeaders(cacheControl: "public, no-store", receivedDate: received).isStorable)
+        #expect(!HTTPCachingHeaders(vary: "Accept, *", receivedDate: received).isStorable)
+        #expect(HTTPCachingHeaders(cacheControl: "no-cache", vary: "Accept", receivedDate: received).isStorable)
+    }
+
     @Test("A 304's headers replace the stored ones and restart the clock")
     func notModifiedUpdates() {
         let stored = DiskCacheMetadata(
