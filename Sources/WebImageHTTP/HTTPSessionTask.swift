@@ -253,9 +253,10 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     var isCanceling: Bool { storage.withLock { $0.machine.isCanceling } }
 
-    /// Waits while the task is suspended.
     /// Parks the runner while the task is suspended (no polling); returns on resume or cancel.
+    /// A running task returns at once, without a continuation (every request asks).
     func waitWhilePaused() async {
+        guard storage.withLock({ $0.machine.isPaused }) else { return }
         await withTaskCancellationHandler {
             await withHandOffContinuation { (continuation: HandOffContinuation<Void, Never>) in
                 // Checked under the lock the cancel handler also takes: either the handler ran
