@@ -67,8 +67,8 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         }
     }
 
-    /// Weak so a forgotten task does not keep its session alive; read under the lock.
-    private let sessionBox: Protected<WeakSession>
+    /// Weak so a forgotten task does not keep its session alive.
+    private weak let weakSession: HTTPSession?
     private let storage: Protected<Storage>
     private let runner: @Sendable (HTTPSessionTask) async -> Void
     /// The session's ``HTTPSession/Configuration/postsTaskNotifications``.
@@ -84,7 +84,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         Self.liveCount.add(1, ordering: .relaxed)
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
         originalRequest = request
-        sessionBox = Protected(WeakSession(session: session))
+        weakSession = session
         storage = Protected(Storage(currentRequest: request, taskDescription: session.configuration.taskDescription))
         postsNotifications = session.configuration.postsTaskNotifications
         self.runner = runner
@@ -97,7 +97,7 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     package static let liveCount = Atomic<Int>(0)
 
     /// The session that made the task (`nil` once it is gone).
-    public var session: HTTPSession? { sessionBox.withLock { $0.session } }
+    public var session: HTTPSession? { weakSession }
 
     public var state: State {
         storage.withLock {
@@ -345,10 +345,6 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         }
         return true
     }
-}
-
-struct WeakSession {
-    weak var session: HTTPSession?
 }
 
 // MARK: Notifications
