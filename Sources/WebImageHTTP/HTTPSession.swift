@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
-import Synchronization
 @_spi(WebImageInternals) import WebImageCoders
 
 /// An HTTP client session on AsyncHTTPClient (AFURLSessionManager + AFHTTPSessionManager).
@@ -391,8 +390,7 @@ final class CollectedBody: Sendable {
         var metrics: HTTPTaskMetrics?
     }
 
-    /// Inline (one allocation a task with the body): `Protected` is an object of its own.
-    private let state = Mutex(State())
+    private let state = Protected(State())
 
     func reserve(_ count: Int) { state.withLock { $0.data.reserveCapacity(count) } }
     func append(_ bytes: UnsafeRawBufferPointer) { state.withLock { $0.data.append(contentsOf: bytes) } }
