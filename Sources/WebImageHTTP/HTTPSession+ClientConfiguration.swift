@@ -28,10 +28,9 @@ extension HTTPSession.Configuration {
         }
         // Redirects are ours (decision hook, cycle detection, header rules).
         configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(
-            connect: connectTimeout.clampedForDeadline.timeAmount,
-            read: readTimeout.clampedForDeadline.timeAmount
-        )
+        // The read timeout is the session's own (ReadTimeoutWatchdog): one timer a session, not
+        // one rescheduled on every read.
+        configuration.timeout = .init(connect: connectTimeout.clampedForDeadline.timeAmount)
         var pool = HTTPClient.Configuration.ConnectionPool(
             idleTimeout: .seconds(60),
             concurrentHTTP1ConnectionsPerHostSoftLimit: maximumConnectionsPerHost

@@ -56,7 +56,11 @@ extension HTTPSession {
 
         /// Time allowed to open a connection. Default 10 s.
         public var connectTimeout: Duration = .seconds(10)
-        /// Time allowed between two reads once connected (an idle timeout). Default 60 s.
+        /// Time allowed without receiving anything (an idle timeout), as URLSession's
+        /// `timeoutIntervalForRequest`: from a request's start (connecting included) to its
+        /// response head, then between two reads of the body; each chunk of a request body sent
+        /// counts too, and a suspended task's does not run. A task that times out fails with
+        /// `timedOut`. Default 60 s.
         public var readTimeout: Duration = .seconds(60)
         /// Time allowed for one request and its response body; a request's own `timeout`
         /// wins. Default 60 s.

@@ -33,6 +33,13 @@ extension HTTPSession {
             } catch {
                 if task.isCanceling {
                     outcome = .cancelled(url)
+                } else if task.wasStoppedByReadTimeout {
+                    let current = task.currentRequest.url
+                    outcome = HTTPSessionError(
+                        .timedOut,
+                        url: current,
+                        message: "\(current): nothing received for \(configuration.readTimeout) (the read timeout)"
+                    )
                 } else {
                     outcome = Self.map(error, url: task.currentRequest.url)
                 }
@@ -51,9 +58,15 @@ extension HTTPSession {
     }
 
     /// Reads and drops a body nobody receives (a redirect's, a challenge's), up to `limit` bytes.
-    func discard(_ body: HTTPClientResponse.Body, limit: Int64?, head: Response) async throws {
+    func discard(
+        _ body: HTTPClientResponse.Body,
+        limit: Int64?,
+        head: Response,
+        watch: ReadTimeoutWatchdog.Watch
+    ) async throws {
         var count: Int64 = 0
         for try await buffer in body {
+            watch.touch()
             count += Int64(buffer.readableBytes)
             if let limit, count > limit { throw Self.bodyTooLarge(head, limit: limit, detail: "its body") }
         }
@@ -80,8 +93,13 @@ extension HTTPSession {
         return HTTPAuthenticationChallenge(scheme: scheme, realm: realm, previousFailureCount: failures, response: head)
     }
 
-    /// The AsyncHTTPClient request for `request`, with default headers and a streamed body.
-    func makeClientRequest(_ request: Request, task: HTTPSessionTask) throws -> HTTPClientRequest {
+    /// The AsyncHTTPClient request for `request`, with default headers and a streamed body
+    /// (every chunk sent touches `watch`, the task's read timeout).
+    func makeClientRequest(
+        _ request: Request,
+        task: HTTPSessionTask,
+        watch: ReadTimeoutWatchdog.Watch?
+    ) throws -> HTTPClientRequest {
         var clientRequest = HTTPClientRequest(url: request.url.absoluteString)
         clientRequest.method = request.method.nioMethod
         // The session's default headers, less those the request sets, then the request's: written
@@ -108,7 +126,13 @@ extension HTTPSession {
         switch request.body {
         case .data(let data)?:
             clientRequest.body = .stream(
-                UploadChunks(source: .data(data), onProgress: { task.didSend(total: $0, expected: Int64(data.count)) }),
+                UploadChunks(
+                    source: .data(data),
+                    onProgress: {
+                        watch?.touch()
+                        task.didSend(total: $0, expected: Int64(data.count))
+                    }
+                ),
                 length: .known(Int64(data.count))
             )
         case .file(let url)?:
@@ -123,7 +147,13 @@ extension HTTPSession {
                 )
             }
             clientRequest.body = .stream(
-                UploadChunks(source: .file(url), onProgress: { task.didSend(total: $0, expected: size) }),
+                UploadChunks(
+                    source: .file(url),
+                    onProgress: {
+                        watch?.touch()
+                        task.didSend(total: $0, expected: size)
+                    }
+                ),
                 length: .known(size)
             )
         case nil:

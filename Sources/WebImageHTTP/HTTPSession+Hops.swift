@@ -16,6 +16,8 @@ extension HTTPSession {
         var deadline: ContinuousClock.Instant
         var resourceTimeout: Duration
         var bodyLimit: Int64?
+        /// The task's read timeout (`nil` for a response delivered from the cache).
+        var watch: ReadTimeoutWatchdog.Watch?
 
         /// The error for a hop past its deadline, naming the timeout that ended it.
         func expired() -> HTTPSessionError {
@@ -61,18 +63,22 @@ extension HTTPSession {
         case .load:
             break
         case .deliver(let cached):
-            let hop = try hop(for: request, taskDeadline: taskDeadline)
+            let hop = try hop(for: request, taskDeadline: taskDeadline, watch: nil)
             return try await deliver(cached, through: hop, metrics, task, delegate, sink)
         case .revalidate(let cached, let conditional):
             revalidating = cached
             request = conditional
             task.update(request: conditional)
         }
+        let watch = readTimeoutWatchdog.watch(stop: task.stopWorkForReadTimeout)
+        defer { readTimeoutWatchdog.end(watch) }
         while true {
             try Task.checkCancellation()
             await task.waitWhilePaused()
-            let hop = try hop(for: request, taskDeadline: taskDeadline)
+            watch.touch()  // a new request, or the first after a suspension
+            let hop = try hop(for: request, taskDeadline: taskDeadline, watch: watch)
             let (response, head) = try await send(hop, task: task)
+            watch.touch()
             metrics.responseStartInterval = clock.now - start
             if let next = try await redirect(
                 after: head,
@@ -82,7 +88,7 @@ extension HTTPSession {
                 task: task,
                 delegate: delegate
             ) {
-                try await discard(response.body, limit: hop.bodyLimit, head: head)
+                try await discard(response.body, limit: hop.bodyLimit, head: head, watch: watch)
                 metrics.redirectCount += 1
                 if visited.isEmpty { visited.insert(task.originalRequest.url.absoluteString) }
                 visited.insert(next.url.absoluteString)
@@ -93,13 +99,13 @@ extension HTTPSession {
             }
             if let credential = try await credential(answering: head, attempts: authenticationAttempts, task, delegate)
             {
-                try await discard(response.body, limit: hop.bodyLimit, head: head)
+                try await discard(response.body, limit: hop.bodyLimit, head: head, watch: watch)
                 authenticationAttempts += 1
                 request.setBasicAuthorization(username: credential.user, password: credential.password)
                 continue
             }
             if let cached = revalidating, head.statusCode == 304 {
-                try await discard(response.body, limit: hop.bodyLimit, head: head)
+                try await discard(response.body, limit: hop.bodyLimit, head: head, watch: watch)
                 let refreshed = cached.refreshed(by: head)
                 configuration.urlCache?.storeCachedResponse(refreshed, for: request)
                 metrics.bytesSent = task.countOfBytesSent
@@ -116,7 +122,11 @@ extension HTTPSession {
 
     /// The hop for `request`: its URL checked (every hop, the first included: a bad port must
     /// never reach a socket address) and its deadline set.
-    private func hop(for request: Request, taskDeadline: ContinuousClock.Instant) throws -> Hop {
+    private func hop(
+        for request: Request,
+        taskDeadline: ContinuousClock.Instant,
+        watch: ReadTimeoutWatchdog.Watch?
+    ) throws -> Hop {
         if let failure = request.url.httpValidationFailure {
             throw HTTPSessionError(.invalidURL, url: request.url, message: "\(request.url): \(failure)")
         }
@@ -128,7 +138,8 @@ extension HTTPSession {
             requestEnd: requestEnd,
             deadline: Swift.min(requestEnd, taskDeadline),
             resourceTimeout: configuration.resourceTimeout,
-            bodyLimit: request.maximumBodySize ?? configuration.maximumResponseBodySize
+            bodyLimit: request.maximumBodySize ?? configuration.maximumResponseBodySize,
+            watch: watch
         )
     }
 
@@ -173,7 +184,7 @@ extension HTTPSession {
         guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
         do {
             return try await client(for: hop.request.url).execute(
-                makeClientRequest(hop.request, task: task),
+                makeClientRequest(hop.request, task: task, watch: hop.watch),
                 deadline: .now() + (hop.deadline - ContinuousClock.now).timeAmount,
                 logger: clientLogger
             )
@@ -254,6 +265,7 @@ extension HTTPSession {
         let byteDelegate = delegate as? any HTTPSessionTaskByteDelegate
         for try await buffer in body {
             try Task.checkCancellation()
+            hop.watch?.touch()
             guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
             // A Data per chunk only for those who look at chunks (delegate, event streams), made
             // once, as a copy: they may keep it (event streams buffer chunks, progressive decoding
@@ -285,6 +297,7 @@ extension HTTPSession {
             }
             if state.isPaused {
                 await task.waitWhilePaused()
+                hop.watch?.touch()
                 if task.isCanceling { throw HTTPSessionError.cancelled(url) }
             }
         }

@@ -41,6 +41,8 @@ public final class HTTPSession: Sendable {
     /// Tasks in flight per host, at most ``Configuration/maximumConnectionsPerHost``; the
     /// others wait by priority.
     let admission: HostAdmission
+    /// Ends tasks whose requests receive nothing for ``Configuration/readTimeout``.
+    let readTimeoutWatchdog: ReadTimeoutWatchdog
 
     private struct ClientKey: Hashable {
         var host: String?
@@ -72,6 +74,7 @@ public final class HTTPSession: Sendable {
         self.configuration = configuration
         clientLogger = logger.flatMap { $0.logLevel <= .debug ? $0 : nil }
         admission = HostAdmission(limit: configuration.maximumConnectionsPerHost)
+        readTimeoutWatchdog = ReadTimeoutWatchdog(timeout: configuration.readTimeout)
     }
 
     deinit {

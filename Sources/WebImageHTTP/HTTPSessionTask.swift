@@ -34,6 +34,8 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var priority = HTTPSessionTask.defaultPriority
         /// When the task was started, among all tasks of the process (0 before it starts).
         var startOrder: UInt64 = 0
+        /// The session's read timeout stopped the work (see ``stopWorkForReadTimeout()``).
+        var readTimedOut = false
     }
 
     private static let nextIdentifier = Atomic<Int>(1)
@@ -215,6 +217,22 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
             break
         }
     }
+
+    /// Stops the running work because its request received nothing for the session's read
+    /// timeout: the task then fails with `timedOut` (a `cancel()` that came first still wins).
+    /// `false`, and nothing stopped, while the task is suspended.
+    func stopWorkForReadTimeout() -> Bool {
+        let work = storage.withLock { storage -> Task<Void, Never>? in
+            guard !storage.machine.isPaused else { return nil }
+            storage.readTimedOut = true
+            return storage.work
+        }
+        work?.cancel()
+        return work != nil
+    }
+
+    /// Whether the session's read timeout stopped the work.
+    var wasStoppedByReadTimeout: Bool { storage.withLock { $0.readTimedOut } }
 
     /// A label for the task, free for the caller (URLSessionTask's `taskDescription`). Default:
     /// the session's ``HTTPSession/Configuration/taskDescription``.
