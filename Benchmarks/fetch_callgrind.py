@@ -90,6 +90,8 @@ def main():
     parser.add_argument("--size", default="690x460")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--callers", help="a regular expression naming the functions whose callers to list")
+    parser.add_argument("--keep", metavar="DIR", help="keep the callgrind profiles in DIR (for callgrind_annotate "
+                        "--inclusive=yes)")
     args = parser.parse_args()
     if len(args.webimage) > 2:
         sys.exit("fetch_callgrind: at most two --webimage binaries")
@@ -97,7 +99,8 @@ def main():
         if shutil.which(tool) is None:
             sys.exit(f"fetch_callgrind: {tool} is not installed (apt-get install valgrind binutils)")
 
-    work = tempfile.mkdtemp(prefix="webimage-fetch-callgrind-")
+    work = args.keep or tempfile.mkdtemp(prefix="webimage-fetch-callgrind-")
+    os.makedirs(work, exist_ok=True)
     try:
         profiles = []
         with served_photos(args.benchmarks, 900, args.size, "webimage-fetch-callgrind-") as (scratch, _, urls):
@@ -149,7 +152,8 @@ def main():
             for change, function in changes[:args.top // 2] + changes[-(args.top // 2):]:
                 print(f"{change:+10,.0f}  {function[:150]}")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
