@@ -71,7 +71,11 @@ extension HTTPSession {
             task.update(request: conditional)
         }
         let watch = readTimeoutWatchdog.watch(stop: task.stopWorkForReadTimeout)
-        defer { readTimeoutWatchdog.end(watch) }
+        task.watchReads(watch)
+        defer {
+            task.watchReads(nil)
+            readTimeoutWatchdog.end(watch)
+        }
         while true {
             try Task.checkCancellation()
             await task.waitWhilePaused()

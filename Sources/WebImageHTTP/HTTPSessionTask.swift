@@ -36,6 +36,9 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
         var startOrder: UInt64 = 0
         /// The session's read timeout stopped the work (see ``stopWorkForReadTimeout()``).
         var readTimedOut = false
+        /// The read timeout's watch of the exchange in progress: a resume starts its idle time
+        /// again.
+        var readWatch: ReadTimeoutWatchdog.Watch?
     }
 
     private static let nextIdentifier = Atomic<Int>(1)
@@ -140,12 +143,13 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     /// Starts the task, or continues a suspended one.
     public func resume() {
-        let (action, parked) = storage.withLock { storage in
+        let (action, parked, readWatch) = storage.withLock { storage in
             let action = storage.machine.resume()
             if action == .start { storage.startOrder = Self.takeStartOrder() }
             defer { if action == .unpause { storage.pausedRunner = nil } }
-            return (action, action == .unpause ? storage.pausedRunner : nil)
+            return action == .unpause ? (action, storage.pausedRunner, storage.readWatch) : (action, nil, nil)
         }
+        readWatch?.touch()
         parked?.resume()
         if action != .none { post(Self.didResumeNotification) }
         guard action == .start else { return }
@@ -223,9 +227,9 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
     /// `false`, and nothing stopped, while the task is suspended.
     func stopWorkForReadTimeout() -> Bool {
         let work = storage.withLock { storage -> Task<Void, Never>? in
-            guard !storage.machine.isPaused else { return nil }
+            guard !storage.machine.isPaused, let work = storage.work else { return nil }
             storage.readTimedOut = true
-            return storage.work
+            return work
         }
         work?.cancel()
         return work != nil
@@ -233,6 +237,10 @@ public final class HTTPSessionTask: Sendable, Identifiable, CustomStringConverti
 
     /// Whether the session's read timeout stopped the work.
     var wasStoppedByReadTimeout: Bool { storage.withLock { $0.readTimedOut } }
+
+    /// The read timeout's watch of the exchange in progress (`nil` once it ends): the idle time
+    /// starts again when a suspended task resumes, however long it was suspended.
+    func watchReads(_ watch: ReadTimeoutWatchdog.Watch?) { storage.withLock { $0.readWatch = watch } }
 
     /// A label for the task, free for the caller (URLSessionTask's `taskDescription`). Default:
     /// the session's ``HTTPSession/Configuration/taskDescription``.
