@@ -253,9 +253,12 @@ struct HTTPSessionTests {
             Issue.record("a stalled request succeeded")
         } catch {
             #expect(error.code == .timedOut)
+            // The request timeout ended it, not the read timeout (60 s).
+            #expect(error.message.contains("no complete response within 0.5 seconds"), "\(error.message)")
         }
-        // A hang would never end; the margin is wide because the suite shares two cores.
-        #expect(clock.now - start < .seconds(10))
+        // A hang would never end; the margin is wide because the suite shares two cores with
+        // every other suite (a CI run took 10.5 s), and under the 60 s read timeout.
+        #expect(clock.now - start < .seconds(40))
         await context.finish()
     }
 

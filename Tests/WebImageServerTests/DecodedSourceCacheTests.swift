@@ -9,7 +9,7 @@ import WebImageTestSupport
 
 /// Decodes kept for the next size of the same source: found only when the decode would be the
 /// same, bounded by bytes, and never changing a result.
-@Suite("webimage serve: decoded sources kept for their other sizes", .timeLimit(.minutes(1)))
+@Suite("webimage serve: decoded sources kept for their other sizes", .timeLimit(.minutes(3)))
 struct DecodedSourceCacheTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 

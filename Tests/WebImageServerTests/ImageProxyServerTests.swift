@@ -9,7 +9,7 @@ import WebImageTestSupport
 @testable import WebImageServer
 
 /// A real proxy on 127.0.0.1:0 in front of a real origin on 127.0.0.1, requested over HTTP.
-@Suite("webimage serve: the proxy over HTTP", .timeLimit(.minutes(1)))
+@Suite("webimage serve: the proxy over HTTP", .timeLimit(.minutes(3)))
 struct ImageProxyServerTests {
     static let keyHex = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
     static let saltHex = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"

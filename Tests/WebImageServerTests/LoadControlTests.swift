@@ -5,7 +5,7 @@ import WebImageTestSupport
 @testable import WebImageServer
 
 /// The proxy's admission gate and request coalescing, on their own.
-@Suite("webimage serve: workers, queue and shared work", .timeLimit(.minutes(1)))
+@Suite("webimage serve: workers, queue and shared work", .timeLimit(.minutes(3)))
 struct LoadControlTests {
     /// A door the test opens to let a body finish.
     final class Door: Sendable {

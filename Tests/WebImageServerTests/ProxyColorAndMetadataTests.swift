@@ -10,7 +10,7 @@ import WebImageTestSupport
 /// imgproxy's `strip_color_profile`, `strip_metadata` and `keep_copyright` over HTTP, with the
 /// server's defaults, against a Display P3 JPEG whose EXIF names a camera, an artist and a
 /// copyright holder.
-@Suite("webimage serve: colour profiles and metadata, imgproxy's way", .timeLimit(.minutes(1)))
+@Suite("webimage serve: colour profiles and metadata, imgproxy's way", .timeLimit(.minutes(3)))
 struct ProxyColorAndMetadataTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 

@@ -9,7 +9,7 @@ import WebImageTestSupport
 /// Gravity offsets, crop gravity and extend placement as imgproxy computes them, over HTTP
 /// against the 800×600 gradient photo. Each case is checked against another request that puts
 /// the window at the same place another way, so whole results must be equal.
-@Suite("webimage serve: gravity offsets, crop gravity and extend placement", .timeLimit(.minutes(1)))
+@Suite("webimage serve: gravity offsets, crop gravity and extend placement", .timeLimit(.minutes(3)))
 struct ProxyGravityOffsetTests {
     static func image(_ fixture: ImageProxyServerTests.Fixture, _ options: String) async throws -> DecodedImage {
         try await ProxyOptionsOverHTTPTests.image(fixture, options)

@@ -10,7 +10,7 @@ import WebImageTestSupport
 /// imgproxy's rotate, flip, dpr, zoom, min-width/min-height, padding, pixelate,
 /// extend_aspect_ratio, format_quality, expires, filename and return_attachment, over HTTP
 /// against the 800×600 gradient photo (red grows left to right, green top to bottom).
-@Suite("webimage serve: layout and delivery options", .timeLimit(.minutes(1)))
+@Suite("webimage serve: layout and delivery options", .timeLimit(.minutes(3)))
 struct ProxyLayoutOptionsTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 

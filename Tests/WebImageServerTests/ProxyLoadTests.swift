@@ -10,7 +10,7 @@ import WebImageTestSupport
 
 /// The proxy under load, over HTTP: workers and the queue, shared work, clients that leave,
 /// shutdown with requests in flight, the processing timeout and `/metrics`.
-@Suite("webimage serve: load, sharing, cancellation and metrics", .timeLimit(.minutes(1)))
+@Suite("webimage serve: load, sharing, cancellation and metrics", .timeLimit(.minutes(3)))
 struct ProxyLoadTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 

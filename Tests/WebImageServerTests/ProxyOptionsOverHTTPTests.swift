@@ -10,7 +10,7 @@ import WebImageTestSupport
 
 /// Processing options, presets and redirect rules as a client sees them: signed URLs over HTTP
 /// against the 800×600 gradient photo (red grows left to right, green top to bottom).
-@Suite("webimage serve: options, presets and redirects over HTTP", .timeLimit(.minutes(1)))
+@Suite("webimage serve: options, presets and redirects over HTTP", .timeLimit(.minutes(3)))
 struct ProxyOptionsOverHTTPTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 

@@ -9,7 +9,7 @@ import WebImageTestSupport
 
 /// The server options imgproxy users set: allowed-source patterns, redirects, source headers,
 /// CORS, the path prefix, caching headers, default qualities and the fallback image.
-@Suite("webimage serve: server options", .timeLimit(.minutes(1)))
+@Suite("webimage serve: server options", .timeLimit(.minutes(3)))
 struct ProxyServerOptionsTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 
@@ -170,7 +170,7 @@ struct ProxyServerOptionsTests {
 }
 
 /// `local://` sources under `--local-root`.
-@Suite("webimage serve: local sources", .timeLimit(.minutes(1)))
+@Suite("webimage serve: local sources", .timeLimit(.minutes(3)))
 struct ProxyLocalSourceTests {
     @Test("local:// serves files under the root; .., symbolic links out and missing files are refused")
     func localFiles() async throws {
@@ -228,7 +228,7 @@ struct ProxyLocalSourceTests {
 }
 
 /// BMP and ICO results and sources; progressive JPEG and interlaced PNG results.
-@Suite("webimage serve: more formats", .timeLimit(.minutes(1)))
+@Suite("webimage serve: more formats", .timeLimit(.minutes(3)))
 struct ProxyMoreFormatsTests {
     @Test("bmp, ico and tiff results (ico at most 256×256), BMP sources; --jpeg-progressive, --png-interlaced")
     func formats() async throws {

@@ -10,7 +10,7 @@ import WebImageTestSupport
 
 /// The originals cache follows the source's caching headers: a changed source reaches new
 /// variants once the kept copy's freshness ends, and not before.
-@Suite("webimage serve: source freshness", .timeLimit(.minutes(1)))
+@Suite("webimage serve: source freshness", .timeLimit(.minutes(3)))
 struct ProxySourceFreshnessTests {
     static func png(_ color: RGBA) throws -> Data {
         try PNGCoder().encode(

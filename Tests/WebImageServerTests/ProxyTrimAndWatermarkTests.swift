@@ -10,7 +10,7 @@ import WebImageTestSupport
 
 /// imgproxy's trim and watermark over HTTP, against generated images whose pixels say where
 /// they came from.
-@Suite("webimage serve: trim and watermark", .timeLimit(.minutes(1)))
+@Suite("webimage serve: trim and watermark", .timeLimit(.minutes(3)))
 struct ProxyTrimAndWatermarkTests {
     typealias Fixture = ImageProxyServerTests.Fixture
 
