@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Tracing
 
 extension HTTPSession {
@@ -56,6 +57,12 @@ extension HTTPSession {
 
         /// Time allowed to open a connection. Default 10 s.
         public var connectTimeout: Duration = .seconds(10)
+        /// The event loops the session's connections run on; `nil` (the default): AsyncHTTPClient's
+        /// shared group, one loop per core. A program whose cores go to decoding images (the
+        /// `webimage fetch` tool) spends less on thread hand-offs with one loop for all of its
+        /// connections. The session does not shut the group down: its owner does, after the
+        /// session's ``HTTPSession/shutdown()``.
+        public var eventLoopGroup: (any EventLoopGroup)?
         /// Time allowed without receiving anything (an idle timeout), as URLSession's
         /// `timeoutIntervalForRequest`: from a request's start (connecting included) to its
         /// response head, then between two reads of the body; each chunk of a request body sent

@@ -79,7 +79,7 @@ extension HTTPSession {
         while true {
             try Task.checkCancellation()
             await task.waitWhilePaused()
-            watch.touch()  // a new request, or the first after a suspension
+            watch.touch()  // a new request's idle time starts here
             let hop = try hop(for: request, taskDeadline: taskDeadline, watch: watch)
             let (response, head) = try await send(hop, task: task)
             watch.touch()
@@ -300,8 +300,7 @@ extension HTTPSession {
                 delegate.task(task, didReceive: makeChunk())
             }
             if state.isPaused {
-                await task.waitWhilePaused()
-                hop.watch?.touch()
+                await task.waitWhilePaused()  // resume() restarts the idle time
                 if task.isCanceling { throw HTTPSessionError.cancelled(url) }
             }
         }

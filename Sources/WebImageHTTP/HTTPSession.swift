@@ -61,6 +61,10 @@ public final class HTTPSession: Sendable {
     /// each time: about 1 % of a decoded fetch's CPU.
     let clientLogger: Logger?
 
+    /// Where the session's connections and its read-timeout timer run
+    /// (``Configuration/eventLoopGroup``, else AsyncHTTPClient's shared group).
+    var eventLoopGroup: any EventLoopGroup { configuration.eventLoopGroup ?? HTTPClient.defaultEventLoopGroup }
+
     /// A session; `baseURL` gains a trailing slash when its path has none. `logger` receives
     /// AsyncHTTPClient's request logs (default: none).
     public init(
@@ -74,7 +78,10 @@ public final class HTTPSession: Sendable {
         self.configuration = configuration
         clientLogger = logger.flatMap { $0.logLevel <= .debug ? $0 : nil }
         admission = HostAdmission(limit: configuration.maximumConnectionsPerHost)
-        readTimeoutWatchdog = ReadTimeoutWatchdog(timeout: configuration.readTimeout)
+        readTimeoutWatchdog = ReadTimeoutWatchdog(
+            timeout: configuration.readTimeout,
+            eventLoopGroup: configuration.eventLoopGroup ?? HTTPClient.defaultEventLoopGroup
+        )
     }
 
     deinit {
@@ -105,7 +112,7 @@ public final class HTTPSession: Sendable {
         let client = sharedClientState.withLock { state -> HTTPClient in
             if case .made(let client) = state { return client }
             let client = HTTPClient(
-                eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                eventLoopGroup: eventLoopGroup,
                 configuration: configuration.clientConfiguration(proxy: configuration.proxy)
             )
             if case .shutDown = state { closing = client }
@@ -126,7 +133,7 @@ public final class HTTPSession: Sendable {
         return hostClients.withLock { clients in
             if let client = clients[key] { return client }
             let client = HTTPClient(
-                eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                eventLoopGroup: eventLoopGroup,
                 configuration: configuration.clientConfiguration(forHost: key.host, proxy: key.proxy)
             )
             clients[key] = client

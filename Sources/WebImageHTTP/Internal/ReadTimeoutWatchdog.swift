@@ -38,8 +38,10 @@ final class ReadTimeoutWatchdog: Sendable {
     private let timeoutNanoseconds: Int64
     private let period: TimeAmount
     private let state = Protected(State())
+    private let eventLoopGroup: any EventLoopGroup
 
-    init(timeout: Duration) {
+    init(timeout: Duration, eventLoopGroup: any EventLoopGroup) {
+        self.eventLoopGroup = eventLoopGroup
         let nanoseconds = timeout.clampedForDeadline.timeAmount.nanoseconds
         timeoutNanoseconds = nanoseconds
         period = .nanoseconds(min(max(nanoseconds / 8, 5_000_000), 1_000_000_000))
@@ -56,7 +58,7 @@ final class ReadTimeoutWatchdog: Sendable {
             return !state.timerRunning
         }
         if startsTimer {
-            HTTPClient.defaultEventLoopGroup.next().scheduleRepeatedTask(initialDelay: period, delay: period) {
+            eventLoopGroup.next().scheduleRepeatedTask(initialDelay: period, delay: period) {
                 [self] timer in
                 scan(timer)
             }

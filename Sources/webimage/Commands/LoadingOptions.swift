@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOPosix
 import WebImage
 import WebImageHTTP
 
@@ -171,6 +172,13 @@ struct LoadingOptions: ParsableArguments {
 
     /// `urls`, then the lines of `--input FILE` (`-`: standard input), blank lines and `#`
     /// comments left out.
+    /// The one event loop every connection of a run shares. The decodes keep the cores busy;
+    /// each wake-up of a network thread takes a core from one of them, and one loop serves the
+    /// ready connections of a wake-up together. 1,000 web JPEGs against a loop per core
+    /// (Benchmarks/fetch_ab.py): 3 % less CPU decoded (a tenth fewer context switches), 12 %
+    /// less bytes only. It lives as long as the process.
+    static let networkLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     static func inputs(_ urls: [String], listedIn inputFile: String?) throws -> [String] {
         guard let inputFile else { return urls }
         let text: String
@@ -296,6 +304,7 @@ struct LoadingOptions: ParsableArguments {
             ?? min(sessionConfiguration.connectTimeout, .seconds(timeout))
         sessionConfiguration.cookieStore = .shared
         sessionConfiguration.postsTaskNotifications = false  // the tool observes none
+        sessionConfiguration.eventLoopGroup = Self.networkLoop
         if !pinnedCertificates.isEmpty {
             let certificates = try pinnedCertificates.map {
                 try SecurityPolicy.certificate(contentsOf: URL(fileURLWithPath: $0))

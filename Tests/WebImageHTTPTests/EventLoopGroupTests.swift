@@ -1,0 +1,72 @@
+import Dispatch
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+import WebImageHTTP
+import WebImageOrigin
+import WebImageTestSupport
+
+/// A one-loop group that counts the loops it hands out.
+private final class CountingEventLoopGroup: EventLoopGroup {
+    let base = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let loopsHandedOut = Atomic<Int>(0)
+
+    func next() -> any EventLoop {
+        loopsHandedOut.add(1, ordering: .relaxed)
+        return base.next()
+    }
+
+    func any() -> any EventLoop { next() }
+
+    func makeIterator() -> EventLoopIterator { base.makeIterator() }
+
+    func shutdownGracefully(queue: DispatchQueue, _ callback: @escaping @Sendable ((any Error)?) -> Void) {
+        base.shutdownGracefully(queue: queue, callback)
+    }
+}
+
+@Suite("A session on the event loops it is given", .timeLimit(.minutes(3)))
+struct EventLoopGroupTests {
+    @Test("Its connections and read timeout run on the configured group, which the session leaves running")
+    func configuredGroup() async throws {
+        let group = CountingEventLoopGroup()
+        var configuration = HTTPSession.Configuration()
+        configuration.eventLoopGroup = group
+        configuration.readTimeout = .seconds(5)
+        configuration.requestTimeout = .seconds(600)
+        try await HTTPTestContext.with(configuration: configuration) { context in
+            context.origin.setRoute("/body", OriginRoute(body: Data(repeating: 7, count: 30_000)))
+            context.origin.setRoute("/silent", OriginRoute(behavior: .init(stall: true)))
+            let session = context.session
+            let silentURL = context.origin.url("/silent")
+            // A request to a server that never answers keeps the read timeout's timer running
+            // (it asks the group for its loop once, when the first request starts).
+            let silent = Task { () async -> HTTPSessionError? in
+                do throws(HTTPSessionError) {
+                    _ = try await session.data(for: .init(url: silentURL))
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            #expect(await waitUntil { context.origin.requestCount(for: "/silent") == 1 })
+            let handedOutBefore = group.loopsHandedOut.load(ordering: .relaxed)
+            for _ in 0..<3 {
+                let (data, _) = try await session.data(for: .init(url: context.origin.url("/body")))
+                #expect(data == Data(repeating: 7, count: 30_000))
+            }
+            // The loads' connections came from the group: it handed out more loops.
+            #expect(group.loopsHandedOut.load(ordering: .relaxed) > handedOutBefore)
+            // And the read timeout, whose timer runs on the group, ended the silent request.
+            let error = await silent.value
+            #expect(error?.code == .timedOut, "\(error?.message ?? "a silent server answered")")
+            #expect(error?.message.contains("read timeout") == true, "\(error?.message ?? "")")
+        }
+        // The session was shut down and left the group running: its owner shuts it down.
+        let loop = group.base.next()
+        #expect(try await loop.submit { 42 }.get() == 42)
+        try await group.base.shutdownGracefully()
+    }
+}
