@@ -57,8 +57,9 @@ extension HTTPSession {
 
         /// Time allowed to open a connection. Default 10 s.
         public var connectTimeout: Duration = .seconds(10)
-        /// The event loops the session's connections run on; `nil` (the default): AsyncHTTPClient's
-        /// shared group, one loop per core. A program whose cores go to decoding images (the
+        /// The event loops the session's connections (its HTTP tasks' and stream tasks') and its
+        /// timers run on; `nil` (the default): SwiftNIO's shared group, one loop per core, which
+        /// AsyncHTTPClient uses too. A program whose cores go to decoding images (the
         /// `webimage fetch` tool) spends less on thread hand-offs with one loop for all of its
         /// connections. The session does not shut the group down: its owner does, after the
         /// session's ``HTTPSession/shutdown()``.

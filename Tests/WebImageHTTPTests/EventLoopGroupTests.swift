@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import Synchronization
 import Testing
@@ -68,5 +69,58 @@ struct EventLoopGroupTests {
         let loop = group.base.next()
         #expect(try await loop.submit { 42 }.get() == 42)
         try await group.base.shutdownGracefully()
+    }
+
+    @Test("Its stream tasks connect and time their reads on the configured group")
+    func streamTaskOnConfiguredGroup() async throws {
+        let group = CountingEventLoopGroup()
+        var configuration = HTTPSession.Configuration()
+        configuration.eventLoopGroup = group
+        let server = try await LineServer.start()
+        let session = HTTPSession(configuration: configuration)
+        let stream = session.streamTask(withHostName: "127.0.0.1", port: server.port)
+        do {
+            stream.resume()
+            // Connecting, with no read or write asked yet: the bootstrap takes a loop of the group.
+            #expect(await waitUntil({ group.loopsHandedOut.load(ordering: .relaxed) > 0 }, timeout: .seconds(20)))
+            let greeting = try await stream.readData(ofMinLength: 6, maxLength: 6, timeout: .seconds(20))
+            #expect(String(decoding: greeting.data, as: UTF8.self) == "hello\n")
+            let handedOut = group.loopsHandedOut.load(ordering: .relaxed)
+            // A read that finds nothing ends on its timer, which the group runs too.
+            do throws(HTTPSessionError) {
+                _ = try await stream.readData(ofMinLength: 1, maxLength: 64, timeout: .milliseconds(200))
+                Issue.record("a silent stream returned data")
+            } catch {
+                #expect(error.code == .timedOut, "\(error.message)")
+            }
+            #expect(group.loopsHandedOut.load(ordering: .relaxed) > handedOut)
+        } catch {
+            Issue.record("stream task failed: \(error)")
+        }
+        stream.cancel()
+        try? await session.shutdown()
+        await server.stop()
+        try await group.base.shutdownGracefully()
+    }
+
+    @Test("A stream task on loops that are not SwiftNIO's POSIX ones fails to connect with an error naming them")
+    func streamTaskOnForeignLoops() async throws {
+        let loop = EmbeddedEventLoop()
+        var configuration = HTTPSession.Configuration()
+        configuration.eventLoopGroup = loop
+        let session = HTTPSession(configuration: configuration)
+        let stream = session.streamTask(withHostName: "127.0.0.1", port: 9)
+        stream.resume()
+        do throws(HTTPSessionError) {
+            _ = try await stream.readData(ofMinLength: 1, maxLength: 64, timeout: .seconds(20))
+            Issue.record("a stream task connected on an embedded event loop")
+        } catch {
+            #expect(error.code == .cannotConnect, "\(error.message)")
+            #expect(error.message.contains("tcp://127.0.0.1:9"), "\(error.message)")
+            #expect(error.message.contains("EmbeddedEventLoop"), "\(error.message)")
+        }
+        stream.cancel()
+        try? await session.shutdown()
+        try await loop.shutdownGracefully()
     }
 }

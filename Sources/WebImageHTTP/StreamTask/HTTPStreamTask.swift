@@ -37,7 +37,10 @@ public final class HTTPStreamTask: Sendable, CustomStringConvertible {
         self.port = port
         self.configuration = configuration
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
-        connection = StreamConnection(label: "\(host):\(port)")
+        connection = StreamConnection(
+            label: "\(host):\(port)",
+            eventLoopGroup: configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        )
     }
 
     private static let nextIdentifier = Atomic<Int>(1_000_000_000)

@@ -50,14 +50,20 @@ final class StreamConnection: Sendable {
     let url: URL
     private let state = Protected(State())
 
-    init(label: String) {
+    /// Where the channel and the read timers run (``HTTPSession/Configuration/eventLoopGroup``).
+    private let eventLoopGroup: any EventLoopGroup
+
+    init(label: String, eventLoopGroup: any EventLoopGroup) {
         url = URL(string: "tcp://\(label)") ?? URL(fileURLWithPath: "/")
+        self.eventLoopGroup = eventLoopGroup
     }
 
     // MARK: Connecting
 
     func connect(host: String, port: Int, configuration: HTTPSession.Configuration) async {
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        // On one loop of the group: ClientBootstrap traps on a group that is not SwiftNIO's own
+        // (a wrapper, say), and validates a loop without trapping.
+        let bootstrap = ClientBootstrap(validatingGroup: eventLoopGroup.next())?
             .connectTimeout(configuration.connectTimeout.timeAmount)
             .channelOption(.allowRemoteHalfClosure, value: true)
             .channelOption(.autoRead, value: false)
@@ -69,6 +75,14 @@ final class StreamConnection: Sendable {
         let outcome: Outcome<any Channel>
         var refused: (any Channel)?
         do {
+            guard let bootstrap else {
+                throw HTTPSessionError(
+                    .cannotConnect,
+                    url: url,
+                    message: "\(url): stream tasks need SwiftNIO's POSIX event loops; the session's "
+                        + "eventLoopGroup (\(type(of: eventLoopGroup))) hands out \(type(of: eventLoopGroup.next()))"
+                )
+            }
             let channel = try await bootstrap.connect(host: host, port: port).get()
             let address = channel.remoteAddress?.ipAddress ?? "an unknown address"
             if let reason = configuration.connectionValidator?(address) {
@@ -141,7 +155,7 @@ final class StreamConnection: Sendable {
                     return true
                 }
                 guard queued else { return continuation.resume(returning: .failure(.cancelled(url))) }
-                let timer = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: timeout.timeAmount) {
+                let timer = eventLoopGroup.next().scheduleTask(in: timeout.timeAmount) {
                     [self] in
                     end(
                         reader: id,
