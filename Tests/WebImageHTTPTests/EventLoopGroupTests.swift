@@ -30,6 +30,13 @@ private final class CountingEventLoopGroup: EventLoopGroup {
 
 @Suite("A session on the event loops it is given", .timeLimit(.minutes(3)))
 struct EventLoopGroupTests {
+    /// A session whose connections run on `group`.
+    private static func session(on group: any EventLoopGroup) -> HTTPSession {
+        var configuration = HTTPSession.Configuration()
+        configuration.eventLoopGroup = group
+        return HTTPSession(configuration: configuration)
+    }
+
     @Test("Its connections and read timeout run on the configured group, which the session leaves running")
     func configuredGroup() async throws {
         let group = CountingEventLoopGroup()
@@ -74,10 +81,8 @@ struct EventLoopGroupTests {
     @Test("Its stream tasks connect and time their reads on the configured group")
     func streamTaskOnConfiguredGroup() async throws {
         let group = CountingEventLoopGroup()
-        var configuration = HTTPSession.Configuration()
-        configuration.eventLoopGroup = group
         let server = try await LineServer.start()
-        let session = HTTPSession(configuration: configuration)
+        let session = Self.session(on: group)
         let stream = session.streamTask(withHostName: "127.0.0.1", port: server.port)
         do {
             stream.resume()
@@ -106,9 +111,7 @@ struct EventLoopGroupTests {
     @Test("A stream task on loops that are not SwiftNIO's POSIX ones fails to connect with an error naming them")
     func streamTaskOnForeignLoops() async throws {
         let loop = EmbeddedEventLoop()
-        var configuration = HTTPSession.Configuration()
-        configuration.eventLoopGroup = loop
-        let session = HTTPSession(configuration: configuration)
+        let session = Self.session(on: loop)
         let stream = session.streamTask(withHostName: "127.0.0.1", port: 9)
         stream.resume()
         do throws(HTTPSessionError) {
