@@ -186,6 +186,7 @@ extension HTTPSession {
     /// One attempt at the hop's request, up to the response head, within the hop's deadline.
     private func execute(_ hop: Hop, task: HTTPSessionTask) async throws -> HTTPClientResponse {
         guard ContinuousClock.now < hop.deadline else { throw hop.expired() }
+        if let foreignEventLoop { throw Self.unusableEventLoops(foreignEventLoop, url: hop.request.url) }
         do {
             return try await client(for: hop.request.url).execute(
                 makeClientRequest(hop.request, task: task, watch: hop.watch),

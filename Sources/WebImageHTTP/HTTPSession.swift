@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 @_spi(WebImageInternals) import WebImageCoders
 
 /// An HTTP client session on AsyncHTTPClient (AFURLSessionManager + AFHTTPSessionManager).
@@ -61,6 +62,21 @@ public final class HTTPSession: Sendable {
     /// each time: about 1 % of a decoded fetch's CPU.
     let clientLogger: Logger?
 
+    /// The type of the configured group's loops when they are not SwiftNIO's POSIX ones, on which
+    /// AsyncHTTPClient and `ClientBootstrap` cannot connect (the client would stop the process):
+    /// every task then fails with ``unusableEventLoops(_:url:)``.
+    let foreignEventLoop: String?
+
+    /// `cannotConnect`: the configured ``Configuration/eventLoopGroup`` hands out `loopType`.
+    static func unusableEventLoops(_ loopType: String, url: URL) -> HTTPSessionError {
+        HTTPSessionError(
+            .cannotConnect,
+            url: url,
+            message: "\(url): connections need SwiftNIO's POSIX event loops (MultiThreadedEventLoopGroup); "
+                + "the session's eventLoopGroup hands out \(loopType)"
+        )
+    }
+
     /// Where the session's connections and its read-timeout timer run
     /// (``Configuration/eventLoopGroup``, else AsyncHTTPClient's shared group).
     var eventLoopGroup: any EventLoopGroup { configuration.eventLoopGroup ?? HTTPClient.defaultEventLoopGroup }
@@ -78,6 +94,10 @@ public final class HTTPSession: Sendable {
         self.configuration = configuration
         clientLogger = logger.flatMap { $0.logLevel <= .debug ? $0 : nil }
         admission = HostAdmission(limit: configuration.maximumConnectionsPerHost)
+        foreignEventLoop = configuration.eventLoopGroup.flatMap { group in
+            let loop = group.next()
+            return ClientBootstrap(validatingGroup: loop) == nil ? "\(type(of: loop))" : nil
+        }
         readTimeoutWatchdog = ReadTimeoutWatchdog(
             timeout: configuration.readTimeout,
             eventLoopGroup: configuration.eventLoopGroup ?? HTTPClient.defaultEventLoopGroup

@@ -126,4 +126,21 @@ struct EventLoopGroupTests {
         try? await session.shutdown()
         try await loop.shutdownGracefully()
     }
+
+    @Test("An HTTP task on loops that are not SwiftNIO's POSIX ones fails with an error naming them, not a trap")
+    func httpTaskOnForeignLoops() async throws {
+        let loop = EmbeddedEventLoop()
+        let session = Self.session(on: loop)
+        let url = try #require(URL(string: "http://127.0.0.1:9/image.jpg"))
+        do throws(HTTPSessionError) {
+            _ = try await session.data(for: .init(url: url))
+            Issue.record("an HTTP task loaded on an embedded event loop")
+        } catch {
+            #expect(error.code == .cannotConnect, "\(error.message)")
+            #expect(error.message.contains("http://127.0.0.1:9/image.jpg"), "\(error.message)")
+            #expect(error.message.contains("EmbeddedEventLoop"), "\(error.message)")
+        }
+        try? await session.shutdown()
+        try await loop.shutdownGracefully()
+    }
 }

@@ -76,12 +76,7 @@ final class StreamConnection: Sendable {
         var refused: (any Channel)?
         do {
             guard let bootstrap else {
-                throw HTTPSessionError(
-                    .cannotConnect,
-                    url: url,
-                    message: "\(url): stream tasks need SwiftNIO's POSIX event loops; the session's "
-                        + "eventLoopGroup (\(type(of: eventLoopGroup))) hands out \(type(of: eventLoopGroup.next()))"
-                )
+                throw HTTPSession.unusableEventLoops("\(type(of: eventLoopGroup.next()))", url: url)
             }
             let channel = try await bootstrap.connect(host: host, port: port).get()
             let address = channel.remoteAddress?.ipAddress ?? "an unknown address"
