@@ -170,8 +170,6 @@ struct LoadingOptions: ParsableArguments {
         )
     }
 
-    /// `urls`, then the lines of `--input FILE` (`-`: standard input), blank lines and `#`
-    /// comments left out.
     /// The one event loop every connection of a run shares. The decodes keep the cores busy;
     /// each wake-up of a network thread takes a core from one of them, and one loop serves the
     /// ready connections of a wake-up together. 1,000 web JPEGs against a loop per core
@@ -179,6 +177,8 @@ struct LoadingOptions: ParsableArguments {
     /// less bytes only. It lives as long as the process.
     static let networkLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
+    /// `urls`, then the lines of `--input FILE` (`-`: standard input), blank lines and `#`
+    /// comments left out.
     static func inputs(_ urls: [String], listedIn inputFile: String?) throws -> [String] {
         guard let inputFile else { return urls }
         let text: String
