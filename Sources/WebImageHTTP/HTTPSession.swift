@@ -77,10 +77,6 @@ public final class HTTPSession: Sendable {
         )
     }
 
-    /// Where the session's connections and its read-timeout timer run
-    /// (``Configuration/eventLoopGroup``, else AsyncHTTPClient's shared group).
-    var eventLoopGroup: any EventLoopGroup { configuration.eventLoopGroup ?? HTTPClient.defaultEventLoopGroup }
-
     /// A session; `baseURL` gains a trailing slash when its path has none. `logger` receives
     /// AsyncHTTPClient's request logs (default: none).
     public init(
@@ -100,7 +96,7 @@ public final class HTTPSession: Sendable {
         }
         readTimeoutWatchdog = ReadTimeoutWatchdog(
             timeout: configuration.readTimeout,
-            eventLoopGroup: configuration.eventLoopGroup ?? HTTPClient.defaultEventLoopGroup
+            eventLoopGroup: configuration.eventLoops
         )
     }
 
@@ -132,7 +128,7 @@ public final class HTTPSession: Sendable {
         let client = sharedClientState.withLock { state -> HTTPClient in
             if case .made(let client) = state { return client }
             let client = HTTPClient(
-                eventLoopGroup: eventLoopGroup,
+                eventLoopGroup: configuration.eventLoops,
                 configuration: configuration.clientConfiguration(proxy: configuration.proxy)
             )
             if case .shutDown = state { closing = client }
@@ -153,7 +149,7 @@ public final class HTTPSession: Sendable {
         return hostClients.withLock { clients in
             if let client = clients[key] { return client }
             let client = HTTPClient(
-                eventLoopGroup: eventLoopGroup,
+                eventLoopGroup: configuration.eventLoops,
                 configuration: configuration.clientConfiguration(forHost: key.host, proxy: key.proxy)
             )
             clients[key] = client
@@ -456,4 +452,10 @@ final class TaskHolder: Sendable {
         }
         task?.cancel()
     }
+}
+
+extension HTTPSession.Configuration {
+    /// Where the session's connections and timers run: ``eventLoopGroup``, else SwiftNIO's shared
+    /// group (AsyncHTTPClient's default).
+    var eventLoops: any EventLoopGroup { eventLoopGroup ?? HTTPClient.defaultEventLoopGroup }
 }

@@ -39,7 +39,7 @@ public final class HTTPStreamTask: Sendable, CustomStringConvertible {
         taskIdentifier = Self.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
         connection = StreamConnection(
             label: "\(host):\(port)",
-            eventLoopGroup: configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+            eventLoopGroup: configuration.eventLoops
         )
     }
 
