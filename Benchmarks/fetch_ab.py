@@ -6,8 +6,8 @@ blocks (`Benchmarks/fetch_cost.py` once each) differ by more than most changes m
 turn, A B B A A B…, each pair of runs meets the same minute. Writes COUNT distinct JPEGs
 (`webimage-benchmarks --write-photos`), serves them from nginx on 127.0.0.1 as fetch_cost.py does,
 and runs `webimage fetch` of the list with each binary in turn: bytes only (`raw`), decoded, or
-both. Prints each binary's median wall and CPU time (user + system) and the median of the paired
-CPU differences (B − A), which is the figure to quote.
+both. Prints each binary's median wall and CPU time (user + system), the median of the paired
+CPU differences (B − A), which is the figure to quote, and each binary's median context switches.
 
   python3 Benchmarks/fetch_ab.py --benchmarks Benchmarks/.build/release/webimage-benchmarks \\
       --a OLD/webimage --b NEW/webimage [--rounds 21] [--mode raw|decoded|both]
@@ -52,24 +52,28 @@ def main():
         sides = {"A": args.a, "B": args.b}
         wall = {(side, mode): [] for side in sides for mode in modes}
         cpu = {(side, mode): [] for side in sides for mode in modes}
+        switches = {(side, mode): [] for side in sides for mode in modes}
         fetch_cost.run(fetch(args.a, modes[0]))  # warm the page cache and nginx
         for round_index in range(args.rounds):
             order = ("A", "B") if round_index % 2 == 0 else ("B", "A")
             for mode in modes:
                 for side in order:
-                    seconds, _, cpu_seconds = fetch_cost.run(fetch(sides[side], mode))
+                    seconds, _, cpu_seconds, switched = fetch_cost.measured(fetch(sides[side], mode))
                     wall[(side, mode)].append(seconds)
                     cpu[(side, mode)].append(cpu_seconds)
+                    switches[(side, mode)].append(switched)
 
         print(f"{args.count} JPEGs from nginx on loopback, {c} at a time, {args.rounds} alternating rounds\n")
-        print("| mode | A wall s | B wall s | A CPU s | B CPU s | CPU B − A (median of pairs) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        print("| mode | A wall s | B wall s | A CPU s | B CPU s | CPU B − A (median of pairs) "
+              "| A switches | B switches |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for mode in modes:
             a_cpu, b_cpu = cpu[("A", mode)], cpu[("B", mode)]
             difference = statistics.median(b - a for a, b in zip(a_cpu, b_cpu))
             print(f"| {mode} | {statistics.median(wall[('A', mode)]):.3f} | {statistics.median(wall[('B', mode)]):.3f} "
                   f"| {statistics.median(a_cpu):.3f} | {statistics.median(b_cpu):.3f} "
-                  f"| {difference:+.4f} ({100 * difference / statistics.median(a_cpu):+.1f} %) |")
+                  f"| {difference:+.4f} ({100 * difference / statistics.median(a_cpu):+.1f} %) "
+                  f"| {statistics.median(switches[('A', mode)]):.0f} | {statistics.median(switches[('B', mode)]):.0f} |")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,9 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
 
 webimage runs with --no-disk-cache and --memory-cache 0: every image comes from the network.
 Wall and CPU time (user + system) are medians over the rounds; peak RSS is the largest child RSS
-seen (wait4). Prints one Markdown table and, with --json, a JSON object. With --perf DIR, records
+seen (wait4); context switches (wait4's voluntary and involuntary, all threads) are medians: on a
+machine whose cores the decodes keep busy, every hop between threads (event loop, Swift's pool,
+the decode queue) is a wake-up that preempts a decoder, and this column counts them. Prints one Markdown table and, with --json, a JSON object. With --perf DIR, records
 `perf record -g` of one raw and one decoded fetch into DIR (perf report -i DIR/raw.data) and
 splits the raw fetch's samples between our code and the HTTP client's: each sample goes to the
 innermost frame of either on its stack (the runtime and libc work a frame calls is its own).
@@ -55,6 +57,12 @@ def free_port():
 def run(argv, stdout=subprocess.DEVNULL):
     """Runs argv to its end; returns (seconds, peak RSS in MB, CPU seconds: user + system).
     Fails loudly on a non-zero exit."""
+    return measured(argv, stdout)[:3]
+
+
+def measured(argv, stdout=subprocess.DEVNULL):
+    """`run`'s figures and the process's context switches (voluntary + involuntary, all its
+    threads): each one a thread that slept and was woken, or was preempted."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -64,7 +72,7 @@ def run(argv, stdout=subprocess.DEVNULL):
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"fetch_cost: {argv[0]} exited {code}: {stderr[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, usage.ru_nvcsw + usage.ru_nivcsw
 
 
 # Who a perf sample's CPU belongs to: the innermost frame of our modules or of the HTTP client
@@ -222,13 +230,15 @@ def main():
             commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
         cpu = {name: [] for name in commands}
+        switches = {name: [] for name in commands}
         rss = {name: 0.0 for name in commands}
         run(commands["curl"])  # warm the page cache and nginx
         for _ in range(args.rounds):
             for name, argv in commands.items():
-                seconds, peak, cpu_seconds = run(argv)
+                seconds, peak, cpu_seconds, switched = measured(argv)
                 times[name].append(seconds)
                 cpu[name].append(cpu_seconds)
+                switches[name].append(switched)
                 rss[name] = max(rss[name], peak)
         split = None
         if args.perf:
@@ -247,6 +257,7 @@ def main():
             "seconds": {name: round(value, 3) for name, value in median.items()},
             "cpu_seconds": {name: round(value, 3) for name, value in median_cpu.items()},
             "peak_rss_mb": {name: round(value, 1) for name, value in rss.items()},
+            "context_switches": {name: round(statistics.median(values)) for name, values in switches.items()},
             "raw_over_curl": round(median["raw"] / median["curl"], 2),
             "decoded_over_c_decode": round(median["decoded"] / median["C decode"], 2),
             "decoded_from_files_over_c_decode": round(median["decoded, from files"] / median["C decode"], 2),
@@ -264,11 +275,11 @@ def main():
                 (median["raw"] - median["webimage start"]) / (median["AsyncHTTPClient"] - median["AsyncHTTPClient start"]), 2)
         print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
               f"median of {args.rounds} rounds (whole process)\n")
-        print("| run | wall (s) | per image (ms) | CPU (s) | peak RSS (MB) |")
-        print("| --- | ---: | ---: | ---: | ---: |")
+        print("| run | wall (s) | per image (ms) | CPU (s) | peak RSS (MB) | context switches |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for name in commands:
             print(f"| {name} | {median[name]:.3f} | {median[name] * 1000 / args.count:.2f} | {median_cpu[name]:.3f} "
-                  f"| {rss[name]:.0f} |")
+                  f"| {rss[name]:.0f} | {result['context_switches'][name]} |")
         print(f"\nraw / curl = {result['raw_over_curl']}; "
               f"decoded / C decode = {result['decoded_over_c_decode']} (issue 46's target ≤ 1.3); "
               f"without HTTP (decoded from files / C decode) = {result['decoded_from_files_over_c_decode']}, "
