@@ -32,7 +32,8 @@ machine whose cores the decodes keep busy, every hop between threads (event loop
 the decode queue) is a wake-up that preempts a decoder, and this column counts them. nginx's CPU
 time per run (its run time in /proc/PID/schedstat) is the share of the cores the server takes,
 which the C decode never pays; the summary also gives what the decoded fetch would take if its
-CPU and nginx's filled every core without a gap. Prints one Markdown table and, with --json, a JSON object. With --perf DIR, records
+CPU and nginx's filled every core without a gap. Prints one Markdown table and, with --json, a
+JSON object. With --perf DIR, records
 `perf record -g` of one raw and one decoded fetch into DIR (perf report -i DIR/raw.data) and
 splits the raw fetch's samples between our code and the HTTP client's: each sample goes to the
 innermost frame of either on its stack (the runtime and libc work a frame calls is its own).
@@ -110,15 +111,22 @@ def cpu_split(perf_data):
     return {name: round(100 * count / total, 1) for name, count in counts.items()}
 
 
-def server_cpu_seconds(scratch):
-    """CPU time nginx (master and workers) has spent so far, from the kernel's per-task run time
-    (/proc/PID/schedstat, nanoseconds: the 10 ms ticks of /proc/PID/stat are too coarse here);
-    0 when it cannot be read."""
+def server_pids(scratch):
+    """nginx's master (from its pid file in `scratch`) and its workers; [] when unreadable."""
     try:
         with open(os.path.join(scratch, "nginx.pid")) as f:
             master = int(f.read().strip())
         with open(f"/proc/{master}/task/{master}/children") as f:
-            pids = [master] + [int(pid) for pid in f.read().split()]
+            return [master] + [int(pid) for pid in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def server_cpu_seconds(pids):
+    """CPU time the processes `pids` have spent so far, from the kernel's per-task run time
+    (/proc/PID/schedstat, nanoseconds: the 10 ms ticks of /proc/PID/stat are too coarse here);
+    0 when it cannot be read."""
+    try:
         total = 0
         for pid in pids:
             with open(f"/proc/{pid}/schedstat") as f:
@@ -255,11 +263,12 @@ def main():
         server = {name: [] for name in commands}
         rss = {name: 0.0 for name in commands}
         run(commands["curl"])  # warm the page cache and nginx
+        nginx_pids = server_pids(scratch)
         for _ in range(args.rounds):
             for name, argv in commands.items():
-                served_before = server_cpu_seconds(scratch)
+                served_before = server_cpu_seconds(nginx_pids)
                 seconds, peak, cpu_seconds, switched = measured(argv)
-                server[name].append(server_cpu_seconds(scratch) - served_before)
+                server[name].append(server_cpu_seconds(nginx_pids) - served_before)
                 times[name].append(seconds)
                 cpu[name].append(cpu_seconds)
                 switches[name].append(switched)
