@@ -32,6 +32,7 @@ let package = Package(
                 .product(name: "WebImageOrigin", package: "swift-web-image"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                "CDirectCodecs",
             ],
             path: "Sources/HTTPBenchmarks"
         ),

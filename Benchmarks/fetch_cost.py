@@ -21,6 +21,13 @@ Writes COUNT distinct JPEGs (`webimage-benchmarks --write-photos`), serves them 
              the same files
   C decode   libjpeg-turbo decoding the same files from disk on both cores
              (`webimage-benchmarks --decode-floor 2`; the decoded floor)
+  AsyncHTTPClient + C decode  (with --http-benchmarks) the same GETs through AsyncHTTPClient alone,
+             each body decoded by libjpeg-turbo on a thread per core while its request's task
+             waits (`--fetch-list … --decode`): the client and the decodes with no pipeline, decoding
+             off the event loops and Swift's pool as webimage must
+  AsyncHTTPClient + C decode on its loops  the same through the client's delegate API, each body
+             decoded on the event loop that read it (`--decode-on-loop`; a loop per core): not one
+             thread woken for a hand-off, the least the client and the decodes can cost together
   start      webimage fetch (and, with --http-benchmarks, the AsyncHTTPClient benchmark) given an
              empty list: what starting and ending the process costs, apart from the images. The
              summary also compares raw and AsyncHTTPClient with their starts taken away.
@@ -251,10 +258,13 @@ def main():
             commands = {"AsyncHTTPClient": reference,
                         "AsyncHTTPClient, session settings": reference + ["--matched"],
                         "HTTPSession": reference + ["--session"],
+                        "AsyncHTTPClient + C decode": reference + ["--decode"],
+                        "AsyncHTTPClient + C decode on its loops": reference + ["--decode-on-loop"],
                         "AsyncHTTPClient start": client_list(empty_list),
                         **commands}
             order = ("curl", "AsyncHTTPClient", "AsyncHTTPClient, session settings", "HTTPSession", "raw", "decoded",
-                     "decoded, from files", "C decode",
+                     "decoded, from files", "C decode", "AsyncHTTPClient + C decode",
+                     "AsyncHTTPClient + C decode on its loops",
                      "webimage start", "AsyncHTTPClient start")
             commands = {name: commands[name] for name in order}
         times = {name: [] for name in commands}
@@ -313,6 +323,15 @@ def main():
             result["raw_over_matched_client"] = round(median["raw"] / median["AsyncHTTPClient, session settings"], 2)
             result["raw_over_async_http_client_without_starts"] = round(
                 (median["raw"] - median["webimage start"]) / (median["AsyncHTTPClient"] - median["AsyncHTTPClient start"]), 2)
+            # The client and the decodes alone against the C floor: the share of the decoded
+            # target the HTTP client and the server take before any of the library's own work.
+            result["client_and_decode_over_c_decode"] = round(
+                median["AsyncHTTPClient + C decode"] / median["C decode"], 2)
+            result["client_and_decode_on_loops_over_c_decode"] = round(
+                median["AsyncHTTPClient + C decode on its loops"] / median["C decode"], 2)
+            result["decoded_over_client_and_decode"] = round(median["decoded"] / median["AsyncHTTPClient + C decode"], 2)
+            result["decoded_over_client_and_decode_on_loops"] = round(
+                median["decoded"] / median["AsyncHTTPClient + C decode on its loops"], 2)
         print(f"{args.count} JPEGs of {mean_kb:.0f} KB from nginx on loopback, {c} at a time, "
               f"median of {args.rounds} rounds (whole process)\n")
         print("| run | wall (s) | per image (ms) | CPU (s) | peak RSS (MB) | context switches | nginx CPU (s) |")
@@ -334,6 +353,10 @@ def main():
                   f"without each process's start = {result['raw_over_async_http_client_without_starts']}; "
                   f"CPU, raw / AsyncHTTPClient = {result['raw_cpu_over_async_http_client_cpu']}, "
                   f"HTTPSession / AsyncHTTPClient = {result['session_cpu_over_async_http_client_cpu']}")
+            print(f"AsyncHTTPClient + C decode / C decode = {result['client_and_decode_over_c_decode']} "
+                  f"(decoding on the loops: {result['client_and_decode_on_loops_over_c_decode']}); "
+                  f"decoded / AsyncHTTPClient + C decode = {result['decoded_over_client_and_decode']} "
+                  f"(on the loops: {result['decoded_over_client_and_decode_on_loops']}): the library's own share")
         if split:
             result["raw_cpu_split_percent"] = split
             print(f"raw's CPU (perf samples, by the innermost of our frames or the client's on the stack): "

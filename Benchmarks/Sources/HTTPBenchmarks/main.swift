@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CDirectCodecs
 import Foundation
 import NIOCore
 import WebImageHTTP
@@ -17,7 +18,13 @@ import WebImageOrigin
 // with no Swift task per body part), collecting each body, and exits: the HTTP stack's own cost
 // inside `webimage fetch` (Benchmarks/fetch-cost.sh times the whole process). `--matched-except
 // LIST` is `--matched` without the settings LIST names (comma-separated: `timeouts`,
-// `decompression`, `headers`, `tracing`), to tell what each one costs.
+// `decompression`, `headers`, `tracing`), to tell what each one costs. `--decode` decodes each
+// collected body whole to RGBA with libjpeg-turbo (`direct_jpeg_decode`) on a thread per core, off
+// Swift's pool as webimage decodes, each request's task waiting for its decode: the least any
+// pipeline on this client can cost, its client and decode and nothing else. `--decode-on-loop`
+// goes through the delegate API and decodes each body on the event loop that read it (one loop
+// per core, no hand-off at all): what the client and the decodes cost with no thread ever woken
+// for them, a floor no pipeline that keeps decoding off its loops reaches.
 
 func argument(_ name: String, default value: Int) -> Int {
     CommandLine.arguments.firstIndex(of: name).flatMap {
@@ -62,7 +69,9 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     sessionConfiguration.postsTaskNotifications = false
     let session =
         CommandLine.arguments.contains("--session") ? HTTPSession(configuration: sessionConfiguration) : nil
-    let viaDelegate = CommandLine.arguments.contains("--delegate")
+    let decodesOnLoop = CommandLine.arguments.contains("--decode-on-loop")
+    let viaDelegate = CommandLine.arguments.contains("--delegate") || decodesOnLoop
+    let lanes = CommandLine.arguments.contains("--decode") ? DecodeLanes() : nil
     @Sendable func fetch(_ url: String) async throws -> Int {
         if viaDelegate {
             let request = try HTTPClient.Request(url: url)
@@ -73,7 +82,10 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
                 delegate: accumulator,
                 deadline: deadline
             )
-            let response = try await task.futureResult.get()
+            let response = try await task.futureResult.flatMapThrowing { response in
+                if decodesOnLoop, let body = response.body { try decodeJPEG(body, url: url) }
+                return response
+            }.get()
             guard response.status == .ok else { throw HTTPClientError.remoteConnectionClosed }
             return response.body?.readableBytes ?? 0
         }
@@ -89,7 +101,9 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
         }
         let response = try await client.execute(request, timeout: .seconds(30))
         guard response.status == .ok else { throw HTTPClientError.remoteConnectionClosed }
-        return try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes
+        let body = try await response.body.collect(upTo: 64 * 1024 * 1024)
+        if let lanes { try await lanes.decode(body, url: url) }
+        return body.readableBytes
     }
     try await withThrowingTaskGroup(of: Int.self) { group in
         var pending = urls[...]
@@ -101,6 +115,54 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
     try await client.shutdown().get()
     try await session?.shutdown()
     exit(0)
+}
+
+/// A thread per core decoding JPEGs in arrival order; the submitting task waits for its decode.
+final class DecodeLanes: Sendable {
+    private let jobs = NSCondition()
+    // Safety: read and written only while `jobs` is locked.
+    nonisolated(unsafe) private var pending: [@Sendable () -> Void] = []
+
+    init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        for index in 0..<threads {
+            let thread = Thread { [self] in
+                while true {
+                    jobs.lock()
+                    while pending.isEmpty { jobs.wait() }
+                    let job = pending.removeFirst()
+                    jobs.unlock()
+                    job()
+                }
+            }
+            thread.name = "decode-\(index)"
+            thread.start()
+        }
+    }
+
+    /// Decodes `body` (a JPEG) to RGBA on a lane; throws when libjpeg fails, naming `url`.
+    func decode(_ body: ByteBuffer, url: String) async throws {
+        let decoded = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            jobs.lock()
+            pending.append { continuation.resume(returning: (try? decodeJPEG(body, url: url)) != nil) }
+            jobs.signal()
+            jobs.unlock()
+        }
+        guard decoded else { throw DecodeFailed(url: url) }
+    }
+}
+
+struct DecodeFailed: Error, CustomStringConvertible {
+    var url: String
+    var description: String { "\(url): libjpeg-turbo could not decode the body" }
+}
+
+/// Decodes `body` (a JPEG) whole to RGBA with libjpeg-turbo, then frees the pixels.
+func decodeJPEG(_ body: ByteBuffer, url: String) throws {
+    var (width, height): (UInt32, UInt32) = (0, 0)
+    let status = body.withUnsafeReadableBytes { bytes in
+        direct_jpeg_decode(bytes.bindMemory(to: UInt8.self).baseAddress!, bytes.count, 1, &width, &height)
+    }
+    guard status == 0 else { throw DecodeFailed(url: url) }
 }
 
 let requestCount = argument("--requests", default: 1000)
