@@ -32,6 +32,8 @@ public struct ImageHeader: Sendable, Hashable {
     /// Bytes the decoder holds besides the pixels while it decodes: a progressive JPEG's
     /// whole-image coefficient buffer (2 bytes a coefficient, every component at its stored
     /// resolution whatever the DCT scale: 3 bytes a pixel for 4:2:0, 6 for 4:4:4); 0 otherwise.
+    /// Counted whole, though on Linux the decoder hands back the rows its output has passed, so
+    /// the decode peaks near the larger of the buffer and the pixels, not their sum.
     public var decoderWorkingBytes = 0
     /// A baseline JPEG's scan read ahead of libjpeg when it is decoded at 1/8 (the value store and
     /// Huffman tables of `jpeg_scan_ahead.c`, at most); 0 for other images.

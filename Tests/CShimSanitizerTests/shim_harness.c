@@ -439,9 +439,11 @@ typedef struct {
     J_COLOR_SPACE space;
     unsigned restart;
     int optimize, quality;
+    /// libjpeg's own progressive scan script (`jpeg_simple_progression`) when set.
+    int progressive;
 } jpeg_recipe;
 
-/// `source` as a baseline JPEG by libjpeg (the caller frees it; jpeg_mem_dest's buffer is
+/// `source` as a JPEG by libjpeg (baseline unless the recipe says progressive) (the caller frees it; jpeg_mem_dest's buffer is
 /// malloc'ed by libjpeg and handed over whole at jpeg_finish_compress).
 static uint8_t *encode_jpeg_recipe(const image *source, jpeg_recipe recipe, size_t *size) {
     struct jpeg_compress_struct info;
@@ -471,6 +473,7 @@ static uint8_t *encode_jpeg_recipe(const image *source, jpeg_recipe recipe, size
     for (int c = 1; c < info.num_components; c++) info.comp_info[c].h_samp_factor = info.comp_info[c].v_samp_factor = 1;
     info.restart_interval = recipe.restart;
     info.optimize_coding = recipe.optimize;
+    if (recipe.progressive) jpeg_simple_progression(&info);
     jpeg_start_compress(&info, TRUE);
     while (info.next_scanline < info.image_height) {
         JSAMPROW row = source->pixels + (size_t)info.next_scanline * source->stride;
@@ -565,7 +568,7 @@ static void test_jpeg_scan_ahead(const image *photo) {
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
         for (int variant = 0; variant < 8; variant++) {
             jpeg_recipe recipe = {layouts[l].h, layouts[l].v, layouts[l].space, variant & 1 ? 3 : 0, (variant >> 1) & 1,
-                                  variant & 4 ? 100 : 75};
+                                  variant & 4 ? 100 : 75, 0};
             const uint32_t *size = sizes[variant % 5];
             image picture = make_smooth_image(size[0], size[1]);
             size_t length = 0;
@@ -588,7 +591,7 @@ static void test_jpeg_scan_ahead(const image *photo) {
 
     // Full-range noise at quality 100 needs more room than the value store has (32 bytes a
     // block): left to libjpeg, the same pixels.
-    jpeg_recipe noisy_recipe = {2, 2, JCS_YCbCr, 0, 0, 100};
+    jpeg_recipe noisy_recipe = {2, 2, JCS_YCbCr, 0, 0, 100, 0};
     size_t length = 0;
     uint8_t *data = encode_jpeg_recipe(photo, noisy_recipe, &length);
     int skipped = 1;
@@ -599,7 +602,7 @@ static void test_jpeg_scan_ahead(const image *photo) {
     // A photo-like image, 4:2:0 with restarts every 5 MCUs: pixels, every stop and deadline in
     // the read ahead.
     image smooth = make_smooth_image(photo->width, photo->height);
-    jpeg_recipe photo_recipe = {2, 2, JCS_YCbCr, 5, 0, 90};
+    jpeg_recipe photo_recipe = {2, 2, JCS_YCbCr, 5, 0, 90, 0};
     data = encode_jpeg_recipe(&smooth, photo_recipe, &length);
     free(smooth.pixels);
     if (data == NULL) return;
@@ -1250,6 +1253,104 @@ static void test_codec_loader(void) {
     CHECK(strcmp(heif_get_version(), LIBHEIF_VERSION) == 0, "the failed opens changed libheif's stubs");
 }
 
+// MARK: JPEG, coefficients handed back
+
+/// Decodes `data` whole through the shim, `batch` rows at a time. Returns the pixels (the caller
+/// frees them) or NULL on failure; `released` gets the coefficient bytes handed back.
+static uint8_t *shim_decode_in_batches(const uint8_t *data, size_t size, int cmyk, uint32_t batch, size_t *released) {
+    wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, size);
+    if (decoder == NULL) return NULL;
+    struct jpeg_decompress_struct *info = wi_jpeg_decoder_info(decoder);
+    uint8_t *pixels = NULL;
+    wi_status status = wi_jpeg_read_header(decoder);
+    if (status == WI_OK) status = wi_jpeg_start(decoder, cmyk);
+    if (status == WI_OK) {
+        size_t stride = (size_t)info->output_width * 4;
+        pixels = malloc(stride * info->output_height);
+        uint32_t done = 0;
+        while (status == WI_OK && done < info->output_height) {
+            uint32_t rows = 0;
+            uint32_t count = info->output_height - done < batch ? info->output_height - done : batch;
+            status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, count, NULL, &rows);
+            if (rows == 0) break;
+            done += rows;
+        }
+        if (status == WI_OK && done < info->output_height) status = WI_ERROR;
+        // A file cut short may fail its finish; the rows are libjpeg's filled-in ones.
+        if (status == WI_OK && wi_jpeg_finish(decoder) != WI_OK && !wi_jpeg_decoder_hit_end_of_data(decoder)) {
+            status = WI_ERROR;
+        }
+    }
+    *released = wi_jpeg_released_coefficient_bytes(decoder);
+    wi_jpeg_decoder_destroy(decoder);
+    if (status != WI_OK) {
+        free(pixels);
+        return NULL;
+    }
+    return pixels;
+}
+
+// A multi-scan JPEG keeps every coefficient until its output has passed them; the shim hands the
+// passed rows' pages back while reading rows. The pixels stay libjpeg's (block smoothing reads
+// two iMCU rows above the one it outputs), for every sampling, row batch and a file cut short.
+static void test_jpeg_coefficient_release(void) {
+    fprintf(stderr, "JPEG, coefficients handed back\n");
+    image smooth = make_smooth_image(2048, 1536);
+    static const struct {
+        const char *name;
+        jpeg_recipe recipe;
+    } files[] = {
+        {"progressive 4:2:0", {2, 2, JCS_YCbCr, 0, 1, 90, 1}},
+        {"progressive 4:4:4", {1, 1, JCS_YCbCr, 0, 1, 90, 1}},
+        {"progressive 4:2:2", {2, 1, JCS_YCbCr, 0, 1, 90, 1}},
+        {"progressive gray", {1, 1, JCS_GRAYSCALE, 0, 1, 90, 1}},
+        {"progressive CMYK", {1, 1, JCS_CMYK, 0, 1, 90, 1}},
+        {"baseline 4:2:0", {2, 2, JCS_YCbCr, 0, 1, 90, 0}},
+    };
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        size_t length = 0;
+        uint8_t *data = encode_jpeg_recipe(&smooth, files[f].recipe, &length);
+        if (data == NULL) continue;
+        int cmyk = files[f].recipe.space == JCS_CMYK;
+        size_t expected_size = 0;
+        uint8_t *expected = reference_jpeg_decode(data, length, 8, cmyk, NULL, &expected_size);
+        static const uint32_t batches[] = {1, 16, 4096};
+        for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+            size_t released = 0;
+            uint8_t *pixels = shim_decode_in_batches(data, length, cmyk, batches[b], &released);
+            CHECK(pixels != NULL && expected != NULL && memcmp(pixels, expected, expected_size) == 0,
+                  "%s, %u rows at a time: the pixels differ from libjpeg's", files[f].name, batches[b]);
+#if defined(__linux__)
+            if (files[f].recipe.progressive) {
+                // 2048×1536: the first plane's coefficients alone are 6 MB.
+                CHECK(released >= (size_t)4 << 20, "%s, %u rows at a time: %zu bytes handed back, expected 4 MB or more",
+                      files[f].name, batches[b], released);
+            }
+#endif
+            if (!files[f].recipe.progressive) {
+                CHECK(released == 0, "%s: %zu bytes handed back, but a baseline file keeps no coefficients",
+                      files[f].name, released);
+            }
+            free(pixels);
+        }
+        // Cut short: libjpeg zeroes the coefficients no scan reached; the same pixels as its own.
+        if (files[f].recipe.progressive) {
+            for (size_t cut = length / 5; cut < length; cut += length / 5) {
+                size_t cut_size = 0, released = 0;
+                uint8_t *cut_expected = reference_jpeg_decode(data, cut, 8, cmyk, NULL, &cut_size);
+                uint8_t *pixels = shim_decode_in_batches(data, cut, cmyk, 16, &released);
+                CHECK(cut_expected != NULL && pixels != NULL && memcmp(pixels, cut_expected, cut_size) == 0,
+                      "%s cut to %zu of %zu bytes: the pixels differ from libjpeg's", files[f].name, cut, length);
+                free(pixels);
+                free(cut_expected);
+            }
+        }
+        free(expected);
+        free(data);
+    }
+    free(smooth.pixels);
+}
+
 int main(void) {
     // Display P3: the profile every phone photo carries, made by lcms.
     const double p3_primaries[8] = {0.680, 0.320, 0.265, 0.690, 0.150, 0.060, 0.3127, 0.3290};
@@ -1265,6 +1366,7 @@ int main(void) {
     test_jpeg(&photo, p3, p3_length);
     test_jpeg_scaled_progressive(&photo);
     test_jpeg_scan_ahead(&photo);
+    test_jpeg_coefficient_release();
     test_png(&photo, &translucent, p3, p3_length);
     test_png_strategy(&photo, &translucent);
     test_tiff(&photo, &translucent);

@@ -58,6 +58,9 @@ int wi_jpeg_decoder_hit_end_of_data(const wi_jpeg_decoder *decoder);
 void wi_jpeg_decoder_set_limits(wi_jpeg_decoder *decoder, int max_scans, int64_t budget_ns, const wi_stop *stop);
 /// 1 when a failure came from the limits of `wi_jpeg_decoder_set_limits`.
 int wi_jpeg_decoder_limit_hit(const wi_jpeg_decoder *decoder);
+/// Bytes of a multi-scan image's coefficients handed back to the system so far while its rows
+/// were read (on Linux; 0 elsewhere, and for baseline images, which keep none).
+size_t wi_jpeg_released_coefficient_bytes(const wi_jpeg_decoder *decoder);
 /// The libjpeg state, for reading the header fields and setting decompression parameters
 /// between `read_header` and `start`.
 struct jpeg_decompress_struct *wi_jpeg_decoder_info(wi_jpeg_decoder *decoder);
