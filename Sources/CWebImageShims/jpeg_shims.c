@@ -159,8 +159,9 @@ static jvirt_barray_ptr wi_jpeg_record_barray(j_common_ptr cinfo, int pool, bool
 }
 
 // Hands back the pages of coefficient rows that output has passed, once at least 256 KB of them
-// are free to go (fewer system calls and TLB flushes: about 150 for a 12 MP image). Only for a single pass over an image whose
-// arrays libjpeg requested one per component, as its coefficient controller does.
+// are free to go (fewer system calls and TLB flushes: about 150 for a 12 MP image). Only for a
+// single pass over an image whose arrays libjpeg requested one per component, as its
+// coefficient controller does.
 static void wi_jpeg_release_coefficients(wi_jpeg_decoder *decoder) {
 #if defined(__linux__) && defined(MADV_DONTNEED)
     struct jpeg_decompress_struct *info = &decoder->info;
