@@ -5,9 +5,6 @@ import WebImageTestSupport
 
 @Suite("webimage memory footprint", .timeLimit(.minutes(2)))
 struct MemoryFootprintTests {
-    // Before: 349 MB (a 512 MB memory cache and every decode's bitmap kept by the allocator),
-    // then 155–215 MB (decodes on DispatchQueue.global() starved the tasks that drop each image,
-    // so up to five 24 MB bitmaps were alive at once).
     /// Twelve distinct flat-colour 3000×2000 JPEGs in `folder` (baseline or progressive); their URLs.
     private func writePhotos(to folder: TemporaryDirectory, progressive: Bool) throws -> [String] {
         try (1...12).map { number in
@@ -28,6 +25,9 @@ struct MemoryFootprintTests {
     /// Three loads at a time and no memory cache (see below).
     private let fetchArguments = ["fetch", "--json", "--no-disk-cache", "--memory-cache", "0", "--concurrency", "3"]
 
+    // Before: 349 MB (a 512 MB memory cache and every decode's bitmap kept by the allocator),
+    // then 155–215 MB (decodes on DispatchQueue.global() starved the tasks that drop each image,
+    // so up to five 24 MB bitmaps were alive at once).
     @Test("Twelve distinct 3000×2000 JPEGs: the process peaks well under what keeping them would take")
     func twelveLargeImages() async throws {
         let folder = try TemporaryDirectory(prefix: "webimage-memory")
