@@ -163,6 +163,9 @@ typedef struct {
     /// When set, gets the decoded pixels (the caller frees them) and the scans read.
     uint8_t **pixels_out;
     int *scans_read;
+    /// Rows read a call (0: 64); when set, gets the coefficient bytes handed back.
+    uint32_t batch;
+    size_t *released;
 } jpeg_decode_job;
 
 static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t budget_ns, char *message) {
@@ -189,7 +192,8 @@ static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t bud
         uint32_t done = 0;
         while (status == WI_OK && done < info->output_height) {
             uint32_t rows = 0;
-            uint32_t batch = info->output_height - done < 64 ? info->output_height - done : 64;
+            uint32_t most = job->batch > 0 ? job->batch : 64;
+            uint32_t batch = info->output_height - done < most ? info->output_height - done : most;
             status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, batch, job->transform, &rows);
             if (rows == 0) break;
             done += rows;
@@ -198,6 +202,7 @@ static wi_status run_jpeg_decode(void *context, const wi_stop *stop, int64_t bud
         if (status == WI_OK) status = wi_jpeg_finish(decoder);
     }
     snprintf(message, WI_MESSAGE_CAPACITY, "%s", wi_jpeg_decoder_message(decoder));
+    if (job->released != NULL) *job->released = wi_jpeg_released_coefficient_bytes(decoder);
     if (status != WI_OK && wi_jpeg_decoder_limit_hit(decoder)) status = WI_LIMIT_EXCEEDED;
     if (job->pixels_out != NULL && status == WI_OK) {
         *job->pixels_out = pixels;
@@ -267,7 +272,7 @@ static void test_jpeg_scaled_progressive(const image *photo) {
         int all_scans = 0, scans_read = 0;
         uint8_t *expected = reference_jpeg_decode(data, length, scale, 0, &all_scans, NULL);
         uint8_t *pixels = NULL;
-        jpeg_decode_job job = {data, length, 0, 0, 0, NULL, scale, 0, &pixels, &scans_read};
+        jpeg_decode_job job = {data, length, 0, 0, 0, NULL, scale, 0, &pixels, &scans_read, 0, NULL};
         char message[WI_MESSAGE_CAPACITY];
         CHECK(run_jpeg_decode(&job, NULL, 0, message) == WI_OK && pixels != NULL, "progressive at %u/8 failed: %s",
               scale, message);
@@ -281,7 +286,7 @@ static void test_jpeg_scaled_progressive(const image *photo) {
         free(pixels);
         free(expected);
     }
-    jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL};
+    jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL, 0, NULL};
     sweep("decode progressive at 1/8", run_jpeg_decode, &eighth, "stopped");
     // The scan limit holds in the loop that reads only the needed scans.
     jpeg_decode_job limited = eighth;
@@ -379,7 +384,7 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
         size_t length = 0;
         uint8_t *data = encode_jpeg(photo, sources[i].progressive, sources[i].model, icc, icc_length, &length);
         if (data == NULL) continue;
-        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK, NULL, 0, 0, NULL, NULL};
+        jpeg_decode_job job = {data, length, photo->width, photo->height, sources[i].model == WI_JPEG_CMYK, NULL, 0, 0, NULL, NULL, 0, NULL};
         sweep(sources[i].name, run_jpeg_decode, &job, "stopped");
         // Again with the rows converted as they come (the P3 tables; lcms for CMYK's naive case
         // has no profile here, so RGB only).
@@ -415,14 +420,14 @@ static void test_jpeg(const image *photo, const uint8_t *icc, size_t icc_length)
         for (int trial = 0; trial < 40; trial++) {
             memcpy(damaged, data, length);
             for (int flips = 0; flips < 8; flips++) damaged[next_random() % length] ^= (uint8_t)(1 + next_random() % 255);
-            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk, NULL, 0, 0, NULL, NULL};
+            jpeg_decode_job broken = {damaged, length, 0, 0, job.cmyk, NULL, 0, 0, NULL, NULL, 0, NULL};
             char ignored[WI_MESSAGE_CAPACITY];
             (void)run_jpeg_decode(&broken, NULL, 0, ignored);
         }
         free(damaged);
         // Not a JPEG at all.
         static const uint8_t junk[] = "this is not a JPEG file at all";
-        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0, NULL, 0, 0, NULL, NULL};
+        jpeg_decode_job not_jpeg = {junk, sizeof junk, 0, 0, 0, NULL, 0, 0, NULL, NULL, 0, NULL};
         char junk_message[WI_MESSAGE_CAPACITY];
         CHECK(run_jpeg_decode(&not_jpeg, NULL, 0, junk_message) == WI_ERROR && junk_message[0] != 0,
               "junk decoded as JPEG");
@@ -611,7 +616,7 @@ static void test_jpeg_scan_ahead(const image *photo) {
     // Its values fill more than one chunk of the store (a sixteenth of its room each), every
     // MCU served whole across the chunks' seams.
     CHECK(last_scan_chunks > 1, "the photo at 1/8: its values filled %zu chunk(s), expected several", last_scan_chunks);
-    jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL};
+    jpeg_decode_job eighth = {data, length, 0, 0, 0, NULL, 1, 0, NULL, NULL, 0, NULL};
     sweep("decode baseline at 1/8", run_jpeg_decode, &eighth, "stopped");
 
     // Damaged: bytes flipped or made 0xFF (stray markers, a restart marker out of order), bytes
@@ -1258,35 +1263,10 @@ static void test_codec_loader(void) {
 /// Decodes `data` whole through the shim, `batch` rows at a time. Returns the pixels (the caller
 /// frees them) or NULL on failure; `released` gets the coefficient bytes handed back.
 static uint8_t *shim_decode_in_batches(const uint8_t *data, size_t size, int cmyk, uint32_t batch, size_t *released) {
-    wi_jpeg_decoder *decoder = wi_jpeg_decoder_create(data, size);
-    if (decoder == NULL) return NULL;
-    struct jpeg_decompress_struct *info = wi_jpeg_decoder_info(decoder);
     uint8_t *pixels = NULL;
-    wi_status status = wi_jpeg_read_header(decoder);
-    if (status == WI_OK) status = wi_jpeg_start(decoder, cmyk);
-    if (status == WI_OK) {
-        size_t stride = (size_t)info->output_width * 4;
-        pixels = malloc(stride * info->output_height);
-        uint32_t done = 0;
-        while (status == WI_OK && done < info->output_height) {
-            uint32_t rows = 0;
-            uint32_t count = info->output_height - done < batch ? info->output_height - done : batch;
-            status = wi_jpeg_read_rows(decoder, pixels + done * stride, stride, count, NULL, &rows);
-            if (rows == 0) break;
-            done += rows;
-        }
-        if (status == WI_OK && done < info->output_height) status = WI_ERROR;
-        // A file cut short may fail its finish; the rows are libjpeg's filled-in ones.
-        if (status == WI_OK && wi_jpeg_finish(decoder) != WI_OK && !wi_jpeg_decoder_hit_end_of_data(decoder)) {
-            status = WI_ERROR;
-        }
-    }
-    *released = wi_jpeg_released_coefficient_bytes(decoder);
-    wi_jpeg_decoder_destroy(decoder);
-    if (status != WI_OK) {
-        free(pixels);
-        return NULL;
-    }
+    jpeg_decode_job job = {data, size, 0, 0, cmyk, NULL, 0, 0, &pixels, NULL, batch, released};
+    char message[WI_MESSAGE_CAPACITY];
+    (void)run_jpeg_decode(&job, NULL, 0, message);
     return pixels;
 }
 

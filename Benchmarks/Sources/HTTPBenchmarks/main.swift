@@ -120,7 +120,10 @@ if let index = CommandLine.arguments.firstIndex(of: "--fetch-list"), CommandLine
 /// A thread per core decoding JPEGs in arrival order; the submitting task waits for its decode.
 final class DecodeLanes: Sendable {
     private let jobs = NSCondition()
-    // Safety: read and written only while `jobs` is locked.
+    // Safety: every access is between `jobs.lock()` and `jobs.unlock()`: the lanes' loop reads and
+    // removes under the lock (`wait()` gives it up and takes it back before returning, so the
+    // emptiness check after a wake-up holds it too), and `decode` appends under it. The lock
+    // orders all accesses, so no two overlap and each sees the last one's writes.
     nonisolated(unsafe) private var pending: [@Sendable () -> Void] = []
 
     init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
